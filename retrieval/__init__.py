@@ -1,0 +1,1 @@
+"""Hybrid store, embedders, fusion and retrieval strategies."""

@@ -1,0 +1,105 @@
+"""Typed backend interfaces. Each has a real in-process implementation (the embedded default)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal, Protocol, runtime_checkable
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemas import ChatMessage, MemoryDecision, MemoryRecord, TopicSummary
+
+DocKind = Literal["turn", "fact", "summary", "qa", "task", "decision", "title"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Text -> L2-normalised float32 vectors. Implementations cache by text hash."""
+
+    name: str
+    dim: int
+
+    async def embed(self, texts: list[str], *, is_query: bool = False) -> np.ndarray: ...
+
+
+class Doc(BaseModel):
+    """One searchable document: a raw turn or one version of a memory record."""
+
+    model_config = ConfigDict(frozen=True)
+
+    doc_id: str
+    chat_id: str
+    kind: DocKind
+    text: str
+    speaker: str | None = None
+    ts: datetime
+    valid_to: datetime | None = None
+    topic_id: str | None = None
+    source_message_ids: list[str]
+    entities: list[str] = Field(default_factory=list)
+
+
+class SearchQuery(BaseModel):
+    """A store-level query. ``chat_id`` is mandatory: no store search runs across chats."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chat_id: str
+    text: str
+    vector: list[float] | None = None
+    mode: Literal["bm25", "knn", "hybrid"] = "hybrid"
+    k: int = 10
+    kinds: list[DocKind] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    include_superseded: bool = False
+    rrf_k: int = 60
+    candidates: int = 50
+
+
+class Hit(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    doc: Doc
+    score: float
+    scores: dict[str, float] = Field(default_factory=dict)
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """The hybrid index of turns and memory records (SQLite embedded; Elasticsearch in production)."""
+
+    async def bootstrap(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def upsert_messages(self, messages: list[ChatMessage], vectors: np.ndarray | None) -> int: ...
+
+    async def get_messages(self, chat_id: str, message_ids: list[str]) -> list[ChatMessage]: ...
+
+    async def list_messages(
+        self, chat_id: str, *, since: datetime | None = None, until: datetime | None = None
+    ) -> list[ChatMessage]: ...
+
+    async def apply_decision(self, decision: MemoryDecision, vector: np.ndarray | None) -> bool: ...
+
+    async def get_memory(self, chat_id: str, memory_id: str) -> MemoryRecord | None: ...
+
+    async def list_memories(self, chat_id: str, *, live_only: bool = True) -> list[MemoryRecord]: ...
+
+    async def similar_memories(
+        self, chat_id: str, vector: np.ndarray, *, k: int = 10, subject: str | None = None
+    ) -> list[tuple[MemoryRecord, float]]: ...
+
+    async def search(self, query: SearchQuery) -> list[Hit]: ...
+
+    async def upsert_topic(self, topic: TopicSummary) -> None: ...
+
+    async def list_topics(self, chat_id: str) -> list[TopicSummary]: ...
+
+    async def chats(self) -> list[str]: ...
+
+    async def delete_chat(self, chat_id: str) -> int: ...
+
+    async def delete_user(self, chat_id: str | None, sender: str) -> int: ...

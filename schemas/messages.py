@@ -1,0 +1,55 @@
+"""Raw chat messages and dead-letter records."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from schemas.base import Contract, ensure_aware
+
+
+class ChatMessage(Contract):
+    """One message of a group or private chat, as the platform delivered it.
+
+    ``chat_id`` is the isolation boundary: every topic is keyed by it and every query is filtered by it.
+    """
+
+    chat_id: str = Field(min_length=1, max_length=256)
+    message_id: str = Field(min_length=1, max_length=256)
+    sender: str = Field(min_length=1, max_length=256)
+    sender_name: str | None = None
+    ts: datetime
+    text: str = Field(max_length=100_000)
+    reply_to: str | None = None
+    mentions: list[str] = Field(default_factory=list)
+    chat_type: Literal["group", "private"] = "group"
+    platform: str = "generic"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("ts")
+    @classmethod
+    def _aware(cls, v: datetime) -> datetime:
+        return ensure_aware(v)
+
+    @property
+    def key(self) -> str:
+        return f"{self.chat_id}\x1f{self.message_id}"
+
+    @property
+    def display_name(self) -> str:
+        return self.sender_name or self.sender
+
+
+class DeadLetter(Contract):
+    """A payload that could not be processed, kept whole with the reason, so nothing is lost."""
+
+    dead_letter_id: str
+    stage: str
+    topic: str
+    offset: int | None = None
+    error: str
+    payload: str
+    chat_id: str | None = None
+    at: datetime

@@ -1,0 +1,53 @@
+"""Topic-segment events emitted by the segmenter, and the topic state they describe."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import Field
+
+from schemas.base import Contract
+
+
+class TopicEventKind(StrEnum):
+    OPENED = "opened"
+    EXTENDED = "extended"
+    CLOSED = "closed"
+    MERGED = "merged"
+    SPLIT = "split"
+
+
+class TopicEvent(Contract):
+    """A change to one chat's topic segmentation.
+
+    ``message_ids`` are the messages this event concerns (for ``closed``: the whole topic, in order);
+    ``weights`` optionally gives a soft membership weight per message id; ``related_topic_ids`` names the
+    topics merged into this one or split from it.
+    """
+
+    event_id: str
+    kind: TopicEventKind
+    chat_id: str
+    topic_id: str
+    message_ids: list[str] = Field(default_factory=list)
+    weights: dict[str, float] = Field(default_factory=dict)
+    related_topic_ids: list[str] = Field(default_factory=list)
+    participants: list[str] = Field(default_factory=list)
+    score: float | None = None
+    reason: str = ""
+    segmentation_version: int = 1
+    at: datetime  # event time (the time of the message that caused it), never wall time
+
+
+class TopicSummary(Contract):
+    """A closed (episodic) or active (working) topic as readers see it."""
+
+    chat_id: str
+    topic_id: str
+    state: str
+    message_ids: list[str]
+    participants: list[str]
+    started_at: datetime
+    last_active_at: datetime
+    title: str | None = None
