@@ -53,3 +53,20 @@ class DeadLetter(Contract):
     payload: str
     chat_id: str | None = None
     at: datetime
+
+
+class StreamControl(Contract):
+    """An in-band control record on the raw topic (kept in the log so replay reproduces it).
+
+    ``flush`` closes every active topic of ``chat_id`` (or of all chats) at event time ``at``: used at the
+    end of a finite input such as a file import, so its last topics are distilled.
+    """
+
+    control: Literal["flush"]
+    chat_id: str | None = None
+    at: datetime
+
+    @field_validator("at")
+    @classmethod
+    def _aware(cls, v: datetime) -> datetime:
+        return ensure_aware(v)

@@ -1,0 +1,1 @@
+"""Pipeline stages: pure decision cores (segmenter, distiller, consolidator) and their thin stage adapters."""

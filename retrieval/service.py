@@ -1,0 +1,82 @@
+"""Retrieval: one request -> store searches -> fused, de-duplicated, rendered context with a trace.
+
+The uniform strategies (``hybrid`` / ``bm25`` / ``embedding``) live here; query routing builds on them.
+"""
+
+from __future__ import annotations
+
+import time
+
+from retrieval.protocols import Embedder, Hit, MemoryStore, SearchQuery
+from retrieval.render import drop_covered, render_context
+from retrieval.text import count_tokens
+from schemas import RetrievedItem, RetrieveRequest, RetrieveResponse, TraceStep
+
+MODE_TO_STORE = {"hybrid": "hybrid", "bm25": "bm25", "embedding": "knn"}
+MIN_COSINE = 0.2  # below this a kNN-only hit is noise, not memory
+
+
+def to_item(hit: Hit) -> RetrievedItem:
+    d = hit.doc
+    return RetrievedItem(
+        item_id=d.doc_id,
+        kind=d.kind,
+        text=d.text,
+        speaker=d.speaker,
+        timestamp=d.ts,
+        score=hit.score,
+        source_message_ids=list(d.source_message_ids),
+        topic_id=d.topic_id,
+        valid_to=d.valid_to,
+        scores=dict(hit.scores),
+    )
+
+
+def relevant(hit: Hit, mode: str) -> bool:
+    """A hit counts if it matched lexically, or semantically above the noise floor."""
+    if "bm25" in hit.scores:
+        return True
+    return hit.scores.get("cosine", 1.0 if mode == "bm25" else 0.0) >= MIN_COSINE
+
+
+async def retrieve(
+    store: MemoryStore, embedder: Embedder | None, req: RetrieveRequest, *, candidates: int = 50, rrf_k: int = 60
+) -> RetrieveResponse:
+    trace: list[TraceStep] = []
+    mode = req.mode if (embedder is not None or req.mode == "bm25") else "bm25"
+    t0 = time.perf_counter()
+    vector = None
+    if mode != "bm25" and embedder is not None:
+        vector = (await embedder.embed([req.query], is_query=True))[0].tolist()
+        trace.append(TraceStep(step="embed", detail={"model": embedder.name}, ms=_ms(t0)))
+    t1 = time.perf_counter()
+    query = SearchQuery(
+        chat_id=req.chat_id,
+        text=req.query,
+        vector=vector,
+        mode=MODE_TO_STORE[mode],
+        k=max(req.k * 3, req.k + 10),
+        kinds=req.kinds,
+        include_superseded=req.include_superseded,
+        rrf_k=rrf_k,
+        candidates=candidates,
+    )
+    hits = [h for h in await store.search(query) if relevant(h, mode)]
+    trace.append(TraceStep(step="search", detail={"mode": mode, "hits": len(hits)}, ms=_ms(t1)))
+    items = drop_covered([to_item(h) for h in hits])[: req.k]
+    context, tokens, _ = render_context(items, req.token_budget, count_tokens)
+    trace.append(TraceStep(step="render", detail={"items": len(items), "tokens": tokens}))
+    return RetrieveResponse(
+        chat_id=req.chat_id,
+        query=req.query,
+        items=items,
+        context=context,
+        context_tokens=tokens,
+        no_relevant_memory=not items,
+        strategy=f"uniform-{mode}",
+        trace=trace,
+    )
+
+
+def _ms(t: float) -> float:
+    return round((time.perf_counter() - t) * 1000, 3)

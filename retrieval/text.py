@@ -1,0 +1,191 @@
+"""Pure text utilities shared by indexing and querying: one tokenizer for BM25, token counting, keywords.
+
+Everything here is deterministic and free of I/O. ``tokenize`` is applied identically to documents and
+queries, so whatever normalisation it does (lowercasing, stopwords, light stemming, Chinese segmentation)
+can never make a query miss a document that contains the same words.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import rjieba
+
+# Han ideographs (incl. extensions and compatibility forms), kana and Hangul syllables: scripts written
+# without spaces, handled by segmentation + character bigrams instead of whitespace words.
+_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ebef"
+_CJK_RE = re.compile(f"[{_CJK_CHARS}]")
+# Letters and digits of every other script (``\w`` minus underscore minus CJK).
+_ALNUM = f"[^\\W_{_CJK_CHARS}]"
+_TOKEN_RE = re.compile(f"(?P<cjk>[{_CJK_CHARS}]+)|(?P<word>{_ALNUM}+(?:['\u2019]{_ALNUM}+)*)")
+_COUNT_RE = re.compile(f"(?P<cjk>[{_CJK_CHARS}])|(?P<num>\\d+)|(?P<word>{_ALNUM}+)|(?P<sym>[^\\s\\w])")
+
+ENGLISH_STOPWORDS: frozenset[str] = frozenset(
+    """
+    a an the and or but if then else nor so than too very of to in on at by for with about as from into onto
+    over under up down out off again further once between through during before after above below until while
+    because against among is am are was were be been being do does did doing done have has had having
+    i me my myself we us our ours ourselves you your yours yourself yourselves he him his himself she her hers
+    herself it its itself they them their theirs themselves this that these those there here
+    what which who whom whose when where why how all any both each few more most other some such no not only
+    own same just can will would should could shall may might must also im ive id ill youre youve youd
+    hes shes thats theres whats dont doesnt didnt isnt arent wasnt werent cant couldnt wont wouldnt
+    shouldnt havent hasnt hadnt lets s t d ll m re ve o y yeah yes oh ok okay hi hey lol haha hmm um uh
+    """.split()
+)
+
+CHINESE_STOPWORDS: frozenset[str] = frozenset(
+    """
+    的 了 是 在 和 与 及 就 都 也 还 又 把 被 给 让 吗 呢 吧 啊 呀 哦 嗯 哈 啦 嘛 着 过 这 那 个 之 而 或 但 与
+    我 你 您 他 她 它 们 我们 你们 他们 她们 它们 咱们 自己 这个 那个 这些 那些 一个 什么 怎么 为什么 没有
+    就是 还是 但是 因为 所以 如果 然后 可以 已经 不是 这样 那样 一下 一些 有点 哈哈 哈哈哈 好的 嗯嗯
+    """.split()
+)
+
+
+def has_cjk(text: str) -> bool:
+    """True if ``text`` contains any Chinese/Japanese/Korean character."""
+    return _CJK_RE.search(text) is not None
+
+
+def _normalise(text: str) -> str:
+    """NFKC folds full-width letters/digits (ＡＢＣ１２３) to ASCII; then lowercase."""
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def _fold_word(word: str) -> str:
+    """Lowercased word without a possessive ``'s`` and without inner apostrophes (don't -> dont)."""
+    if word.endswith(("'s", "\u2019s")):
+        word = word[:-2]
+    return word.replace("'", "").replace("\u2019", "")
+
+
+def _undouble(stem: str) -> str:
+    """running -> runn -> run, stopped -> stopp -> stop; keeps ll/ss/zz (falling, missed) and short stems (add)."""
+    if len(stem) >= 4 and stem[-1] == stem[-2] and stem[-1] not in "aeioulsz":
+        return stem[:-1]
+    return stem
+
+
+def _has_vowel(stem: str) -> bool:
+    return any(c in "aeiouy" for c in stem)
+
+
+def stem(word: str) -> str:
+    """A light, conservative suffix stemmer for ASCII words: plural s/es/ies, then -ing/-ed, then final e.
+
+    Stems are matching keys, not words: ``move``, ``moves``, ``moved`` and ``moving`` all become ``mov``;
+    ``meetings`` and ``meeting`` both become ``meet``. Words of three letters or fewer and non-alphabetic
+    or non-ASCII tokens are returned unchanged; -ing/-ed are only removed when a stem of three or more
+    letters with a vowel remains (``string``, ``need``, ``speed`` stay).
+    """
+    if not word.isascii() or not word.isalpha() or len(word) <= 3:
+        return word
+    w = word
+    if w.endswith("ies") and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith("sses"):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    if w.endswith("ied") and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith("ing") and len(w) >= 6 and _has_vowel(w[:-3]):
+        w = _undouble(w[:-3])
+    elif w.endswith("ed") and not w.endswith("eed") and len(w) >= 5 and _has_vowel(w[:-2]):
+        w = _undouble(w[:-2])
+    if w.endswith("e") and len(w) > 3 and not w.endswith("ee"):
+        w = w[:-1]
+    return w
+
+
+def _cjk_tokens(run: str) -> list[str]:
+    """jieba words of a CJK run (minus stopwords) plus every character bigram not already a jieba word."""
+    if len(run) == 1:
+        return [] if run in CHINESE_STOPWORDS else [run]
+    out: list[str] = []
+    two_char_words: set[int] = set()
+    pos = 0
+    for word in rjieba.cut(run):
+        if len(word) == 2:
+            two_char_words.add(pos)
+        pos += len(word)
+        if word not in CHINESE_STOPWORDS:
+            out.append(word)
+    out.extend(run[i : i + 2] for i in range(len(run) - 1) if i not in two_char_words)
+    return out
+
+
+def tokenize(text: str) -> list[str]:
+    """BM25 tokens of ``text`` (documents and queries alike).
+
+    Latin/other scripts: lowercased alphanumeric words split on punctuation, English stopwords dropped,
+    light-stemmed (:func:`stem`); numbers kept. CJK runs: jieba words (minus a few function words) plus
+    character bigrams of the run; a one-character run yields that character.
+    """
+    tokens: list[str] = []
+    for m in _TOKEN_RE.finditer(_normalise(text)):
+        run = m.group("cjk")
+        if run is not None:
+            tokens.extend(_cjk_tokens(run))
+            continue
+        word = _fold_word(m.group("word"))
+        if word and word not in ENGLISH_STOPWORDS:
+            tokens.append(stem(word))
+    return tokens
+
+
+def fts_query(text: str, *, max_terms: int = 64) -> str:
+    """A safe SQLite FTS5 MATCH expression: the OR of the query's distinct tokens, each quoted.
+
+    Quoting makes every token a literal (no FTS5 operators or column filters can be injected). Returns
+    ``""`` when the text has no searchable token; callers must then skip the MATCH.
+    """
+    seen: dict[str, None] = {}
+    for token in tokenize(text):
+        seen.setdefault(token, None)
+        if len(seen) >= max_terms:
+            break
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in seen)
+
+
+def count_tokens(text: str) -> int:
+    """Approximate LLM (BPE) token count; fast, deterministic, errs slightly high.
+
+    The approximation: one token per CJK character, one per 3 digits of a number, one per 5 letters of a
+    word (at least one per word; common English words are single tokens, long ones split), one per
+    punctuation/symbol character. Whitespace is free (BPE merges it into the following token).
+    """
+    total = 0
+    for m in _COUNT_RE.finditer(text):
+        kind = m.lastgroup
+        if kind == "num":
+            total += (len(m.group()) + 2) // 3
+        elif kind == "word":
+            total += (len(m.group()) + 4) // 5
+        else:
+            total += 1
+    return total
+
+
+def extract_keywords(text: str) -> set[str]:
+    """Content keywords for overlap signals (segmenter entity overlap, consolidator matching).
+
+    Latin: non-stopword words of three or more characters, plus shorter capitalised words (names such as
+    ``Li`` or ``Bo``), all lowercased with possessives removed, not stemmed; pure numbers are skipped.
+    CJK: jieba words of two or more characters that are not function words.
+    """
+    keywords: set[str] = set()
+    for m in _TOKEN_RE.finditer(unicodedata.normalize("NFKC", text)):
+        run = m.group("cjk")
+        if run is not None:
+            keywords.update(w for w in rjieba.cut(run) if len(w) >= 2 and w not in CHINESE_STOPWORDS)
+            continue
+        surface = m.group("word")
+        word = _fold_word(surface.lower())
+        if not word or word.isdigit() or word in ENGLISH_STOPWORDS:
+            continue
+        if len(word) >= 3 or surface[0].isupper():
+            keywords.add(word)
+    return keywords

@@ -1,0 +1,1 @@
+"""Topics, the codec, the durable local log and the runners that bind agents to them."""

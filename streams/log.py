@@ -1,0 +1,194 @@
+"""The durable local log: the embedded stand-in for Kafka.
+
+One SQLite file holds every topic as an append-only sequence of records with per-topic offsets, the
+committed offset of every consumer group, and each group's state checkpoint. A consumer commits its new
+offsets, the records it produced and its state in ONE transaction, so a crash at any point either keeps
+all of a batch's effects or none of them; a restart resumes from the last commit. Producers are
+idempotent: a record whose ``record_id`` is already in its topic is skipped (Kafka's equivalent is the
+deterministic event id that consumers de-duplicate on).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+  topic TEXT NOT NULL, offset INTEGER NOT NULL, key TEXT NOT NULL, record_id TEXT NOT NULL,
+  value TEXT NOT NULL, PRIMARY KEY (topic, offset));
+CREATE UNIQUE INDEX IF NOT EXISTS records_id ON records(topic, record_id);
+CREATE TABLE IF NOT EXISTS consumer_offsets (
+  grp TEXT NOT NULL, topic TEXT NOT NULL, offset INTEGER NOT NULL, PRIMARY KEY (grp, topic));
+CREATE TABLE IF NOT EXISTS consumer_state (grp TEXT PRIMARY KEY, state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS deletion_ledger (
+  chat_id TEXT NOT NULL, sender TEXT NOT NULL, at TEXT NOT NULL, PRIMARY KEY (chat_id, sender));
+"""
+
+
+@dataclass(frozen=True)
+class Record:
+    topic: str
+    offset: int
+    key: str
+    record_id: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Produce:
+    topic: str
+    key: str
+    record_id: str
+    value: str
+
+
+class EventLog(Protocol):
+    """What a runner needs from a log (file-backed here; Kafka in production)."""
+
+    async def append(self, items: list[Produce]) -> int: ...
+
+    async def read(self, topic: str, offset: int, limit: int) -> list[Record]: ...
+
+    async def end_offset(self, topic: str) -> int: ...
+
+    async def committed(self, group: str, topic: str) -> int: ...
+
+    async def commit(
+        self, group: str, offsets: dict[str, int], produced: list[Produce], state: str | None = None
+    ) -> int: ...
+
+    async def load_state(self, group: str) -> str | None: ...
+
+
+class FileLog:
+    """SQLite-file implementation of :class:`EventLog` (WAL, synchronous=FULL: a commit survives a kill)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._db: sqlite3.Connection | None = None
+
+    async def open(self) -> FileLog:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.executescript(_SCHEMA)
+        self._db = db
+        return self
+
+    async def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise RuntimeError("FileLog is not open; call await log.open() first")
+        return self._db
+
+    def _append(self, items: list[Produce]) -> int:
+        added = 0
+        ends: dict[str, int] = {}
+        for item in items:
+            if item.topic not in ends:
+                ends[item.topic] = self._end(item.topic)
+            cur = self.db.execute(
+                "INSERT OR IGNORE INTO records(topic, offset, key, record_id, value) VALUES (?,?,?,?,?)",
+                (item.topic, ends[item.topic], item.key, item.record_id, item.value),
+            )
+            if cur.rowcount:
+                ends[item.topic] += 1
+                added += 1
+        return added
+
+    def _end(self, topic: str) -> int:
+        row = self.db.execute("SELECT MAX(offset) FROM records WHERE topic=?", (topic,)).fetchone()
+        return 0 if row[0] is None else int(row[0]) + 1
+
+    async def append(self, items: list[Produce]) -> int:
+        """Append records, skipping ids already present; returns how many were new."""
+        with self._txn():
+            return self._append(items)
+
+    async def read(self, topic: str, offset: int, limit: int) -> list[Record]:
+        rows = self.db.execute(
+            "SELECT offset, key, record_id, value FROM records WHERE topic=? AND offset>=? "
+            "ORDER BY offset LIMIT ?",
+            (topic, offset, limit),
+        ).fetchall()
+        return [Record(topic, o, k, rid, v) for o, k, rid, v in rows]
+
+    async def end_offset(self, topic: str) -> int:
+        return self._end(topic)
+
+    async def committed(self, group: str, topic: str) -> int:
+        row = self.db.execute(
+            "SELECT offset FROM consumer_offsets WHERE grp=? AND topic=?", (group, topic)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    async def commit(
+        self, group: str, offsets: dict[str, int], produced: list[Produce], state: str | None = None
+    ) -> int:
+        """Atomically: append ``produced``, move ``group``'s offsets, save its state."""
+        with self._txn():
+            added = self._append(produced)
+            for topic, offset in offsets.items():
+                self.db.execute(
+                    "INSERT INTO consumer_offsets(grp, topic, offset) VALUES (?,?,?) "
+                    "ON CONFLICT(grp, topic) DO UPDATE SET offset=excluded.offset",
+                    (group, topic, offset),
+                )
+            if state is not None:
+                self.db.execute(
+                    "INSERT INTO consumer_state(grp, state) VALUES (?,?) "
+                    "ON CONFLICT(grp) DO UPDATE SET state=excluded.state",
+                    (group, state),
+                )
+        return added
+
+    async def load_state(self, group: str) -> str | None:
+        row = self.db.execute("SELECT state FROM consumer_state WHERE grp=?", (group,)).fetchone()
+        return row[0] if row else None
+
+    async def reset_derived(self, derived_topics: list[str]) -> None:
+        """For replay: drop derived topics, every consumer offset and state (source topics are kept)."""
+        with self._txn():
+            for topic in derived_topics:
+                self.db.execute("DELETE FROM records WHERE topic=?", (topic,))
+            self.db.execute("DELETE FROM consumer_offsets")
+            self.db.execute("DELETE FROM consumer_state")
+
+    async def record_deletion(self, chat_id: str, sender: str, at: str) -> None:
+        """Deletion ledger: ``sender='*'`` means the whole chat. Replay honours it."""
+        with self._txn():
+            self.db.execute(
+                "INSERT OR REPLACE INTO deletion_ledger(chat_id, sender, at) VALUES (?,?,?)",
+                (chat_id, sender, at),
+            )
+
+    async def deletions(self) -> set[tuple[str, str]]:
+        return {(c, s) for c, s in self.db.execute("SELECT chat_id, sender FROM deletion_ledger")}
+
+    async def topic_counts(self) -> dict[str, int]:
+        rows = self.db.execute("SELECT topic, COUNT(*) FROM records GROUP BY topic").fetchall()
+        return {t: int(n) for t, n in rows}
+
+    def _txn(self) -> _Txn:
+        return _Txn(self.db)
+
+
+class _Txn:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.db.execute("ROLLBACK" if exc_type else "COMMIT")

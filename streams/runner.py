@@ -1,0 +1,127 @@
+"""The embedded runner: drives the stages in-process over the durable local log.
+
+Each stage consumes its topic from its committed offset in batches; a batch's produced records, the new
+offset and the stage's state are committed in one transaction (see :mod:`streams.log`). Store effects are
+idempotent (ids derive from event ids), so a batch that is re-run after a crash changes nothing twice.
+The indexer is drained before every consolidation so each decision sees all earlier decisions applied.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from agents.stages import ConsolidateStage, DistillStage, IndexStage, SegmentStage, StageOutput
+from memstream.clients import Clients
+from streams.log import Produce
+from streams.topics import DEAD_LETTERS, DERIVED_TOPICS, RAW_MESSAGES
+
+log = logging.getLogger("memstream.runner")
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class RunStats:
+    processed: dict[str, int] = field(default_factory=dict)
+    dead_letters: int = 0
+    seconds: float = 0.0
+
+    def add(self, stage: str, out: StageOutput) -> None:
+        self.processed[stage] = self.processed.get(stage, 0) + out.processed
+        self.dead_letters += out.dead
+
+
+class EmbeddedRunner:
+    def __init__(self, clients: Clients, *, batch: int = 256) -> None:
+        self.clients = clients
+        self.batch = batch
+        self.segment = SegmentStage(clients)
+        self.distill = DistillStage(clients)
+        self.consolidate = ConsolidateStage(clients)
+        self.index = IndexStage(clients)
+        self._loaded = False
+
+    async def produce(self, items: Iterable[Produce]) -> int:
+        """Append to the log (idempotent by record id); returns how many records were new."""
+        chunk: list[Produce] = []
+        added = 0
+        for item in items:
+            chunk.append(item)
+            if len(chunk) >= 1000:
+                added += await self.clients.log.append(chunk)
+                chunk = []
+        if chunk:
+            added += await self.clients.log.append(chunk)
+        return added
+
+    async def _load(self) -> None:
+        if not self._loaded:
+            self.segment.load_state(await self.clients.log.load_state(self.segment.group))
+            self._loaded = True
+
+    async def _run_stage(self, stage, *, batch: int, limit: int | None, stats: RunStats, progress) -> int:
+        """Consume up to ``limit`` batches of ``stage``; returns records consumed."""
+        topic = stage.source.name
+        consumed = 0
+        rounds = 0
+        while limit is None or rounds < limit:
+            offset = await self.clients.log.committed(stage.group, topic)
+            records = await self.clients.log.read(topic, offset, batch)
+            if not records:
+                break
+            out = await stage.process(records)
+            state = stage.dump_state() if hasattr(stage, "dump_state") else None
+            await self.clients.log.commit(stage.group, {topic: records[-1].offset + 1}, out.produced, state)
+            stats.add(stage.group, out)
+            consumed += len(records)
+            rounds += 1
+            if progress is not None:
+                progress(stage.group, len(records), await self._lag(stage))
+        return consumed
+
+    async def _lag(self, stage) -> int:
+        topic = stage.source.name
+        return await self.clients.log.end_offset(topic) - await self.clients.log.committed(stage.group, topic)
+
+    async def lag(self) -> dict[str, int]:
+        stages = (self.segment, self.distill, self.consolidate, self.index)
+        return {s.group: await self._lag(s) for s in stages}
+
+    async def run_until_idle(self, progress: Progress | None = None) -> RunStats:
+        """Process every topic until no stage has anything left to consume."""
+        await self._load()
+        stats = RunStats()
+        start = time.perf_counter()
+        while True:
+            moved = await self._run_stage(self.index, batch=self.batch, limit=None, stats=stats, progress=progress)
+            moved += await self._run_stage(
+                self.segment, batch=self.batch, limit=None, stats=stats, progress=progress
+            )
+            moved += await self._run_stage(self.distill, batch=16, limit=None, stats=stats, progress=progress)
+            while True:  # one result at a time, each followed by the indexer
+                n = await self._run_stage(self.consolidate, batch=1, limit=1, stats=stats, progress=progress)
+                if not n:
+                    break
+                moved += n
+                moved += await self._run_stage(
+                    self.index, batch=self.batch, limit=None, stats=stats, progress=progress
+                )
+            if not moved:
+                break
+        stats.seconds = time.perf_counter() - start
+        return stats
+
+    async def reset_for_replay(self) -> None:
+        """Forget every derived record, offset and state (raw messages and dead letters stay)."""
+        await self.clients.log.reset_derived([t.name for t in DERIVED_TOPICS])
+        self.segment.load_state(None)
+        self._loaded = True
+
+    async def dead_letters(self, limit: int = 100) -> list[str]:
+        return [r.value for r in await self.clients.log.read(DEAD_LETTERS.name, 0, limit)]
+
+    async def raw_count(self) -> int:
+        return await self.clients.log.end_offset(RAW_MESSAGES.name)
