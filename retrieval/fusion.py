@@ -54,7 +54,6 @@ def mmr(
         return []
     relevance = candidates @ query
     pairwise = candidates @ candidates.T
-    picked: list[int] = []
     out: list[tuple[str, float]] = []
     remaining = np.ones(n, dtype=bool)
     max_sim = np.full(n, -np.inf)
@@ -63,7 +62,6 @@ def mmr(
         score = lambda_ * relevance - (1.0 - lambda_) * redundancy
         score = np.where(remaining, score, -np.inf)
         best = int(np.argmax(score))
-        picked.append(best)
         out.append((ids[best], float(score[best])))
         remaining[best] = False
         max_sim = np.maximum(max_sim, pairwise[:, best])

@@ -1,0 +1,641 @@
+"""The embedded ``MemoryStore``: SQLite (WAL) + FTS5 BM25 over pre-tokenised text + numpy cosine kNN.
+
+SQLite calls run on the event-loop thread (each is sub-millisecond to a few ms and a write batch is one
+transaction), so no statement ever interleaves with another coroutine's transaction. Every statement that
+reads or writes chat data is filtered by ``chat_id``; kNN only ever sees the vectors of the queried chat.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval.fusion import rrf
+from retrieval.protocols import Doc, Hit, SearchQuery
+from retrieval.text import fts_query, tokenize
+from schemas import ChatMessage, DecisionOp, MemoryDecision, MemoryRecord, TopicSummary
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS messages (
+    chat_id TEXT NOT NULL, message_id TEXT NOT NULL, sender TEXT NOT NULL, ts_epoch REAL NOT NULL,
+    payload TEXT NOT NULL, PRIMARY KEY (chat_id, message_id));
+CREATE INDEX IF NOT EXISTS messages_by_ts ON messages (chat_id, ts_epoch);
+CREATE INDEX IF NOT EXISTS messages_by_sender ON messages (chat_id, sender);
+CREATE TABLE IF NOT EXISTS docs (
+    rid INTEGER PRIMARY KEY, doc_id TEXT NOT NULL UNIQUE, chat_id TEXT NOT NULL, kind TEXT NOT NULL,
+    text TEXT NOT NULL, speaker TEXT, sender TEXT, ts TEXT NOT NULL, ts_epoch REAL NOT NULL, valid_to TEXT,
+    topic_id TEXT, source_message_ids TEXT NOT NULL, entities TEXT NOT NULL, memory TEXT);
+CREATE INDEX IF NOT EXISTS docs_by_chat ON docs (chat_id, kind, ts_epoch);
+CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5 (body, chat, tokenize = 'unicode61 remove_diacritics 0');
+CREATE TABLE IF NOT EXISTS vectors (doc_id TEXT PRIMARY KEY, chat_id TEXT NOT NULL, vec BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS vectors_by_chat ON vectors (chat_id);
+CREATE TABLE IF NOT EXISTS memories (
+    memory_id TEXT PRIMARY KEY, chat_id TEXT NOT NULL, subject TEXT, attribute TEXT, speaker TEXT,
+    valid_from TEXT NOT NULL, valid_to TEXT, superseded_by TEXT, version INTEGER NOT NULL,
+    record TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS memories_by_chat ON memories (chat_id, subject);
+CREATE TABLE IF NOT EXISTS decisions (
+    decision_id TEXT PRIMARY KEY, chat_id TEXT NOT NULL, op TEXT NOT NULL, memory_id TEXT,
+    applied TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS decisions_by_chat ON decisions (chat_id);
+CREATE TABLE IF NOT EXISTS topics (
+    chat_id TEXT NOT NULL, topic_id TEXT NOT NULL, started_epoch REAL NOT NULL, payload TEXT NOT NULL,
+    PRIMARY KEY (chat_id, topic_id));
+"""
+_DOC_COLS = "rid, doc_id, chat_id, kind, text, speaker, ts, valid_to, topic_id, source_message_ids, entities"
+_INSERT_DOC = (
+    "INSERT OR IGNORE INTO docs (doc_id, chat_id, kind, text, speaker, sender, ts, ts_epoch, valid_to,"
+    " topic_id, source_message_ids, entities, memory) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+_CHUNK = 500  # SQL variables per IN (...) list
+
+
+def _epoch(value: datetime) -> float:
+    """Seconds since the epoch; naive datetimes (only possible in queries) are taken as UTC."""
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _chunks(items: list[Any]) -> Iterator[list[Any]]:
+    for i in range(0, len(items), _CHUNK):
+        yield items[i : i + _CHUNK]
+
+
+def _marks(items: list[Any]) -> str:
+    return ",".join("?" * len(items))
+
+
+def _chat_token(chat_id: str) -> str:
+    """An FTS token naming the chat: MATCH is restricted to it, so BM25 work scales with the chat, not the corpus."""
+    return "c" + hashlib.blake2b(chat_id.encode(), digest_size=8).hexdigest()
+
+
+def _turn_body(msg: ChatMessage) -> str:
+    """FTS text of a turn: speaker and date prefixed to the text (helps BM25 on chat memory)."""
+    return " ".join(tokenize(f"{msg.display_name} {msg.ts:%Y-%m-%d} {msg.text}"))
+
+
+def _row_to_doc(row: tuple) -> Doc:
+    _, doc_id, chat_id, kind, text, speaker, ts, valid_to, topic_id, sources, entities = row
+    return Doc(
+        doc_id=doc_id,
+        chat_id=chat_id,
+        kind=kind,
+        text=text,
+        speaker=speaker,
+        ts=datetime.fromisoformat(ts),
+        valid_to=datetime.fromisoformat(valid_to) if valid_to else None,
+        topic_id=topic_id,
+        source_message_ids=json.loads(sources),
+        entities=json.loads(entities),
+    )
+
+
+@dataclass
+class _ChatVectors:
+    """One chat's vectors and the metadata kNN filters on, in rid (insertion) order.
+
+    Built from SQLite on first use; then kept current by the writes of this store (new rows appended,
+    invalidated versions marked not live); dropped and rebuilt after deletions or vector replacements.
+    """
+
+    rids: np.ndarray
+    matrix: np.ndarray
+    kinds: np.ndarray
+    ts: np.ndarray
+    live: np.ndarray
+    subjects: np.ndarray
+
+    def mask(
+        self, kinds: Iterable[str] | None, since: float | None, until: float | None, live_only: bool
+    ) -> np.ndarray:
+        keep = np.ones(len(self.rids), dtype=bool)
+        if kinds is not None:
+            keep &= np.isin(self.kinds, list(kinds))
+        if since is not None:
+            keep &= self.ts >= since
+        if until is not None:
+            keep &= self.ts <= until
+        if live_only:
+            keep &= self.live
+        return keep
+
+    @classmethod
+    def from_rows(
+        cls, rows: list[tuple[int, str, float, bool, str | None, np.ndarray]], dim: int
+    ) -> _ChatVectors:
+        """From ``(rid, kind, ts_epoch, live, subject, unit vector)`` rows in rid order."""
+        matrix = np.stack([r[5] for r in rows]).astype(np.float32) if rows else np.zeros((0, dim), np.float32)
+        return cls(
+            rids=np.array([r[0] for r in rows], dtype=np.int64),
+            matrix=matrix,
+            kinds=np.array([r[1] for r in rows], dtype=str),
+            ts=np.array([r[2] for r in rows], dtype=np.float64),
+            live=np.array([r[3] for r in rows], dtype=bool),
+            subjects=np.array([r[4] for r in rows], dtype=object),
+        )
+
+    def extend(self, rows: list[tuple[int, str, float, bool, str | None, np.ndarray]]) -> _ChatVectors:
+        """A copy with new rows appended (rids grow monotonically, so rid order is kept)."""
+        new = _ChatVectors.from_rows(rows, self.matrix.shape[1])
+        return _ChatVectors(
+            *(np.concatenate([a, b]) for a, b in zip(self.fields(), new.fields(), strict=True))
+        )
+
+    def fields(self) -> tuple[np.ndarray, ...]:
+        return self.rids, self.matrix, self.kinds, self.ts, self.live, self.subjects
+
+    def close(self, rid: int) -> None:
+        self.live[self.rids == rid] = False
+
+    def top(self, query: np.ndarray, keep: np.ndarray, n: int) -> list[tuple[int, float]]:
+        """The ``n`` best kept rows by cosine (rows are unit vectors), ties by insertion order."""
+        if n <= 0 or not keep.any():
+            return []
+        # einsum, not matmul: a gemv this size is ~0.1 ms single-threaded, while waking OpenBLAS's thread
+        # pool after idle time costs several ms at p95
+        sims = np.where(keep, np.einsum("ij,j->i", self.matrix, query), -np.inf)
+        n = min(n, int(keep.sum()))
+        part = np.argpartition(-sims, n - 1)[:n] if n < sims.size else np.arange(sims.size)
+        order = part[np.lexsort((part, -sims[part]))]
+        return [(int(self.rids[i]), float(sims[i])) for i in order if keep[i]]
+
+
+@dataclass
+class _Effects:
+    """What one committed write means for the per-chat vector caches."""
+
+    added: dict[str, list[tuple[int, str, float, bool, str | None, np.ndarray]]] = field(default_factory=dict)
+    closed: list[tuple[str, int]] = field(default_factory=list)
+    stale: set[str] = field(default_factory=set)
+
+
+class SQLiteStore:
+    """``MemoryStore`` over one SQLite file (or ``":memory:"``). Call :meth:`bootstrap` before use."""
+
+    def __init__(self, path: str | Path, dim: int | None = None) -> None:
+        self.path = str(path)
+        self.dim = dim
+        self._conn: sqlite3.Connection | None = None
+        self._vectors: dict[str, _ChatVectors] = {}
+        self._dim_recorded = False
+        self._data_version = -1
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+
+    async def bootstrap(self) -> None:
+        if self._conn is not None:
+            return
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA temp_store=MEMORY")
+        conn.executescript(_SCHEMA)
+        row = conn.execute("SELECT value FROM meta WHERE key = 'dim'").fetchone()
+        if row is not None and self.dim is not None and int(row[0]) != self.dim:
+            conn.close()
+            raise ValueError(f"store {self.path} holds {row[0]}-d vectors, embedder gives {self.dim}-d")
+        if row is not None:
+            self.dim, self._dim_recorded = int(row[0]), True
+        self._conn = conn
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        self._vectors.clear()
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError("SQLiteStore used before bootstrap() (or after close())")
+        return self._conn
+
+    @contextmanager
+    def _write(self) -> Iterator[tuple[sqlite3.Connection, _Effects]]:
+        """One transaction; on commit its effects are applied to the vector caches."""
+        db, fx = self.db, _Effects()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db, fx
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        for chat_id in fx.stale:
+            self._vectors.pop(chat_id, None)
+        for chat_id, rows in fx.added.items():
+            if chat_id in self._vectors:
+                self._vectors[chat_id] = self._vectors[chat_id].extend(rows)
+        for chat_id, rid in fx.closed:
+            if chat_id in self._vectors:
+                self._vectors[chat_id].close(rid)
+
+    # ---- vectors ---------------------------------------------------------------------------------
+
+    def _check_vectors(self, vectors: np.ndarray | None, n: int, *, stored: bool = True) -> np.ndarray | None:
+        """Validate shape/dimension and L2-normalise; the first stored vectors fix the store's dimension."""
+        if vectors is None:
+            return None
+        v = np.asarray(vectors, dtype=np.float32)
+        v = v.reshape(1, -1) if v.ndim == 1 else v
+        if v.shape[0] != n:
+            raise ValueError(f"{v.shape[0]} vectors for {n} items")
+        if self.dim is None:
+            self.dim = int(v.shape[1])
+        if v.shape[1] != self.dim:
+            raise ValueError(f"vectors are {v.shape[1]}-d, store is {self.dim}-d")
+        if stored and not self._dim_recorded:
+            self.db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('dim', ?)", (str(self.dim),))
+            self._dim_recorded = True
+        norms = np.linalg.norm(v, axis=1, keepdims=True)
+        return v / np.where(norms == 0.0, 1.0, norms)
+
+    def _chat_vectors(self, chat_id: str) -> _ChatVectors | None:
+        version = self.db.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:  # another connection (process) committed: caches may be stale
+            self._vectors.clear()
+            self._data_version = version
+        cached = self._vectors.get(chat_id)
+        if cached is not None or self.dim is None:
+            return cached
+        rows = self.db.execute(
+            "SELECT d.rid, d.kind, d.ts_epoch, d.valid_to IS NULL, m.subject, v.vec FROM vectors v"
+            " JOIN docs d ON d.doc_id = v.doc_id LEFT JOIN memories m ON m.memory_id = d.doc_id"
+            " WHERE v.chat_id = ? AND d.chat_id = ? ORDER BY d.rid",
+            (chat_id, chat_id),
+        ).fetchall()
+        vectors = [(*r[:5], np.frombuffer(r[5], dtype=np.float32)) for r in rows if len(r[5]) == 4 * self.dim]
+        cached = _ChatVectors.from_rows(vectors, self.dim)
+        self._vectors[chat_id] = cached
+        return cached
+
+    # ---- messages --------------------------------------------------------------------------------
+
+    async def upsert_messages(self, messages: list[ChatMessage], vectors: np.ndarray | None) -> int:
+        """Store messages and their turn docs; idempotent by (chat_id, message_id), first write wins.
+
+        ``vectors`` (one row per message) are optional; a turn that has no vector yet gets one, an existing
+        vector is kept. Returns how many messages were new.
+        """
+        if not messages:
+            return 0
+        vecs = self._check_vectors(vectors, len(messages))
+        with self._write() as (db, fx):
+            before = db.total_changes
+            db.executemany(
+                "INSERT OR IGNORE INTO messages (chat_id, message_id, sender, ts_epoch, payload) VALUES (?,?,?,?,?)",
+                [
+                    (m.chat_id, m.message_id, m.sender, m.ts.timestamp(), m.model_dump_json())
+                    for m in messages
+                ],
+            )
+            added = db.total_changes - before
+            for i, m in enumerate(messages):
+                row = (f"turn:{m.chat_id}:{m.message_id}", m.chat_id, "turn", m.text, m.display_name, m.sender,
+                       m.ts.isoformat(), m.ts.timestamp(), None, None, json.dumps([m.message_id]), "[]", None)  # fmt: skip
+                self._put_doc(db, fx, row, _turn_body(m), None if vecs is None else vecs[i])
+        return added
+
+    def _put_doc(
+        self,
+        db: sqlite3.Connection,
+        fx: _Effects,
+        row: tuple,
+        body: str,
+        vec: np.ndarray | None,
+        subject: str | None = None,
+    ) -> None:
+        """Insert a doc unless it exists (FTS-indexing only new ones) and its vector unless it has one."""
+        doc_id, chat_id, kind, ts_epoch = row[0], row[1], row[2], row[7]
+        cur = db.execute(_INSERT_DOC, row)
+        rid = cur.lastrowid if cur.rowcount == 1 else None
+        if rid is not None:
+            db.execute(
+                "INSERT INTO docs_fts (rowid, body, chat) VALUES (?,?,?)", (rid, body, _chat_token(chat_id))
+            )
+        if vec is None:
+            return
+        cur = db.execute(
+            "INSERT OR IGNORE INTO vectors (doc_id, chat_id, vec) VALUES (?,?,?)",
+            (doc_id, chat_id, vec.tobytes()),
+        )
+        if cur.rowcount == 1 and rid is not None:
+            fx.added.setdefault(chat_id, []).append((rid, kind, ts_epoch, True, subject, vec))
+        elif cur.rowcount == 1:
+            fx.stale.add(chat_id)  # an existing doc got its first vector: rebuild that chat's matrix
+
+    async def get_messages(self, chat_id: str, message_ids: list[str]) -> list[ChatMessage]:
+        """The stored messages among ``message_ids``, in the order asked (unknown ids are skipped)."""
+        found: dict[str, str] = {}
+        for chunk in _chunks(list(dict.fromkeys(message_ids))):
+            found.update(
+                self.db.execute(
+                    f"SELECT message_id, payload FROM messages WHERE chat_id = ? AND message_id IN ({_marks(chunk)})",
+                    (chat_id, *chunk),
+                ).fetchall()
+            )
+        return [ChatMessage.model_validate_json(found[i]) for i in dict.fromkeys(message_ids) if i in found]
+
+    async def list_messages(
+        self, chat_id: str, *, since: datetime | None = None, until: datetime | None = None
+    ) -> list[ChatMessage]:
+        sql, args = "SELECT payload FROM messages WHERE chat_id = ?", [chat_id]
+        if since is not None:
+            sql, args = sql + " AND ts_epoch >= ?", [*args, _epoch(since)]
+        if until is not None:
+            sql, args = sql + " AND ts_epoch <= ?", [*args, _epoch(until)]
+        rows = self.db.execute(sql + " ORDER BY ts_epoch, rowid", args).fetchall()
+        return [ChatMessage.model_validate_json(r[0]) for r in rows]
+
+    # ---- memories --------------------------------------------------------------------------------
+
+    async def apply_decision(self, decision: MemoryDecision, vector: np.ndarray | None) -> bool:
+        """Apply one consolidator decision; False (and no change) if this decision id was applied before."""
+        record = decision.record
+        if decision.op in (DecisionOp.ADD, DecisionOp.UPDATE) and record is None:
+            raise ValueError(f"{decision.op} decision {decision.decision_id} carries no record")
+        if record is not None and record.chat_id != decision.chat_id:
+            raise ValueError(f"decision {decision.decision_id}: record belongs to another chat")
+        if self.db.execute(
+            "SELECT 1 FROM decisions WHERE decision_id = ? AND chat_id = ?",
+            (decision.decision_id, decision.chat_id),
+        ).fetchone():
+            return False
+        vec = self._check_vectors(vector, 1) if vector is not None and record is not None else None
+        with self._write() as (db, fx):
+            if decision.op in (DecisionOp.UPDATE, DecisionOp.DELETE) and decision.target_memory_id:
+                new_id = record.memory_id if decision.op == DecisionOp.UPDATE and record else None
+                self._close_memory(db, fx, decision.chat_id, decision.target_memory_id, decision.at, new_id)
+            if decision.op in (DecisionOp.ADD, DecisionOp.UPDATE) and record is not None:
+                self._insert_memory(db, fx, record, None if vec is None else vec[0])
+            db.execute(
+                "INSERT INTO decisions (decision_id, chat_id, op, memory_id, applied) VALUES (?,?,?,?,?)",
+                (decision.decision_id, decision.chat_id, decision.op.value,
+                 record.memory_id if record else decision.target_memory_id, decision.at.isoformat()),
+            )  # fmt: skip
+        return True
+
+    def _insert_memory(
+        self, db: sqlite3.Connection, fx: _Effects, r: MemoryRecord, vec: np.ndarray | None
+    ) -> None:
+        payload = r.model_dump_json()
+        db.execute(
+            "INSERT OR IGNORE INTO memories (memory_id, chat_id, subject, attribute, speaker, valid_from,"
+            " valid_to, superseded_by, version, record) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (r.memory_id, r.chat_id, r.subject, r.attribute, r.speaker, r.valid_from.isoformat(),
+             _iso(r.valid_to), r.superseded_by, r.version, payload),
+        )  # fmt: skip
+        row = (r.memory_id, r.chat_id, r.kind.value, r.text, r.speaker, r.speaker, r.valid_from.isoformat(),
+               r.valid_from.timestamp(), _iso(r.valid_to), r.topic_id, json.dumps(r.source_message_ids),
+               json.dumps(r.entities), payload)  # fmt: skip
+        self._put_doc(db, fx, row, " ".join(tokenize(f"{r.text} {r.speaker or ''}")), vec, r.subject)
+
+    def _close_memory(
+        self, db: sqlite3.Connection, fx: _Effects, chat_id: str, memory_id: str, at: datetime, by: str | None
+    ) -> None:
+        """Close a live memory version at ``at`` (row, record JSON and doc); a closed version is left as is."""
+        row = db.execute(
+            "SELECT record FROM memories WHERE chat_id = ? AND memory_id = ? AND valid_to IS NULL",
+            (chat_id, memory_id),
+        ).fetchone()
+        if row is None:
+            return
+        closed = MemoryRecord.model_validate_json(row[0]).model_copy(
+            update={"valid_to": at, "superseded_by": by}
+        )
+        payload = closed.model_dump_json()
+        db.execute(
+            "UPDATE memories SET valid_to = ?, superseded_by = ?, record = ? WHERE chat_id = ? AND memory_id = ?",
+            (at.isoformat(), by, payload, chat_id, memory_id),
+        )
+        rids = db.execute(
+            "UPDATE docs SET valid_to = ?, memory = ? WHERE chat_id = ? AND doc_id = ? RETURNING rid",
+            (at.isoformat(), payload, chat_id, memory_id),
+        ).fetchall()
+        fx.closed.extend((chat_id, rid) for (rid,) in rids)
+
+    async def get_memory(self, chat_id: str, memory_id: str) -> MemoryRecord | None:
+        row = self.db.execute(
+            "SELECT record FROM memories WHERE chat_id = ? AND memory_id = ?", (chat_id, memory_id)
+        ).fetchone()
+        return MemoryRecord.model_validate_json(row[0]) if row else None
+
+    async def list_memories(self, chat_id: str, *, live_only: bool = True) -> list[MemoryRecord]:
+        sql = "SELECT record FROM memories WHERE chat_id = ?" + (" AND valid_to IS NULL" if live_only else "")
+        rows = self.db.execute(sql + " ORDER BY valid_from, rowid", (chat_id,)).fetchall()
+        return [MemoryRecord.model_validate_json(r[0]) for r in rows]
+
+    async def similar_memories(
+        self, chat_id: str, vector: np.ndarray, *, k: int = 10, subject: str | None = None
+    ) -> list[tuple[MemoryRecord, float]]:
+        """Live memory records of the chat (optionally only about ``subject``) by cosine, best first."""
+        cv = self._chat_vectors(chat_id)
+        if cv is None or k <= 0:
+            return []
+        query = self._check_vectors(vector, 1, stored=False)[0]
+        keep = cv.mask(None, None, None, live_only=True) & (cv.kinds != "turn")
+        if subject is not None:
+            keep &= cv.subjects == subject
+        top = cv.top(query, keep, k)
+        payloads = self._column_by_rid(chat_id, "memory", [rid for rid, _ in top])
+        return [(MemoryRecord.model_validate_json(payloads[rid]), s) for rid, s in top if payloads.get(rid)]
+
+    # ---- search ----------------------------------------------------------------------------------
+
+    def _filters(self, q: SearchQuery) -> tuple[str, list[Any]]:
+        sql, args = "", []
+        if q.kinds is not None:
+            sql, args = sql + f" AND d.kind IN ({_marks(q.kinds)})", [*args, *q.kinds]
+        if q.since is not None:
+            sql, args = sql + " AND d.ts_epoch >= ?", [*args, _epoch(q.since)]
+        if q.until is not None:
+            sql, args = sql + " AND d.ts_epoch <= ?", [*args, _epoch(q.until)]
+        if not q.include_superseded:
+            sql += " AND d.valid_to IS NULL"
+        return sql, args
+
+    def _bm25(self, q: SearchQuery, limit: int) -> list[tuple[int, float]]:
+        match = fts_query(q.text)
+        if not match or limit <= 0 or (q.kinds is not None and not q.kinds):
+            return []
+        where, args = self._filters(q)
+        rows = self.db.execute(
+            "SELECT d.rid, bm25(docs_fts, 1.0, 0.0) AS s FROM docs_fts JOIN docs d ON d.rid = docs_fts.rowid"
+            f" WHERE docs_fts MATCH ? AND d.chat_id = ?{where} ORDER BY s, d.rid LIMIT ?",
+            (f'chat : "{_chat_token(q.chat_id)}" AND body : ({match})', q.chat_id, *args, limit),
+        ).fetchall()
+        return [(rid, -score) for rid, score in rows]  # FTS5 bm25() is negated: flip so higher is better
+
+    def _knn(self, q: SearchQuery, limit: int) -> list[tuple[int, float]]:
+        if q.vector is None:
+            return []
+        cv = self._chat_vectors(q.chat_id)
+        if cv is None:
+            return []
+        query = self._check_vectors(np.asarray(q.vector, dtype=np.float32), 1, stored=False)[0]
+        since = _epoch(q.since) if q.since else None
+        until = _epoch(q.until) if q.until else None
+        return cv.top(query, cv.mask(q.kinds, since, until, not q.include_superseded), limit)
+
+    async def search(self, query: SearchQuery) -> list[Hit]:
+        """BM25, cosine kNN or both fused by RRF, always within ``query.chat_id``.
+
+        ``scores`` carries ``bm25`` (positive BM25, higher is better) and ``bm25_rank``, ``cosine`` and
+        ``knn_rank``, and ``rrf`` for hybrid. Hybrid without a query vector degrades to BM25 candidates.
+        """
+        q, ranked = query, []
+        scores: dict[int, dict[str, float]] = {}
+        if q.mode == "bm25":
+            ranked = self._bm25(q, q.k)
+            label, rank_label = "bm25", "bm25_rank"
+        elif q.mode == "knn":
+            ranked = self._knn(q, q.k)
+            label, rank_label = "cosine", "knn_rank"
+        else:
+            return self._hybrid(q)
+        for rank, (rid, s) in enumerate(ranked, start=1):
+            scores[rid] = {label: s, rank_label: float(rank)}
+        return self._hits(q.chat_id, ranked, scores)
+
+    def _hybrid(self, q: SearchQuery) -> list[Hit]:
+        n = max(q.candidates, q.k)
+        lists = {"bm25": self._bm25(q, n), "knn": self._knn(q, n)}
+        scores: dict[int, dict[str, float]] = {}
+        for name, label in (("bm25", "bm25"), ("knn", "cosine")):
+            for rank, (rid, s) in enumerate(lists[name], start=1):
+                scores.setdefault(rid, {}).update({label: s, f"{name}_rank": float(rank)})
+        fused = rrf([[str(rid) for rid, _ in lst] for lst in lists.values()], k=q.rrf_k)[: q.k]
+        ranked = [(int(rid), s) for rid, s in fused]
+        for rid, s in ranked:
+            scores[rid]["rrf"] = s
+        return self._hits(q.chat_id, ranked, scores)
+
+    def _hits(self, chat_id: str, ranked: list[tuple[int, float]], scores: dict[int, dict]) -> list[Hit]:
+        docs = self._docs_by_rid(chat_id, [rid for rid, _ in ranked])
+        return [Hit(doc=docs[rid], score=s, scores=scores[rid]) for rid, s in ranked if rid in docs]
+
+    def _docs_by_rid(self, chat_id: str, rids: list[int]) -> dict[int, Doc]:
+        out: dict[int, Doc] = {}
+        for chunk in _chunks(rids):
+            rows = self.db.execute(
+                f"SELECT {_DOC_COLS} FROM docs WHERE chat_id = ? AND rid IN ({_marks(chunk)})",
+                (chat_id, *chunk),
+            ).fetchall()
+            out.update((row[0], _row_to_doc(row)) for row in rows)
+        return out
+
+    def _column_by_rid(self, chat_id: str, column: str, rids: list[int]) -> dict[int, Any]:
+        out: dict[int, Any] = {}
+        for chunk in _chunks(rids):
+            sql = f"SELECT rid, {column} FROM docs WHERE chat_id = ? AND rid IN ({_marks(chunk)})"
+            out.update(self.db.execute(sql, (chat_id, *chunk)).fetchall())
+        return out
+
+    # ---- topics, chats, deletion, export ---------------------------------------------------------
+
+    async def upsert_topic(self, topic: TopicSummary) -> None:
+        """Store the topic's latest state and tag its messages' turn docs with its id."""
+        doc_ids = [f"turn:{topic.chat_id}:{m}" for m in topic.message_ids]
+        with self._write() as (db, _):
+            db.execute(
+                "INSERT OR REPLACE INTO topics (chat_id, topic_id, started_epoch, payload) VALUES (?,?,?,?)",
+                (topic.chat_id, topic.topic_id, topic.started_at.timestamp(), topic.model_dump_json()),
+            )
+            for chunk in _chunks(doc_ids):
+                db.execute(
+                    f"UPDATE docs SET topic_id = ? WHERE chat_id = ? AND doc_id IN ({_marks(chunk)})",
+                    (topic.topic_id, topic.chat_id, *chunk),
+                )
+
+    async def list_topics(self, chat_id: str) -> list[TopicSummary]:
+        rows = self.db.execute(
+            "SELECT payload FROM topics WHERE chat_id = ? ORDER BY started_epoch, rowid", (chat_id,)
+        ).fetchall()
+        return [TopicSummary.model_validate_json(r[0]) for r in rows]
+
+    async def chats(self) -> list[str]:
+        rows = self.db.execute(
+            "SELECT chat_id FROM messages UNION SELECT chat_id FROM docs UNION SELECT chat_id FROM topics"
+        ).fetchall()
+        return sorted(r[0] for r in rows)
+
+    def _delete_docs(self, db: sqlite3.Connection, chat_id: str, where: str, args: tuple) -> int:
+        """Remove matching docs of one chat with their FTS rows and vectors; returns how many."""
+        rows = db.execute(
+            f"SELECT rid, doc_id FROM docs WHERE chat_id = ? AND {where}", (chat_id, *args)
+        ).fetchall()
+        for chunk in _chunks(rows):
+            rids, doc_ids = [r[0] for r in chunk], [r[1] for r in chunk]
+            db.execute(f"DELETE FROM docs_fts WHERE rowid IN ({_marks(rids)})", rids)
+            db.execute(
+                f"DELETE FROM vectors WHERE chat_id = ? AND doc_id IN ({_marks(doc_ids)})",
+                (chat_id, *doc_ids),
+            )
+            db.execute(f"DELETE FROM docs WHERE chat_id = ? AND rid IN ({_marks(rids)})", (chat_id, *rids))
+        return len(rows)
+
+    async def delete_chat(self, chat_id: str) -> int:
+        """Remove everything of a chat; returns the number of messages, docs and topics removed."""
+        with self._write() as (db, fx):
+            fx.stale.add(chat_id)
+            count = self._delete_docs(db, chat_id, "1", ())
+            for table in ("messages", "topics"):
+                count += db.execute(f"DELETE FROM {table} WHERE chat_id = ?", (chat_id,)).rowcount
+            for table in ("memories", "decisions", "vectors"):
+                db.execute(f"DELETE FROM {table} WHERE chat_id = ?", (chat_id,))
+        return count
+
+    async def delete_user(self, chat_id: str | None, sender: str) -> int:
+        """Remove a sender's messages and turn docs and the memory records they spoke (all versions).
+
+        ``chat_id`` None means every chat. A memory's ``speaker`` may be the sender id or one of the
+        display names the sender used. Returns the number of messages and docs removed.
+        """
+        count = 0
+        for chat in [chat_id] if chat_id is not None else await self.chats():
+            with self._write() as (db, fx):
+                fx.stale.add(chat)
+                names = db.execute(  # the display names this sender used (turn docs' speaker)
+                    "SELECT DISTINCT speaker FROM docs WHERE chat_id = ? AND kind = 'turn' AND sender = ?",
+                    (chat, sender),
+                ).fetchall()
+                speakers = sorted({sender, *(n for (n,) in names if n)})
+                count += self._delete_docs(db, chat, "kind = 'turn' AND sender = ?", (sender,))
+                count += self._delete_docs(
+                    db, chat, f"kind != 'turn' AND speaker IN ({_marks(speakers)})", tuple(speakers)
+                )
+                db.execute(
+                    f"DELETE FROM memories WHERE chat_id = ? AND speaker IN ({_marks(speakers)})",
+                    (chat, *speakers),
+                )
+                count += db.execute(
+                    "DELETE FROM messages WHERE chat_id = ? AND sender = ?", (chat, sender)
+                ).rowcount
+        return count
+
+    async def export_chat(self, chat_id: str) -> dict[str, Any]:
+        """Everything stored for a chat as JSON-ready data: messages, all memory versions, topics."""
+        return {
+            "chat_id": chat_id,
+            "messages": [m.model_dump(mode="json") for m in await self.list_messages(chat_id)],
+            "memories": [
+                r.model_dump(mode="json") for r in await self.list_memories(chat_id, live_only=False)
+            ],
+            "topics": [t.model_dump(mode="json") for t in await self.list_topics(chat_id)],
+        }
