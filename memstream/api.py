@@ -60,12 +60,15 @@ def get_metrics(request: Request) -> Metrics:
 ClientsDep = Annotated[Clients, Depends(get_clients)]
 
 
-def create_app(settings: Settings | None = None, clients: Clients | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, clients: Clients | None = None, *, embedder="settings"
+) -> FastAPI:
+    """Build the app. ``clients`` (or just a loaded ``embedder``) may be injected, e.g. by tests."""
     settings = settings or Settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        app.state.clients = clients or await build_clients(settings)
+        app.state.clients = clients or await build_clients(settings, embedder=embedder)
         app.state.metrics = Metrics()
         app.state.ingest_lock = asyncio.Lock()
         yield

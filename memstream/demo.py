@@ -79,7 +79,16 @@ async def _show_chat(clients, chat_id: str, out: Console) -> None:
     out.print(table)
 
 
+MARKER = "MEMSTREAM_DEMO"
+
+
 def run_demo(settings: Settings, out: Console) -> None:
-    if settings.data_dir.exists() and (settings.data_dir / "log").exists():
-        shutil.rmtree(settings.data_dir)  # the demo always starts from an empty memory
+    """The demo always starts from an empty memory, in a folder it owns (marked), never a user's data."""
+    d = settings.data_dir
+    if d.exists() and any(d.iterdir()):
+        if not (d / MARKER).exists():
+            raise SystemExit(f"{d} holds data that is not the demo's; pick another --data-dir")
+        shutil.rmtree(d)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / MARKER).write_text("created by `memstream demo`; safe to delete\n")
     asyncio.run(_demo(settings, out))

@@ -25,6 +25,26 @@ class SegmenterConfig(BaseModel):
     max_active_topics: int = 8
     idle_close_s: float = 900.0
     recent_k: int = 5
+    # reply-chain shades: addressing someone who spoke in the topic but last spoke elsewhere; answering after
+    # being addressed in the topic
+    mention_elsewhere: float = 0.5
+    addressed_reply: float = 0.8
+    # same-user continuity in a topic that is not where the sender last spoke
+    user_elsewhere: float = 0.4
+    # soft signals are scaled by this when the message addresses someone absent from the topic
+    addressee_mismatch: float = 0.5
+    # cosine below which two chat lines count as unrelated (sentence embeddings rarely go lower)
+    semantic_floor: float = 0.2
+    # soft membership: a runner-up above threshold and within this ratio of the best also gets the message
+    soft_ratio: float = 0.85
+    # real-time merge of near-duplicate active topics (needs vectors)
+    merge_similarity: float = 0.9
+    merge_min_messages: int = 3
+    # adaptive threshold: threshold * clamp(1 + gain * (median recent best score - reference) / reference)
+    adaptive_gain: float = 0.25
+    adaptive_reference: float = 0.3
+    adaptive_min: float = 0.8
+    adaptive_max: float = 1.25
 
 
 class DistillerConfig(BaseModel):
@@ -33,6 +53,8 @@ class DistillerConfig(BaseModel):
     mode: Literal["extractive", "llm"] = "extractive"
     max_facts_per_topic: int = 40
     summary_sentences: int = 3
+    llm_max_messages: int = 200  # newest messages of a topic shown to the LLM
+    llm_max_chars_per_message: int = 1500
 
 
 class ConsolidatorConfig(BaseModel):
@@ -42,6 +64,7 @@ class ConsolidatorConfig(BaseModel):
     similar_k: int = 10
     noop_similarity: float = 0.95
     update_similarity: float = 0.6
+    llm_max_memories: int = 40  # existing memories shown to the LLM in one consolidation call
 
 
 class LLMConfig(BaseModel):
@@ -52,6 +75,10 @@ class LLMConfig(BaseModel):
     model: str = "gpt-4o-mini"
     timeout_s: float = 30.0
     max_retries: int = 2
+    backoff_s: float = 0.5  # first retry delay; doubles per retry
+    backoff_max_s: float = 8.0
+    max_tokens: int = 4096
+    temperature: float = 0.0
 
     @property
     def enabled(self) -> bool:

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Create .venv and install memstream. Usage: ops/install.sh [extras], e.g. ops/install.sh prod,test
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+. .venv/bin/activate
+python -m pip install --quiet --upgrade pip
+# The CPU build of torch first: an unpinned torch would pull several GB of CUDA wheels.
+python -m pip install --quiet "torch==2.13.0"
+extras="${1:-}"
+if [ -n "$extras" ]; then
+  python -m pip install --quiet -e ".[${extras}]"
+else
+  python -m pip install --quiet -e .
+fi

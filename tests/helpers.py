@@ -1,0 +1,35 @@
+"""Test data builders shared by the suites."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+
+def make_messages(n_chats: int, per_chat: int, *, start: datetime | None = None) -> list[dict]:
+    """Synthetic but varied chat traffic: interleaved topics, replies, gaps that close topics."""
+    start = start or datetime(2024, 1, 1, 9, 0, tzinfo=UTC)
+    subjects = ["the deploy pipeline", "lunch plans", "the Hangzhou trip", "the cat Mochi", "release notes",
+                "the budget review", "a broken laptop", "the football match"]
+    people = ["alice", "bob", "carol", "dave"]
+    rows = []
+    for c in range(n_chats):
+        t = start
+        for i in range(per_chat):
+            t += timedelta(seconds=40 + (i % 7) * 20 + (1800 if i % 50 == 49 else 0))
+            subj = subjects[(i // 6 + c) % len(subjects)]
+            rows.append({
+                "chat_id": f"chat-{c}", "message_id": f"c{c}-m{i}", "sender": people[(i + c) % 4],
+                "ts": t.isoformat(), "text": f"About {subj}: note {i} from chat {c}, value {i * 7 % 13}.",
+                **({"reply_to": f"c{c}-m{i - 1}"} if i % 3 == 1 else {}),
+            })
+    return rows
+
+
+def write_jsonl(path: Path, rows: list[dict], bad_lines: list[str] = ()) -> Path:
+    lines = [json.dumps(r, ensure_ascii=False) for r in rows]
+    for j, bad in enumerate(bad_lines):
+        lines.insert(min(len(lines), 3 + j * 5), bad)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

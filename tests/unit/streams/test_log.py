@@ -1,0 +1,40 @@
+from streams.log import FileLog, Produce
+
+
+async def test_append_is_idempotent_by_record_id(tmp_path):
+    log = await FileLog(tmp_path / "log.db").open()
+    items = [Produce("t", "k", f"id{i}", f'{{"i": {i}}}') for i in range(5)]
+    assert await log.append(items) == 5
+    assert await log.append(items[2:] + [Produce("t", "k", "id9", "{}")]) == 1
+    recs = await log.read("t", 0, 100)
+    assert [r.record_id for r in recs] == ["id0", "id1", "id2", "id3", "id4", "id9"]
+    assert [r.offset for r in recs] == list(range(6))
+    await log.close()
+
+
+async def test_commit_is_atomic_and_survives_reopen(tmp_path):
+    path = tmp_path / "log.db"
+    log = await FileLog(path).open()
+    await log.append([Produce("in", "k", f"r{i}", "{}") for i in range(3)])
+    await log.commit("g", {"in": 2}, [Produce("out", "k", "o1", "{}")], state='{"s": 1}')
+    await log.close()
+    log = await FileLog(path).open()
+    assert await log.committed("g", "in") == 2
+    assert await log.load_state("g") == '{"s": 1}'
+    assert await log.end_offset("out") == 1
+    assert await log.committed("other", "in") == 0
+    await log.close()
+
+
+async def test_reset_derived_keeps_source_topics_and_ledger(tmp_path):
+    log = await FileLog(tmp_path / "log.db").open()
+    await log.append([Produce("raw", "k", "a", "{}"), Produce("derived", "k", "b", "{}")])
+    await log.commit("g", {"raw": 1}, [], state="x")
+    await log.record_deletion("chat", "*", "2024-01-01T00:00:00+00:00")
+    await log.reset_derived(["derived"])
+    assert await log.end_offset("raw") == 1
+    assert await log.end_offset("derived") == 0
+    assert await log.committed("g", "raw") == 0
+    assert await log.load_state("g") is None
+    assert await log.deletions() == {("chat", "*")}
+    await log.close()
