@@ -1,0 +1,267 @@
+"""Thin async LLM client for JSON tasks: schema-constrained output, retries with backoff, JSON repair.
+
+Built once per worker (``LLMClient(settings.llm)``) and shared by the distiller and the consolidator. All
+failure handling lives here so callers see one outcome: a dict, or :class:`LLMError` (then they fall back).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+from pydantic import BaseModel, ValidationError
+
+from memstream.settings import LLMConfig
+
+__all__ = ["LLMClient", "LLMError", "parse_json_reply", "repair_json", "strict_json_schema"]
+
+_FENCE_RE = re.compile(r"```(?:json|JSON)?\s*(.*?)(?:```|$)", re.S)
+_THINK_RE = re.compile(r"<think>.*?(?:</think>|$)", re.S)
+_TOOL_TAG_RE = re.compile(
+    r"<(?:tool_call|\|tool_call\|)>\s*(.*?)\s*(?:</tool_call>|<\|/tool_call\|>|$)", re.S
+)
+_FUNCTION_TAG_RE = re.compile(r"<function=[\w.-]+>\s*(.*?)\s*(?:</function>|$)", re.S)
+_TRAILING_COMMA_RE = re.compile(r",\s*([}\]])")
+
+
+class LLMError(RuntimeError):
+    """The LLM gave no usable JSON after every retry. ``calls`` says how many requests were made."""
+
+    def __init__(self, message: str, calls: int) -> None:
+        super().__init__(message)
+        self.calls = calls
+
+
+class LLMClient:
+    """Async wrapper over :class:`openai.AsyncOpenAI` for one OpenAI-compatible endpoint.
+
+    The SDK's own retries are disabled (``max_retries=0``) so that every request is counted here and the
+    backoff is ours: ``cfg.backoff_s * 2**n`` capped at ``cfg.backoff_max_s``, at most ``cfg.max_retries``
+    retries after the first attempt.
+    """
+
+    def __init__(self, cfg: LLMConfig, *, client: AsyncOpenAI | None = None) -> None:
+        self.cfg = cfg
+        self.calls = 0
+        self._client = client or AsyncOpenAI(
+            base_url=cfg.base_url,
+            api_key=cfg.api_key.get_secret_value(),
+            timeout=cfg.timeout_s,
+            max_retries=0,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def complete_json(
+        self,
+        messages: list[dict[str, Any]],
+        schema_name: str,
+        schema: dict[str, Any],
+        *,
+        validate: Callable[[dict[str, Any]], object] | None = None,
+    ) -> dict[str, Any]:
+        """The model's JSON reply as a dict; raises :class:`LLMError` when every attempt failed."""
+        data, _ = await self.complete_json_counted(messages, schema_name, schema, validate=validate)
+        return data
+
+    async def complete_json_counted(
+        self,
+        messages: list[dict[str, Any]],
+        schema_name: str,
+        schema: dict[str, Any],
+        *,
+        validate: Callable[[dict[str, Any]], object] | None = None,
+    ) -> tuple[dict[str, Any], int]:
+        """Like :meth:`complete_json`, plus the number of requests this call made (1 + retries).
+
+        Retried: timeouts, connection errors, 429 and 5xx, empty or unparseable replies, replies that fail
+        ``validate``. A 400/422 (endpoint without ``json_schema`` support) is retried once in ``json_object``
+        mode. Truncated JSON is repaired (cut to the last complete element) before it counts as a failure.
+        """
+        calls, mode, last_error = 0, "json_schema", "no attempt"
+        for attempt in range(self.cfg.max_retries + 1):
+            if attempt:
+                await asyncio.sleep(min(self.cfg.backoff_s * 2 ** (attempt - 1), self.cfg.backoff_max_s))
+            calls += 1
+            self.calls += 1
+            try:
+                response = await self._client.chat.completions.create(
+                    model=self.cfg.model,
+                    messages=messages,  # type: ignore[arg-type]
+                    response_format=_response_format(mode, schema_name, schema),  # type: ignore[arg-type]
+                    temperature=self.cfg.temperature,
+                    max_tokens=self.cfg.max_tokens,
+                )
+            except openai.APIStatusError as exc:
+                last_error = f"HTTP {exc.status_code}"
+                if exc.status_code in (400, 422) and mode == "json_schema":
+                    mode = "json_object"
+                elif exc.status_code in (401, 403, 404):
+                    raise LLMError(f"LLM endpoint refused the request: {last_error}", calls) from exc
+                continue
+            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+                last_error = type(exc).__name__
+                continue
+            except openai.OpenAIError as exc:  # malformed body and other client-side decode failures
+                last_error = f"{type(exc).__name__}: {exc}"
+                continue
+            data = _reply_json(response)
+            if data is None:
+                last_error = "reply is not JSON"
+                continue
+            if validate is not None:
+                try:
+                    validate(data)
+                except (ValidationError, ValueError, TypeError) as exc:
+                    last_error = f"reply does not match the schema: {str(exc)[:200]}"
+                    continue
+            return data, calls
+        raise LLMError(f"LLM gave no usable JSON after {calls} call(s): {last_error}", calls)
+
+
+def _response_format(mode: str, name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    if mode == "json_object":
+        return {"type": "json_object"}
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+
+
+def _reply_json(response: Any) -> dict[str, Any] | None:
+    """JSON of the first choice: tool-call arguments if the model used a tool, else the message text."""
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        return None
+    message = choices[0].message
+    for call in getattr(message, "tool_calls", None) or []:
+        function = getattr(call, "function", None)
+        data = repair_json(getattr(function, "arguments", "") or "")
+        if data is not None:
+            return data
+    return parse_json_reply(message.content or "")
+
+
+def parse_json_reply(text: str) -> dict[str, Any] | None:
+    """A dict from a model reply: plain JSON, fenced JSON, ``<think>`` preambles, and tool calls written as
+    text (``<tool_call>{"name": …, "arguments": {…}}</tool_call>``, ``[TOOL_CALLS][…]``, ``<function=…>``)."""
+    text = _THINK_RE.sub("", text or "").strip()
+    for pattern in (_TOOL_TAG_RE, _FUNCTION_TAG_RE):
+        m = pattern.search(text)
+        if m:
+            text = m.group(1)
+            break
+    text = text.removeprefix("[TOOL_CALLS]").strip()
+    data = repair_json(text)
+    return _unwrap_tool_call(data) if data is not None else None
+
+
+def _unwrap_tool_call(data: dict[str, Any]) -> dict[str, Any]:
+    inner = data.get("function") if isinstance(data.get("function"), dict) else data
+    if (
+        isinstance(inner, dict)
+        and "name" in inner
+        and set(inner) <= {"name", "arguments", "parameters", "id", "type"}
+    ):
+        args = inner.get("arguments", inner.get("parameters"))
+        if isinstance(args, str):
+            args = repair_json(args)
+        if isinstance(args, dict):
+            return args
+    return data
+
+
+def repair_json(text: str) -> dict[str, Any] | None:
+    """Best-effort JSON object from model text; ``None`` if there is none.
+
+    Strips code fences and anything before the first ``{``; drops trailing commas; and when the text was
+    cut off (``finish_reason == "length"``), cuts back to the last complete element and closes the open
+    strings-free brackets, so ``{"facts": [{"a": 1}, {"a"`` becomes ``{"facts": [{"a": 1}]}``.
+    """
+    if not text:
+        return None
+    fenced = _FENCE_RE.search(text)
+    if fenced and "{" in fenced.group(1):
+        text = fenced.group(1)
+    start = text.find("{")
+    if start < 0:
+        return None
+    text = text[start:]
+    end = text.rfind("}")
+    if end >= 0:
+        for candidate in (text[: end + 1], _TRAILING_COMMA_RE.sub(r"\1", text[: end + 1])):
+            value = _loads(candidate)
+            if value is not None:
+                return value
+    return _close_truncated(text)
+
+
+def _loads(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _close_truncated(text: str) -> dict[str, Any] | None:
+    """Try cut points from the end: after a complete element (before a comma or after a closing bracket),
+    or right after a ``[`` (an empty list is still valid); close what is open."""
+    stack: list[str] = []
+    cuts: list[tuple[int, str]] = []
+    in_string = escaped = False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+            if ch == "[" or len(stack) == 1:
+                cuts.append((i + 1, "".join(reversed(stack))))
+        elif ch in "}]":
+            if not stack:
+                break
+            stack.pop()
+            cuts.append((i + 1, "".join(reversed(stack))))
+            if not stack:
+                break
+        elif ch == ",":
+            cuts.append((i, "".join(reversed(stack))))
+    for cut, closers in reversed(cuts[-400:]):
+        value = _loads(text[:cut].rstrip().rstrip(",") + closers)
+        if value:  # an empty object is no repair
+            return value
+    return None
+
+
+def strict_json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema in OpenAI strict form: every property required, no extra properties, no
+    defaults or titles. Optional fields stay nullable, so the model can still say "none"."""
+    schema = model.model_json_schema()
+
+    def fix(node: Any) -> None:
+        if isinstance(node, dict):
+            for key in ("default", "title"):  # annotations only: a property may itself be called "title"
+                if key in node and not isinstance(node[key], dict):
+                    del node[key]
+            if node.get("type") == "object" and "properties" in node:
+                node["required"] = list(node["properties"])
+                node["additionalProperties"] = False
+            for value in node.values():
+                fix(value)
+        elif isinstance(node, list):
+            for value in node:
+                fix(value)
+
+    fix(schema)
+    return schema

@@ -1,0 +1,1 @@
+"""One module per LLM task: a response model, ``build(...) -> messages``, a ``VERSION`` key."""

@@ -1,0 +1,210 @@
+"""Signals of the topic segmenter (design doc 001, 3.2.1): pure functions over one message and one topic.
+
+A message is reduced once to :class:`Features` (sender, event time, addressees, keywords, vector); each active
+topic is then scored with :func:`score_topic`. Signals are in ``[0, 1]``:
+
+- ``reply``: an explicit ``reply_to`` into the topic (1.0); addressing someone whose latest message is in the
+  topic (an implicit reply, 1.0; 0.5-ish if they spoke there but last spoke elsewhere); the sender was
+  addressed in the topic after their last message there (they are answering).
+- ``user``: the sender's own continuity in the topic, full within ``user_window_s``, then halving every window.
+- ``semantic``: max cosine of the message vector to the topic centroid and its last-k vectors, rescaled above
+  ``semantic_floor`` (sentence embeddings of unrelated chat lines are rarely below ~0.1).
+- ``entity``: the share of the message's keywords already used in the topic.
+
+The total is ``w_reply * reply + decay * (w_user * user + w_semantic * semantic + w_entity * entity + w_time)
+- w_mismatch * [the message addresses only people absent from the topic]``, with
+``decay = 0.5 ** (idle / time_decay_half_life_s)`` and idle the topic's silence so far: the structural reply
+signal is not decayed (an explicit reply is explicit however late), and ``w_time * decay`` alone is the pull
+of a conversation that is still going on. The message joins the best topic if the total reaches
+:func:`join_threshold`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import rjieba
+
+if TYPE_CHECKING:
+    from agents.segmenter import ActiveTopic, ChatPool
+    from memstream.settings import SegmenterConfig
+    from schemas import ChatMessage
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TOKEN_RE = re.compile(f"(?P<cjk>[{_CJK}]+)|(?P<word>[a-z0-9][a-z0-9_.+#/-]*[a-z0-9+#]|[a-z])")
+# "nick: text", "nick, text", "@nick text" at the start of a message (IRC tab completion, IM @-mentions).
+_LEAD_RE = re.compile(r"^\s*(?:@(?P<at>[^\s:,;@]{1,64})|(?P<nick>[^\s:,;@]{1,64})\s*[:,;>])")
+_AT_RE = re.compile(r"@([^\s:,;@]{1,64})")
+
+_STOP_EN = frozenset(
+    """
+    a an the and or but if then else so than too very of to in on at by for with about as from into over under
+    up down out off again once between through during before after above below until while because is am are
+    was were be been being do does did doing done have has had having i me my we us our you your he him his she
+    her it its they them their this that these those there here what which who whom whose when where why how
+    all any both each few more most other some such no not only own same just can will would should could may
+    might must also im ive id ill youre dont doesnt didnt isnt arent wasnt cant couldnt wont wouldnt havent
+    thats theres whats lets yeah yes yep nope oh ok okay hi hey hello lol haha hmm heh um uh thanks thank thx
+    please pls plz know anyone anybody someone something anything help need want get got try trying tried use
+    using used like just now then still really think thought see say said make made way well good right sure
+    one two also even much many any way work works working thing things let going gonna wanna already
+    """.split()
+)
+_STOP_ZH = frozenset(
+    """
+    的 了 是 在 和 与 及 就 都 也 还 又 把 被 给 让 吗 呢 吧 啊 呀 哦 嗯 哈 啦 嘛 着 过 这 那 个 之 而 或 但 我 你 您
+    他 她 它 们 我们 你们 他们 咱们 自己 这个 那个 这些 那些 一个 什么 怎么 为什么 没有 就是 还是 但是 因为 所以
+    如果 然后 可以 已经 不是 这样 那样 一下 一些 有点 哈哈 哈哈哈 好的 嗯嗯 大家 现在 知道 觉得 应该
+    """.split()
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """What the segmenter needs to know about one message, computed once per message."""
+
+    sender: str
+    ts: float
+    addressees: tuple[str, ...]
+    keywords: frozenset[str]
+    reply_to: str | None
+    vector: np.ndarray | None
+    question: bool = False
+    length: float = 0.0  # characters / 200, capped at 1
+
+
+def keywords(text: str) -> frozenset[str]:
+    """Content words: Latin tokens of 3+ characters (paths, package names kept whole) that are not stopwords
+    or numbers, and jieba words of 2+ characters that are not function words."""
+    out: set[str] = set()
+    for m in _TOKEN_RE.finditer(unicodedata.normalize("NFKC", text).lower()):
+        run = m.group("cjk")
+        if run is not None:
+            out.update(w for w in rjieba.cut(run) if len(w) >= 2 and w not in _STOP_ZH)
+            continue
+        word = m.group("word").strip("./-")
+        if len(word) >= 3 and word not in _STOP_EN and not word.replace(".", "").isdigit():
+            out.add(word)
+    return frozenset(out)
+
+
+def addressees(msg: ChatMessage, names: dict[str, str]) -> tuple[str, ...]:
+    """Sender ids this message is addressed to: ``msg.mentions`` plus a leading ``name:``/``name,``/``@name``
+    (and inline ``@name``) that names a known recent sender. ``names`` maps lowercased names/ids to ids."""
+    found: list[str] = []
+    for mention in msg.mentions:
+        sid = names.get(mention.lower(), mention)
+        if sid != msg.sender and sid not in found:
+            found.append(sid)
+    lead = _LEAD_RE.match(msg.text)
+    candidates = [lead.group("at") or lead.group("nick")] if lead else []
+    candidates += _AT_RE.findall(msg.text)
+    for token in candidates:
+        sid = resolve_name(token, names)
+        if sid is not None and sid != msg.sender and sid not in found:
+            found.append(sid)
+    return tuple(found)
+
+
+def resolve_name(token: str, names: dict[str, str]) -> str | None:
+    """Exact (case-insensitive) name, else the unique known name it abbreviates (``Hik`` -> ``Hikaru79``)."""
+    key = token.lower().rstrip("_")
+    if key in names:
+        return names[key]
+    if len(key) < 3:
+        return None
+    hits = {sid for name, sid in names.items() if name.startswith(key)}
+    return hits.pop() if len(hits) == 1 else None
+
+
+def as_unit(vector: object) -> np.ndarray | None:
+    """A float32 unit vector, or None for a missing/zero vector."""
+    if vector is None:
+        return None
+    v = np.asarray(vector, dtype=np.float32).ravel()
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 0 and math.isfinite(norm) else None
+
+
+def semantic_signal(topic: ActiveTopic, vector: np.ndarray | None, cfg: SegmenterConfig) -> float:
+    """Max cosine to the centroid and the last-k vectors, rescaled from ``[semantic_floor, 1]`` to ``[0, 1]``."""
+    mat = topic.vectors() if vector is not None else None
+    if mat is None or mat.shape[1] != vector.shape[0]:
+        return 0.0
+    best = float((mat @ vector).max())
+    return min(1.0, max(0.0, (best - cfg.semantic_floor) / (1.0 - cfg.semantic_floor)))
+
+
+def entity_signal(topic: ActiveTopic, words: frozenset[str]) -> float:
+    """Share of the message's keywords already used in the topic (a one-sided Jaccard)."""
+    if not words or not topic.keywords:
+        return 0.0
+    shared = sum(1 for w in words if w in topic.keywords)
+    return shared / max(len(words), 2)
+
+
+def reply_signal(topic: ActiveTopic, f: Features, pool: ChatPool, cfg: SegmenterConfig) -> float:
+    if f.reply_to is not None and pool.msg_topic.get(f.reply_to) == topic.topic_id:
+        return 1.0
+    best = 0.0
+    for sid in f.addressees:
+        if sid in topic.last_by_sender:
+            seen = pool.senders.get(sid)
+            here = seen is not None and seen.topic_id == topic.topic_id
+            best = max(best, 1.0 if here else cfg.mention_elsewhere)
+    asked = topic.addressed.get(f.sender)
+    if asked is not None and asked >= topic.last_by_sender.get(f.sender, -math.inf):
+        best = max(best, cfg.addressed_reply)
+    return best
+
+
+def user_signal(topic: ActiveTopic, f: Features, pool: ChatPool, cfg: SegmenterConfig) -> float:
+    last = topic.last_by_sender.get(f.sender)
+    if last is None:
+        return 0.0
+    seen = pool.senders.get(f.sender)
+    base = 1.0 if seen is not None and seen.topic_id == topic.topic_id else cfg.user_elsewhere
+    gap = max(0.0, f.ts - last) - cfg.user_window_s
+    return base if gap <= 0 else base * 0.5 ** (gap / cfg.user_window_s)
+
+
+def score_topic(
+    topic: ActiveTopic, f: Features, pool: ChatPool, cfg: SegmenterConfig
+) -> tuple[float, dict[str, float]]:
+    """Affinity of one message to one topic: the total and its per-signal breakdown."""
+    idle = max(0.0, f.ts - topic.last_ts)
+    decay = 0.5 ** (idle / cfg.time_decay_half_life_s)
+    reply = reply_signal(topic, f, pool, cfg)
+    user = user_signal(topic, f, pool, cfg)
+    ent = entity_signal(topic, f.keywords)
+    sem = semantic_signal(topic, f.vector, cfg)
+    mismatch = 1.0 if f.addressees and not any(a in topic.last_by_sender for a in f.addressees) else 0.0
+    soft = cfg.w_user * user + cfg.w_semantic * sem + cfg.w_entity * ent
+    total = cfg.w_reply * reply + decay * (soft + cfg.w_time) - cfg.w_mismatch * mismatch
+    parts = {
+        "reply": reply,
+        "user": user,
+        "semantic": sem,
+        "entity": ent,
+        "decay": decay,
+        "mismatch": mismatch,
+        "total": total,
+    }
+    return total, parts
+
+
+def join_threshold(f: Features, known_sender: bool, cfg: SegmenterConfig) -> float:
+    """The score a message must reach to join a topic. Questions and long messages are typical openers (the
+    bar rises); people already talking, or addressing someone, usually continue (it falls)."""
+    return (
+        cfg.threshold
+        + cfg.threshold_question * f.question
+        + cfg.threshold_length * f.length
+        + cfg.threshold_known_sender * known_sender
+        + cfg.threshold_addressed * bool(f.addressees)
+    )
