@@ -269,7 +269,9 @@ class ConsolidateStage:
                 await self.clients.store.similar_memories(cand.chat_id, vectors[i], k=cfg.similar_k)
             )
         if cfg.mode == "llm" and self.clients.llm is not None:
-            decisions, calls = await consolidator.decide_llm(candidates, similar, self.clients.llm, cfg)
+            decisions, calls = await consolidator.decide_llm(
+                candidates, similar, self.clients.llm, cfg, source_event_id=result.result_id
+            )
             self.llm_calls += calls
             return decisions
         return consolidator.decide_batch(candidates, similar, cfg, result.result_id)

@@ -15,7 +15,14 @@ from pathlib import Path
 from bench.locomo_metrics import FIG_KEYS, aggregate, parse_evidence, score_question
 from memstream.settings import Settings
 
-SYSTEMS = {"memstream-hybrid": "hybrid", "bm25-only": "bm25", "embedding-only": "embedding"}
+# name -> (retrieval mode, item kinds or None for the default, which store)
+SYSTEMS = {
+    "memstream-hybrid": ("hybrid", None, "main"),
+    "bm25-only": ("bm25", None, "main"),
+    "embedding-only": ("embedding", None, "main"),
+    "raw-turns-only": ("hybrid", ["turn"], "main"),
+    "add-only": ("hybrid", None, "add-only"),
+}
 CATEGORIES = ("1", "2", "3", "4", "5")
 
 
@@ -31,7 +38,7 @@ def load_questions(data: list[dict]) -> list[dict]:
     return qs
 
 
-async def _ingest(settings: Settings, src: Path, embedder, console) -> tuple[object, int, float]:
+async def _ingest(settings: Settings, src: Path, embedder, console):
     from memstream.clients import build_clients
     from memstream.ops import ingest
 
@@ -40,18 +47,41 @@ async def _ingest(settings: Settings, src: Path, embedder, console) -> tuple[obj
     report = await ingest(clients, src, fmt="locomo")
     secs = time.perf_counter() - t0
     if console:
-        console.print(f"ingested {report.read} turns in {secs:.1f}s; stages {report.stats.processed}")
-    return clients, report.read, secs
+        console.print(f"ingested {report.read} turns in {secs:.1f}s ({settings.consolidator.mode}); "
+                      f"stages {report.stats.processed}")
+    return clients, report, secs
 
 
-async def _evaluate(clients, questions: list[dict], mode: str) -> list[dict]:
+async def consolidation_stats(clients, n_msgs: int, llm_calls: int) -> dict:
+    """Decision mix of the run, read back from the memory-decisions topic of the log."""
+    from collections import Counter
+
+    from streams.topics import MEMORY_DECISIONS
+
+    ops: Counter[str] = Counter()
+    offset = 0
+    while batch := await clients.log.read(MEMORY_DECISIONS.name, offset, 5000):
+        ops.update(json.loads(r.value)["op"] for r in batch)
+        offset = batch[-1].offset + 1
+    total = sum(ops.values()) or 1
+    return {
+        "records": len(await _all_memories(clients)),
+        "decisions": sum(ops.values()),
+        **{op.lower(): ops.get(op, 0) for op in ("ADD", "UPDATE", "DELETE", "NOOP")},
+        **{f"{op.lower()}_share": round(ops.get(op, 0) / total, 4) for op in ("ADD", "UPDATE", "DELETE", "NOOP")},
+        "llm_calls_per_1k_msgs": round(1000 * llm_calls / max(1, n_msgs), 2),
+    }
+
+
+async def _evaluate(clients, questions: list[dict], mode: str, kinds: list[str] | None = None) -> list[dict]:
     from retrieval.service import retrieve
     from schemas import RetrieveRequest
 
     rows = []
     cfg = clients.settings.retrieval
     for q in questions:
-        req = RetrieveRequest(chat_id=q["chat_id"], query=q["question"], k=10, mode=mode, token_budget=8000)
+        req = RetrieveRequest(chat_id=q["chat_id"], query=q["question"], k=10, mode=mode, token_budget=8000,
+                              kinds=kinds)
         t0 = time.perf_counter()
         resp = await retrieve(clients.store, clients.embedder, req, candidates=cfg.candidates, rrf_k=cfg.rrf_k)
         latency = (time.perf_counter() - t0) * 1000
@@ -76,34 +106,42 @@ async def run_locomo(data: Path, out_dir: Path, *, embedder: str = "minilm", lim
     convs = convs if isinstance(convs, list) else [convs]
     convs = convs[:limit] if limit else convs
     questions = load_questions(convs)
-    emb = build_embedder(embedder, None, 64)
+    emb = build_embedder(embedder, None, 64)  # one in-memory cache: the add-only run re-uses the vectors
     with tempfile.TemporaryDirectory(prefix="memstream-locomo-") as tmp:
         src = Path(tmp) / "input.json"
         src.write_text(json.dumps(convs))
-        settings = Settings(data_dir=Path(tmp) / "data", embedder=embedder)
-        clients, n_msgs, secs = await _ingest(settings, src, emb, console)
+        stores = {}
+        main_settings = Settings(data_dir=Path(tmp) / "main", embedder=embedder)
+        stores["main"], report, secs = await _ingest(main_settings, src, emb, console)
+        consolidation = await consolidation_stats(stores["main"], report.read, report.stats.llm_calls)
+        add_settings = main_settings.model_copy(update={
+            "data_dir": Path(tmp) / "add-only",
+            "consolidator": main_settings.consolidator.model_copy(update={"mode": "add-only"})})
+        stores["add-only"], add_report, _ = await _ingest(add_settings, src, emb, console)
+        add_stats = await consolidation_stats(stores["add-only"], add_report.read, add_report.stats.llm_calls)
         try:
             systems = {}
-            for name, mode in SYSTEMS.items():
-                rows = await _evaluate(clients, questions, mode)
+            for name, (mode, kinds, store) in SYSTEMS.items():
+                rows = await _evaluate(stores[store], questions, mode, kinds)
                 systems[name] = summarise(rows)
                 if console:
                     o = systems[name]["overall"]
                     console.print(f"{name:18} R_all@10={o['turn_recall_all@10']:.3f} "
                                   f"R_all@5={o['turn_recall_all@5']:.3f} tokens={o['context_tokens_mean']:.0f} "
                                   f"p95={o['latency_ms_p95']:.1f}ms")
-            records = len(await _all_memories(clients))
         finally:
-            await clients.close()
+            for c in stores.values():
+                await c.close()
     result = {
         "dataset": str(data),
         "conversations": len(convs),
         "questions": len(questions),
-        "messages": n_msgs,
+        "messages": report.read,
         "embedder": embedder,
         "ingest_seconds": round(secs, 2),
-        "ingest_msgs_per_s": round(n_msgs / secs, 1) if secs else 0.0,
-        "memory_records": records,
+        "ingest_msgs_per_s": round(report.read / secs, 1) if secs else 0.0,
+        "consolidation": consolidation,
+        "add_only_consolidation": add_stats,
         "systems": systems,
     }
     (out_dir / "locomo.json").write_text(json.dumps(result, indent=2))

@@ -101,8 +101,8 @@ def create_app(
     @app.post("/v1/messages", response_model=IngestAccepted, status_code=202)
     async def post_messages(batch: IngestBatch, request: Request, c: ClientsDep) -> IngestAccepted:
         """Append messages to the raw stream and process them (idempotent by chat id + message id)."""
-        from memstream.ops import IngestReport, to_records
         from memstream.formats import Parsed
+        from memstream.ops import IngestReport, to_records
         from streams.runner import EmbeddedRunner
 
         report = IngestReport()

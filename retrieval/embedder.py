@@ -124,8 +124,9 @@ class CachedEmbedder:
 
     _CHUNK = 500  # bound on SQL variables per lookup
 
-    def __init__(self, inner: Embedder, cache: str | Path = ":memory:") -> None:
+    def __init__(self, inner: Embedder, cache: str | Path = ":memory:", *, cache_queries: bool = False) -> None:
         self.inner = inner
+        self.cache_queries = cache_queries  # queries rarely repeat; caching them would hide their cost
         self.name = inner.name
         self.dim = inner.dim
         self.cache = cache
@@ -168,6 +169,8 @@ class CachedEmbedder:
     async def embed(self, texts: list[str], *, is_query: bool = False) -> np.ndarray:
         if not texts:
             return _empty(self.dim)
+        if is_query and not self.cache_queries:
+            return l2_normalise(await self.inner.embed(texts, is_query=True)).astype(np.float32, copy=False)
         keys = [cache_key(self.name, is_query, t) for t in texts]
         found = self._lookup(list(dict.fromkeys(keys)))
         missing: dict[bytes, str] = {}

@@ -54,8 +54,8 @@ class SearchQuery(BaseModel):
     since: datetime | None = None
     until: datetime | None = None
     include_superseded: bool = False
-    rrf_k: int = 60
-    candidates: int = 50
+    rrf_k: int = 10
+    candidates: int = 20
 
 
 class Hit(BaseModel):

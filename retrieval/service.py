@@ -14,6 +14,8 @@ from schemas import RetrievedItem, RetrieveRequest, RetrieveResponse, TraceStep
 
 MODE_TO_STORE = {"hybrid": "hybrid", "bm25": "bm25", "embedding": "knn"}
 MIN_COSINE = 0.2  # below this a kNN-only hit is noise, not memory
+# Topic titles are labels for the topic layer, not evidence: an item must carry what it cites.
+DEFAULT_KINDS = ["turn", "fact", "summary", "qa", "task", "decision"]
 
 
 def to_item(hit: Hit) -> RetrievedItem:
@@ -40,7 +42,7 @@ def relevant(hit: Hit, mode: str) -> bool:
 
 
 async def retrieve(
-    store: MemoryStore, embedder: Embedder | None, req: RetrieveRequest, *, candidates: int = 50, rrf_k: int = 60
+    store: MemoryStore, embedder: Embedder | None, req: RetrieveRequest, *, candidates: int = 20, rrf_k: int = 10
 ) -> RetrieveResponse:
     trace: list[TraceStep] = []
     mode = req.mode if (embedder is not None or req.mode == "bm25") else "bm25"
@@ -56,7 +58,7 @@ async def retrieve(
         vector=vector,
         mode=MODE_TO_STORE[mode],
         k=max(req.k * 3, req.k + 10),
-        kinds=req.kinds,
+        kinds=req.kinds or DEFAULT_KINDS,
         include_superseded=req.include_superseded,
         rrf_k=rrf_k,
         candidates=candidates,

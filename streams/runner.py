@@ -27,6 +27,7 @@ Progress = Callable[[str, int, int], None]
 class RunStats:
     processed: dict[str, int] = field(default_factory=dict)
     dead_letters: int = 0
+    llm_calls: int = 0
     seconds: float = 0.0
 
     def add(self, stage: str, out: StageOutput) -> None:
@@ -112,6 +113,7 @@ class EmbeddedRunner:
             if not moved:
                 break
         stats.seconds = time.perf_counter() - start
+        stats.llm_calls = self.distill.llm_calls + self.consolidate.llm_calls
         return stats
 
     async def reset_for_replay(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import sqlite3
@@ -50,13 +51,13 @@ def cli(*args: str) -> list[str]:
 
 
 @pytest.mark.parametrize("kill_when", ["segmenting", "consolidating"])
-async def test_killed_ingest_resumes_without_loss_or_duplicates(tmp_path, kill_when):
+def test_killed_ingest_resumes_without_loss_or_duplicates(tmp_path, kill_when):
     rows = make_messages(12, 400)
     src = write_jsonl(tmp_path / "in.jsonl", rows)
     clean = tmp_path / "clean"
     assert subprocess.run(cli("ingest", str(src), "--data-dir", str(clean), "--embedder", "none"),
                           capture_output=True).returncode == 0
-    expected = await snapshot(clean)
+    expected = asyncio.run(snapshot(clean))
     assert expected["messages"] == len(rows) and expected["memories"]
 
     victim = tmp_path / "victim"
@@ -71,12 +72,12 @@ async def test_killed_ingest_resumes_without_loss_or_duplicates(tmp_path, kill_w
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert proc.returncode == -signal.SIGKILL, "the ingest finished before it could be killed"
-    partial = await snapshot(victim)
+    partial = asyncio.run(snapshot(victim))
     assert partial["memories"] != expected["memories"]  # it really was cut mid-way
 
     assert subprocess.run(cli("ingest", str(src), "--data-dir", str(victim), "--embedder", "none"),
                           capture_output=True).returncode == 0
-    assert await snapshot(victim) == expected
+    assert asyncio.run(snapshot(victim)) == expected
 
 
 async def test_replay_into_empty_store_reproduces_memory(tmp_path, minilm):
