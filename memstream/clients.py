@@ -56,6 +56,16 @@ def open_embedder(settings: Settings) -> Embedder | None:
     return build_embedder(settings.embedder, settings.data_dir / "embed-cache.db", settings.embed_batch)
 
 
+async def open_graph(settings: Settings, dim: int | None):
+    """The graph memory (entities and relation edges) next to the store."""
+    from retrieval.graph_sqlite import GraphSQLiteStore
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    graph = GraphSQLiteStore(settings.data_dir / "graph.db", dim)
+    await graph.bootstrap()
+    return graph
+
+
 def open_llm(settings: Settings) -> Any | None:
     if not settings.llm.enabled:
         return None
@@ -74,6 +84,8 @@ class Clients:
     extra: dict[str, Any] = field(default_factory=dict)
 
     async def close(self) -> None:
+        if "graph" in self.extra:
+            await self.extra["graph"].close()
         await self.store.close()
         await self.log.close()
 
@@ -83,4 +95,5 @@ async def build_clients(settings: Settings, *, embedder: Embedder | None | str =
     emb = open_embedder(settings) if embedder == "settings" else embedder
     log = await open_log(settings)
     store = await open_store(settings, emb.dim if emb is not None else None)
-    return Clients(settings=settings, log=log, store=store, embedder=emb, llm=open_llm(settings))
+    extra = {"graph": await open_graph(settings, emb.dim if emb is not None else None)}
+    return Clients(settings=settings, log=log, store=store, embedder=emb, llm=open_llm(settings), extra=extra)

@@ -86,12 +86,19 @@ async def replay(clients: Clients, progress: Progress | None = None) -> RunStats
     await runner.reset_for_replay()
     for chat_id in await clients.store.chats():
         await clients.store.delete_chat(chat_id)
+    graph = clients.extra.get("graph")  # derived data too
+    if graph is not None:
+        for chat_id in await graph.chats():
+            await graph.delete_chat(chat_id)
     return await runner.run_until_idle(progress)
 
 
 async def delete(clients: Clients, chat_id: str, user: str | None) -> int:
     """Delete a chat's or one user's data now, and record it so replay never brings it back."""
     await clients.log.record_deletion(chat_id, user or "*", datetime.now(UTC).isoformat())
+    graph = clients.extra.get("graph")
+    if graph is not None:
+        await (graph.delete_chat(chat_id) if user is None else graph.delete_user(chat_id, user))
     if user is None:
         return await clients.store.delete_chat(chat_id)
     return await clients.store.delete_user(chat_id, user)

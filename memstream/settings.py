@@ -93,6 +93,17 @@ class LLMConfig(BaseModel):
         return bool(self.base_url)
 
 
+class GraphConfig(BaseModel):
+    """Graph memory knobs ."""
+
+    model_config = ConfigDict(frozen=True)
+
+    merge_threshold: float = 0.92  # name-embedding cosine above which two entities of one type are merged
+    similar_k: int = 3  # stored entities compared with each new name
+    mention_edges: bool = True  # ``subject —mentions→ entity`` edges for entities a fact names
+    max_mentions_per_fact: int = 3
+
+
 class RetrievalConfig(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -127,6 +138,7 @@ class Settings(BaseSettings):
     consolidator: ConsolidatorConfig = Field(default_factory=ConsolidatorConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    graph: GraphConfig = Field(default_factory=GraphConfig)
     api_host: str = "127.0.0.1"
     api_port: int = 8080
     log_level: str = "INFO"

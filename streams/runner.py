@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from agents.graph_stage import GraphStage
 from agents.stages import ConsolidateStage, DistillStage, IndexStage, SegmentStage, StageOutput
 from memstream.clients import Clients
 from streams.log import Produce
@@ -43,6 +44,7 @@ class EmbeddedRunner:
         self.distill = DistillStage(clients)
         self.consolidate = ConsolidateStage(clients)
         self.index = IndexStage(clients)
+        self.graph = GraphStage(clients) if "graph" in clients.extra else None
         self._loaded = False
 
     async def produce(self, items: Iterable[Produce]) -> int:
@@ -88,7 +90,7 @@ class EmbeddedRunner:
         return await self.clients.log.end_offset(topic) - await self.clients.log.committed(stage.group, topic)
 
     async def lag(self) -> dict[str, int]:
-        stages = (self.segment, self.distill, self.consolidate, self.index)
+        stages = (self.segment, self.distill, self.consolidate, self.index, *([self.graph] if self.graph else []))
         return {s.group: await self._lag(s) for s in stages}
 
     async def run_until_idle(self, progress: Progress | None = None) -> RunStats:
@@ -102,6 +104,8 @@ class EmbeddedRunner:
                 self.segment, batch=self.batch, limit=None, stats=stats, progress=progress
             )
             moved += await self._run_stage(self.distill, batch=16, limit=None, stats=stats, progress=progress)
+            if self.graph is not None:
+                moved += await self._run_stage(self.graph, batch=16, limit=None, stats=stats, progress=progress)
             while True:  # one result at a time, each followed by the indexer
                 n = await self._run_stage(self.consolidate, batch=1, limit=1, stats=stats, progress=progress)
                 if not n:

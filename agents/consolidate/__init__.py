@@ -1,0 +1,1 @@
+"""Consolidation rules and records (the public entry is :mod:`agents.consolidator`)."""

@@ -1,0 +1,132 @@
+"""Ids, records and decisions of the consolidator, and the text comparisons its rules use."""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from functools import lru_cache
+
+from retrieval.text import tokenize
+from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryRecord, stable_id
+
+__all__ = [
+    "Similar",
+    "SimilarByCandidate",
+    "decision_id_for",
+    "keywords",
+    "lexical_similarity",
+    "make_decision",
+    "make_record",
+    "memory_id_for",
+    "norm_text",
+    "same_subject",
+    "update_decision",
+    "value_in",
+]
+
+
+Similar = Sequence[tuple[MemoryRecord, float]]
+SimilarByCandidate = Mapping[str, Similar] | Sequence[Similar]
+
+
+def memory_id_for(candidate: CandidateFact) -> str:
+    return stable_id("mem", candidate.fact_id)
+
+
+def decision_id_for(candidate: CandidateFact) -> str:
+    return stable_id("decision", candidate.fact_id)
+
+
+def norm_text(text: str | None) -> str:
+    return re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", text or "").lower())
+
+
+def same_subject(a: str | None, b: str | None) -> bool:
+    return bool(a and b) and norm_text(a) == norm_text(b)
+
+
+def value_in(text: str, value: str | None) -> bool:
+    return bool(value) and norm_text(value) in norm_text(text)
+
+
+def keywords(text: str, subject: str | None) -> set[str]:
+    return set(_token_counts(text)) - set(_token_counts(subject or ""))
+
+
+@lru_cache(maxsize=16384)
+def _token_counts(text: str) -> Counter[str]:
+    return Counter(tokenize(text))  # cached: a batch compares every candidate with every earlier record
+
+
+def lexical_similarity(a: str, b: str) -> float:
+    """Cosine of token counts: the in-batch stand-in for embedding similarity."""
+    ca, cb = _token_counts(a), _token_counts(b)
+    dot = sum(ca[t] * cb[t] for t in ca.keys() & cb.keys())
+    norm = math.sqrt(sum(v * v for v in ca.values())) * math.sqrt(sum(v * v for v in cb.values()))
+    return dot / norm if norm else 0.0
+
+
+def make_record(
+    c: CandidateFact,
+    source_event_id: str,
+    *,
+    memory_id: str | None = None,
+    version: int = 1,
+    valid_to: datetime | None = None,
+    superseded_by: str | None = None,
+    text: str | None = None,
+) -> MemoryRecord:
+    return MemoryRecord(
+        memory_id=memory_id or memory_id_for(c),
+        chat_id=c.chat_id,
+        kind=c.kind,
+        text=text or c.text,
+        speaker=c.speaker,
+        subject=c.subject,
+        attribute=c.attribute,
+        entities=list(c.entities),
+        topic_id=c.topic_id,
+        valid_from=c.event_time,
+        valid_to=valid_to,
+        superseded_by=superseded_by,
+        version=version,
+        source_message_ids=list(c.source_message_ids),
+        source_event_id=source_event_id,
+    )
+
+
+def make_decision(
+    c: CandidateFact,
+    op: DecisionOp,
+    reason: str,
+    source_event_id: str,
+    *,
+    target: MemoryRecord | None = None,
+    record: MemoryRecord | None = None,
+) -> MemoryDecision:
+    return MemoryDecision(
+        decision_id=decision_id_for(c),
+        op=op,
+        chat_id=c.chat_id,
+        target_memory_id=target.memory_id if target is not None else None,
+        record=record,
+        reason=reason,
+        source_event_id=source_event_id,
+        candidate_fact_id=c.fact_id,
+        at=c.event_time,
+    )
+
+
+def update_decision(
+    c: CandidateFact, target: MemoryRecord, reason: str, source_event_id: str, text: str | None = None
+) -> MemoryDecision:
+    version = target.version + 1
+    mem_id = memory_id_for(c)
+    if mem_id == target.memory_id:  # the same fact re-distilled with new wording: a new version of itself
+        mem_id = stable_id("mem", c.fact_id, version)
+    record = make_record(c, source_event_id, memory_id=mem_id, version=version, text=text)
+    return make_decision(c, DecisionOp.UPDATE, reason, source_event_id, target=target, record=record)

@@ -1,0 +1,105 @@
+"""Per-topic state of the extractive distiller: who is in the topic, what has been collected so far."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from agents.extract.entities import MENTION_RE
+from agents.extract.slots import SlotMatch
+from schemas import CandidateFact, ChatMessage, DistillJob, Relation, TaskItem, stable_id
+
+__all__ = ["Collected", "Draft", "Sentence", "TopicContext", "make_fact"]
+
+
+@dataclass
+class TopicContext:
+    """Who is in the topic and whom each message addresses."""
+
+    job: DistillJob
+    msgs: list[ChatMessage]
+    by_id: dict[str, ChatMessage]
+    participants: list[str]
+    names: frozenset[str]
+    name_of: dict[str, str]
+
+    @classmethod
+    def build(cls, job: DistillJob) -> TopicContext:
+        msgs = sorted(job.messages, key=lambda m: m.ts)
+        participants = list(dict.fromkeys(m.display_name for m in msgs))
+        name_of = {m.sender: m.display_name for m in msgs}
+        return cls(job, msgs, {m.message_id: m for m in msgs}, participants, frozenset(participants), name_of)
+
+    def addressee(self, m: ChatMessage) -> str | None:
+        speaker = m.display_name
+        replied = self.by_id.get(m.reply_to or "")
+        if replied is not None and replied.display_name != speaker:
+            return replied.display_name
+        mentioned = [self.name_of.get(x, x) for x in m.mentions] + MENTION_RE.findall(m.text)
+        mentioned = [x for x in dict.fromkeys(mentioned) if x != speaker]
+        if len(mentioned) == 1:
+            return mentioned[0]
+        others = [p for p in self.participants if p != speaker]
+        if len(others) == 1 and len(mentioned) == 0:
+            return others[0]
+        return None
+
+
+@dataclass
+class Sentence:
+    """One informative sentence that produced a fact, task or answer; the summary picks among these."""
+
+    msg: ChatMessage
+    speaker: str
+    raw: str
+    tokens: set[str]
+    bonus: float = 0.0
+
+
+@dataclass
+class Collected:
+    facts: list[tuple[CandidateFact, float]] = field(default_factory=list)
+    tasks: list[TaskItem] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)
+    sentences: list[Sentence] = field(default_factory=list)
+    entity_counts: Counter[str] = field(default_factory=Counter)
+    next_index: Counter[str] = field(default_factory=Counter)
+
+    def fact_id(self, ctx: TopicContext, message_id: str) -> str:
+        index = self.next_index[message_id]
+        self.next_index[message_id] += 1
+        return stable_id(ctx.job.chat_id, ctx.job.topic_id, message_id, index)
+
+
+@dataclass(frozen=True)
+class Draft:
+    text: str
+    subject: str | None
+    slot: SlotMatch | None
+    negated: bool
+    entities: list[str]
+    confidence: float
+
+
+def make_fact(
+    ctx: TopicContext, out: Collected, m: ChatMessage, sources: list[str], speaker: str, d: Draft
+) -> CandidateFact:
+    return CandidateFact(
+        fact_id=out.fact_id(ctx, m.message_id),
+        chat_id=ctx.job.chat_id,
+        topic_id=ctx.job.topic_id,
+        text=_capitalise(d.text.strip()),
+        speaker=speaker,
+        subject=d.subject,
+        attribute=d.slot.attribute if d.slot else None,
+        value=d.slot.value if d.slot else None,
+        negated=d.negated,
+        entities=d.entities[:8],
+        event_time=m.ts,
+        source_message_ids=sources,
+        confidence=d.confidence,
+    )
+
+
+def _capitalise(text: str) -> str:
+    return text[:1].upper() + text[1:] if text[:1].islower() else text

@@ -1,0 +1,363 @@
+"""Who a sentence is about: first person -> third person rewriting and subject attribution.
+
+``I moved`` said by Alice becomes ``Alice moved``; ``my cat`` becomes ``Alice's cat``; the clause before a
+slot predicate (``my sister lives in…``, ``我妈住在…``) names whom the slot is about.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from agents.extract.dates import ZH_DATE_TAIL
+from agents.extract.text import cjk_tags
+from retrieval.text import ENGLISH_STOPWORDS, has_cjk
+
+__all__ = ["Rewrite", "conjugate", "en_subject", "looks_like_name", "to_third_person", "zh_subject"]
+
+# ------------------------------------------------------------------------------ first person -> third person
+
+_ADVERBS = frozenset(
+    """really also just still usually often always never actually finally recently totally definitely already
+    sometimes absolutely truly honestly seriously even only mostly generally now currently probably certainly
+    personally mainly kinda literally basically officially no longer""".split()
+)
+_IRREGULAR_PAST = frozenset(
+    """was were went got saw made took had came found gave knew thought felt left met ran said told bought
+    brought began became wrote won lost kept sent spent built taught caught fell held heard paid sold stood
+    understood drove ate drank swam sang flew grew drew chose spoke broke forgot woke wore did put set cut let
+    hit quit hurt read slept meant sat lit led fed fought sought shot shut spread struck swept threw tore
+    won't wouldn't can't couldn't shouldn't didn't wasn't weren't hadn't mightn't must might may can could
+    would should will shall ought used need""".split()
+)
+# fmt: off
+_THIRD_PERSON = {"am": "is", "'m": "is", "are": "is", "have": "has", "do": "does", "don't": "doesn't",
+                 "haven't": "hasn't", "go": "goes", "aren't": "isn't", "wanna": "wants to", "gonna": "is gonna",
+                 "gotta": "has to"}
+_MODALS = frozenset("must might may can could would should will shall ought used need won't wouldn't can't couldn't "
+                    "shouldn't didn't wasn't weren't hadn't mightn't put set cut let hit read".split())
+# fmt: on
+_INVERTERS = frozenset(
+    "can could would will do did does should may might must shall let make made help".split()
+)
+_CONJUNCTIONS = frozenset("and but so or because since when if that while although though then".split())
+
+
+def conjugate(word: str) -> str:
+    """Third-person-singular present of a verb that followed ``I``; past forms and modals unchanged."""
+    low = word.lower()
+    if low in _THIRD_PERSON:
+        return _THIRD_PERSON[low]
+    if (
+        not low.isalpha()
+        or low in _IRREGULAR_PAST
+        or low.endswith("ed")
+        or low in _CONJUNCTIONS
+        or low in ("to", "and", "too", "myself", "alone", "both", "all")
+        or word[0].isupper()
+    ):
+        return word
+    if low.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return word + "es"
+    if low.endswith("y") and len(low) > 2 and low[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    return word + "s"
+
+
+_TOKEN_RE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|\s+|.", re.S)
+# fmt: off
+_DROPPED_SUBJECT = {  # first word of a subject-less chat line -> how to restore the subject
+    **{w: "{s} " + w for w in "just went got had took made started finished moved tried bought visited saw met can't "
+       "wanted needed loved".split()},
+    **{w: "{s} is " + w for w in "gonna going thinking planning hoping trying working heading feeling looking getting "
+       "researching reading watching learning studying preparing waiting packing cooking writing doing having "
+       "finishing starting moving building training practicing practising traveling travelling visiting "
+       "saving applying interviewing recovering".split()},
+    "been": "{s} has been", "love": "{s} loves", "hope": "{s} hopes", "think": "{s} thinks", "want": "{s} wants",
+    "need": "{s} needs", "was": "{s} was", "am": "{s} is", "feel": "{s} feels", "felt": "{s} felt",
+    "did": "{s} did", "didn't": "{s} didn't", "won't": "{s} won't", "don't": "{s} doesn't", "gotta": "{s} has gotta",
+}
+# fmt: on
+_ED_ADJECTIVES = frozenset(
+    "excited thrilled stoked pleased tired bored scared worried interested amazed exhausted relieved "
+    "delighted surprised shocked stressed overwhelmed inspired motivated blessed".split()
+)
+_FINITE_RE = re.compile(
+    r"(?i)\b(?:is|are|was|were|has|have|had|does|do|did|can|will|would|makes|helps|looks|seems)\b|'s\b"
+)
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    text: str
+    first_person: bool
+    second_person_subject: bool
+
+
+def to_third_person(sentence: str, speaker: str, addressee: str | None = None) -> Rewrite:
+    """Rewrite a sentence so it stands alone: ``I moved`` -> ``Alice moved``, ``my cat`` -> ``Alice's cat``.
+
+    ``you``/``your`` become the addressee when one is known; ``我`` becomes the speaker for Chinese.
+    """
+    if has_cjk(sentence):
+        return _zh_third_person(sentence, speaker, addressee)
+    tokens = _TOKEN_RE.findall(sentence)
+    out: list[str] = []
+    first = second = False
+    conj_next = False
+    words_seen = 0
+    for i, tok in enumerate(tokens):
+        low = tok.lower()
+        if tok.isspace() or not tok[0].isalpha():
+            out.append(tok)
+            if not tok.isspace():
+                conj_next = False
+            continue
+        at_start = words_seen == 0 or (out and _prev_word(out) in _CONJUNCTIONS) or _after_punct(out)
+        words_seen += 1
+        if conj_next and _prev_word(out[:-2]) in _INVERTERS:
+            conj_next = False  # "What can I say" -> "What can Alice say"
+        if conj_next:
+            if low in _ADVERBS:
+                out.append(tok)
+                continue
+            out.append(conjugate(tok))
+            conj_next = False
+            continue
+        hyphenated = i + 1 < len(tokens) and tokens[i + 1] == "-"  # "me-time" stays
+        repl, conj, is_first, is_second = (
+            (None, False, False, False)
+            if hyphenated
+            else _en_pronoun(low, tok, speaker, addressee, at_start, tokens, i)
+        )
+        if repl is None and words_seen == 1 and not _has_subject_pronoun(tokens):
+            repl = _dropped_subject(low, sentence, speaker)
+            is_first = repl is not None
+        out.append(tok if repl is None else repl)
+        conj_next = conj
+        first = first or is_first
+        second = second or is_second
+    return Rewrite("".join(out), first, second)
+
+
+def _dropped_subject(first: str, sentence: str, speaker: str) -> str | None:
+    """Chat drops the subject: ``Gonna continue my edu`` -> ``Alice is gonna continue…``."""
+    if first.endswith("ing") and first in _DROPPED_SUBJECT:
+        head = re.split(r"[,;:\u2014\u2013]| - ", sentence, maxsplit=1)[0]
+        # a gerund subject has a finite verb of its own: "Taking care of ourselves is vital"
+        return None if _FINITE_RE.search(head) else _DROPPED_SUBJECT[first].format(s=speaker)
+    if first in _DROPPED_SUBJECT:
+        return _DROPPED_SUBJECT[first].format(s=speaker)
+    if first in _ED_ADJECTIVES:
+        return f"{speaker} is {first}"
+    if (first.endswith("ed") and len(first) > 4) or (first in _IRREGULAR_PAST and first not in _MODALS):
+        return f"{speaker} {first}"  # "Lost my job yesterday" -> "Alice lost…"
+    return None
+
+
+def _prev_word(out: list[str]) -> str:
+    for tok in reversed(out):
+        if not tok.isspace():
+            return tok.lower()
+    return ""
+
+
+def _after_punct(out: list[str]) -> bool:
+    prev = _prev_word(out)
+    return bool(prev) and not prev[0].isalnum()
+
+
+def _has_subject_pronoun(tokens: list[str]) -> bool:
+    return any(
+        t.lower() in ("i", "i'm", "i've", "i'd", "i'll", "we", "you", "he", "she", "they", "it")
+        for t in tokens[:6]
+    )
+
+
+def _next_word(tokens: list[str], i: int) -> str:
+    for tok in tokens[i + 1 :]:
+        if tok.isspace():
+            continue
+        return tok.lower()
+    return ""
+
+
+def _en_pronoun(
+    low: str, tok: str, speaker: str, addressee: str | None, at_start: bool, tokens: list[str], i: int
+) -> tuple[str | None, bool, bool, bool]:
+    """(replacement, conjugate-next-verb, first-person, second-person-subject) for one token."""
+    we = f"{speaker} and others"
+    table = {
+        "i": (speaker, True),
+        "i'm": (f"{speaker} is", False),
+        "i've": (f"{speaker} has", False),
+        "i'll": (f"{speaker} will", False),
+        "me": (speaker, False),
+        "my": (f"{speaker}'s", False),
+        "mine": (f"{speaker}'s", False),
+        "myself": ("themselves", False),
+        "we": (we, False),
+        "we're": (f"{we} are", False),
+        "we've": (f"{we} have", False),
+        "we'll": (f"{we} will", False),
+        "we'd": (f"{we} would", False),
+        "us": (we, False),
+        "our": (f"{speaker}'s", False),
+        "ours": (f"{speaker}'s", False),
+        "ourselves": ("themselves", False),
+    }
+    if low == "i'd":
+        had = _next_word(tokens, i) in ("been", "never", "already") or _next_word(tokens, i).endswith("ed")
+        return (f"{speaker} {'had' if had else 'would'}", False, True, False)
+    if low in table:
+        repl, conj = table[low]
+        return repl, conj, True, False
+    if addressee is None:
+        return None, False, False, False
+    if low in ("your", "yours"):
+        return f"{addressee}'s", False, False, False
+    second = {"you're": "is", "you've": "has", "you'll": "will", "you'd": "would", "you were": "was"}
+    if low in second:
+        return f"{addressee} {second[low]}", False, False, at_start
+    if low == "yourself":
+        return addressee, False, False, False
+    if low == "you":
+        nxt = _next_word(tokens, i)
+        if nxt in ("guys", "all", "both", "two"):
+            return None, False, False, False
+        if at_start and nxt == "were":
+            return addressee, False, False, True
+        return addressee, at_start, False, at_start
+    return None, False, False, False
+
+
+_ZH_DROP_TAGS = ("v", "d", "t")
+
+
+def _zh_third_person(sentence: str, speaker: str, addressee: str | None) -> Rewrite:
+    first = "我" in sentence or "咱" in sentence
+    text = re.sub(r"我们|咱们|咱", f"{speaker}他们", sentence)
+    text = text.replace("我", speaker)
+    second = False
+    if addressee:
+        second = bool(re.match(r"^[，,\s]*(?:你|您)(?!们)", text))
+        text = re.sub(r"(?:你|您)(?!们|好)", addressee, text)
+    if not first and not second:
+        tags = [t for t in cjk_tags(text) if t[1] != "x"]
+        starts_with_verb = bool(tags) and (
+            tags[0][1].startswith("v")
+            or (tags[0][1] in _ZH_DROP_TAGS and len(tags) > 1 and tags[1][1].startswith(("v", "d", "p")))
+            or (
+                tags[0][0] in ("在", "从", "跟", "和", "给", "刚", "正在")
+                and any(t[1].startswith("v") for t in tags[1:4])
+            )
+        )
+        if starts_with_verb and not tags[0][0].startswith(("是", "有")):
+            return Rewrite(speaker + text, True, False)
+    return Rewrite(text, first, second)
+
+
+# -------------------------------------------------------------------------------- subject attribution
+
+_RELATION_WORDS = (
+    "wife husband partner boyfriend girlfriend sister brother mom mother dad father son daughter friend kid kids "
+    "child children cousin aunt uncle grandma grandpa grandmother grandfather fiance fiancee roommate boss "
+    "colleague coworker neighbor"
+).split()
+_ZH_RELATIONS = (
+    "老婆|老公|妻子|丈夫|女朋友|男朋友|对象|妈妈|妈|爸爸|爸|儿子|女儿|哥哥|姐姐|弟弟|妹妹|朋友|室友|同事|老板"
+)
+_EN_STRIP = frozenset(
+    """am is are was were 'm 's 've 're have has had will 'll would 'd be been being just now currently recently
+    also still finally actually already really ever officially soon gonna going to want wanna plan planning
+    hope hoping trying decided and then""".split()
+)
+_EN_NEG = frozenset(
+    "not never no longer don't doesn't didn't isn't aren't wasn't haven't hasn't won't can't cannot".split()
+)
+_ZH_STRIP = re.compile(
+    r"(?:现在|目前|已经|刚刚|刚|也|还|一直|都|就|又|最近|今年|去年|上个月|下个月|明年|准备|打算|要|会|将|已|正在|"
+    r"马上|终于|其实|本来|原来|之前|以前|后来|从小|打小|养了一只|养了只|养了|养的|家的|家|的|一只|只|个)$"
+)
+_ZH_NEG = re.compile(r"(?:不再|已经不|不|没有|没)$")
+
+
+def en_subject(prefix: str, speaker: str, names: frozenset[str]) -> tuple[str | None, bool]:
+    """Who the clause before a predicate is about, and whether it negates it (``I don't`` -> speaker, True)."""
+    clauses = re.split(r"[,;:]|\b(?:and|but|so|because|since|when|after|before|though)\b", prefix)
+    words = clauses[-1].replace("\u2019", "'").split()
+    negated = False
+    while words:
+        low = words[-1].lower()
+        if low in _EN_DESIRE:
+            return None, False  # "I want to move to Paris", "I'd love to live in Rome": a wish, not a fact
+        if low in _EN_NEG or low.endswith("n't") or low == "used":
+            negated = True  # "I don't live in…", "I used to work at…"
+        elif low not in _EN_STRIP and not low.endswith("ly"):
+            break
+        words.pop()
+    if not words:
+        if len(clauses) == 1 or re.search(r"\b(?:I|I'm|I've|we)\b", prefix):
+            return (
+                speaker,
+                negated,
+            )  # dropped subject in chat: "Moved to Berlin last month", "I went and loved it"
+        return None, negated  # "…so much energy and love everywhere": a noun, not a verb
+    low = words[-1].lower()
+    if low in ("i'd", "we'd"):
+        return None, False
+    if low in ("i", "i'm", "i've", "i'll", "we", "we're", "we've", "me"):
+        return speaker, negated
+    if len(words) >= 2 and words[-2].lower() in ("my", "our") and low in _RELATION_WORDS:
+        return f"{speaker}'s {low}", negated
+    if len(words) == 1 and (words[0] in names or looks_like_name(words[0])):
+        return words[0], negated
+    full = " ".join(words)
+    if full in names:
+        return full, negated
+    return None, negated
+
+
+def looks_like_name(word: str) -> bool:
+    """A capitalised clause-initial word that is probably a person ("Bob"), not "Looks" / "Their" / "It's"."""
+    low = word.lower()
+    return (
+        word[:1].isupper()
+        and word.isalpha()
+        and low not in _EN_NOT_NAMES
+        and low not in ENGLISH_STOPWORDS
+        and not low.endswith(("s", "ing", "ed", "ly"))
+    )
+
+
+_EN_DESIRE = frozenset("want wanna wants wish wishes hope hoping would dream dreaming".split())
+_EN_NOT_NAMES = frozenset(
+    "he she they it this that there who which what the a an everyone someone nobody somebody people their "
+    "love life work sounds looks seems feels anyway maybe also just still even really actually".split()
+)
+
+
+def zh_subject(prefix: str, speaker: str, names: frozenset[str]) -> tuple[str | None, bool]:
+    clause = re.split(r"[，,；;：:。！!？?]", prefix)[-1].strip()
+    if re.search(r"想|希望|梦想|打算要", clause):
+        return None, False  # a wish, not a fact
+    negated = bool(re.search(r"以前|曾经|之前|原来", clause))  # "我以前在阿里工作": no longer true
+    for _ in range(8):
+        stripped = _ZH_STRIP.sub("", ZH_DATE_TAIL.sub("", clause))
+        neg = _ZH_NEG.sub("", stripped)
+        if neg != stripped:
+            negated = True
+        if neg == clause:
+            break
+        clause = neg
+    if not clause or clause in ("我", "我们", "咱们", "咱"):
+        return speaker, negated
+    rel = re.fullmatch(rf"(?:我|我们)(?:的|家)?({_ZH_RELATIONS})", clause)
+    if rel:
+        return f"{speaker}的{rel.group(1)}", negated
+    if clause in names:
+        return clause, negated
+    tags = cjk_tags(clause)
+    if len(tags) == 1 and tags[0][1] in ("nr", "nrt", "nrfg"):
+        return clause, negated
+    return None, negated

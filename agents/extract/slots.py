@@ -1,0 +1,273 @@
+"""Attribute/value slots (``lives_in``, ``works_at``, ``pet_name:cat``…) stated in a sentence, and retractions.
+
+A slot names what a fact fills so that a later value of a single-valued slot can supersede an earlier one;
+:data:`MULTI_VALUED` slots accumulate instead.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from agents.extract.person import en_subject, zh_subject
+from retrieval.text import has_cjk
+
+__all__ = [
+    "EN_SLOTS",
+    "MULTI_VALUED",
+    "PETS",
+    "ZH_PET",
+    "ZH_SLOTS",
+    "SlotMatch",
+    "SlotRule",
+    "find_slots",
+    "is_retraction",
+]
+
+MULTI_VALUED = frozenset(
+    {"likes", "dislikes", "hobby", "pet", "visited", "owns", "child", "sibling", "friend"}
+)
+"""Slots a person can hold several values of at once: a new value is added, never a replacement."""
+
+_PLACE = r"(?P<v>(?:the )?[A-Z][\w'.&-]*(?:[ -](?:of |de |da |do |la |le |upon |and )?[A-Z][\w'.&-]*){0,4})"
+_PHRASE = r"(?P<v>[\w'&-]+(?: [\w'&-]+){0,5}?)(?=\s*(?:[,.;:!?)]|\band\b|\bbut\b|\bbecause\b|\bsince\b|\bso\b|\bnow\b|\banymore\b|\bany more\b|\bthese days\b|\bwith\b|$))"
+_NAME = r"(?P<v>[A-Z][\w'-]*(?: [A-Z][\w'-]*)?)"
+PETS = r"(?P<pet>cat|dog|kitten|puppy|pet|bird|parrot|hamster|rabbit|bunny|fish|turtle|horse|guinea pig|snake|lizard)"
+_JOBS = (
+    r"(?:teacher|engineer|developer|programmer|designer|doctor|nurse|lawyer|student|counselor|counsellor|"
+    r"therapist|artist|painter|writer|author|musician|singer|actor|actress|manager|accountant|chef|cook|"
+    r"driver|pilot|scientist|researcher|professor|consultant|analyst|architect|photographer|journalist|"
+    r"dentist|pharmacist|firefighter|police officer|officer|soldier|farmer|mechanic|electrician|plumber|"
+    r"entrepreneur|founder|ceo|cto|intern|freelancer|barista|waiter|waitress|cashier|librarian|"
+    r"social worker|veterinarian|vet|dancer|coach|athlete|programmer|data scientist|product manager)"
+)
+_ZH_TERM = r"(?=[了啦呢啊吧哦呀嘛的，。！？、,.!?;；~～\s]|$|工作|上班|住|去|读|念|上学)"
+_ZH_VAL = r"(?P<v>[\u4e00-\u9fffA-Za-z0-9·]{1,12}?)"
+_ZH_JOBS = (
+    r"(?:老师|教师|工程师|医生|护士|律师|学生|研究生|博士生|博士|设计师|程序员|会计|经理|产品经理|销售|司机|厨师|"
+    r"作家|记者|警察|演员|歌手|画家|教授|老板|创业者|架构师|分析师|咨询师|顾问|公务员|实习生|主播|运营|客服|"
+    r"摄影师|翻译|编辑|律师|心理咨询师|兽医|健身教练|教练)"
+)
+
+
+@dataclass(frozen=True)
+class SlotRule:
+    attribute: str
+    pattern: re.Pattern[str]
+    negated: bool = False
+    value: str | None = None  # a fixed value (``married``) when the pattern captures none
+    subject_in_pattern: bool = False  # the pattern itself anchors the subject (``my cat is named``)
+
+
+def _en(attr: str, pattern: str, **kw: object) -> SlotRule:
+    """English rule: predicates are wrapped in ``(?i:...)``; values stay case-sensitive (names start upper)."""
+    return SlotRule(attr, re.compile(pattern), **kw)  # type: ignore[arg-type]
+
+
+def _zh(attr: str, pattern: str, **kw: object) -> SlotRule:
+    return SlotRule(attr, re.compile(pattern), **kw)  # type: ignore[arg-type]
+
+
+EN_SLOTS: tuple[SlotRule, ...] = (
+    _en("lives_in", rf"\b(?i:(?:liv(?:e|es|ing)|resid(?:e|es|ing)) in) {_PLACE}"),
+    _en("lives_in", rf"\b(?i:(?:mov(?:ed|ing|e)|relocat(?:ed|ing|e)) (?:back )?to) {_PLACE}"),
+    _en("lives_in", rf"\b(?i:(?:moved|moving) (?:out of|away from)) {_PLACE}", negated=True),
+    _en("lives_in", rf"\b(?i:based in) {_PLACE}"),
+    _en("works_at", rf"\b(?i:(?:work(?:s|ing)?|intern(?:s|ing)?) (?:at|for)) {_PLACE}"),
+    _en(
+        "works_at",
+        rf"\b(?i:joined|got a job (?:at|with)|got hired (?:at|by)|started working (?:at|for)) {_PLACE}",
+    ),
+    _en(
+        "works_at",
+        rf"\b(?i:(?:quit|left|resigned from|got fired from|got laid off from) (?:\w+ )?(?:job (?:at|with) )?){_PLACE}",
+        negated=True,
+    ),
+    _en("job", rf"(?i)\bwork(?:s|ing)? as an? {_PHRASE}"),
+    _en("job", rf"(?i)(?:'m|\bam|\bis) (?:now )?an? (?P<v>(?:\w+ )?{_JOBS})\b"),
+    _en("job", rf"(?i)\bmy (?:job|profession|occupation) is (?:an? )?{_PHRASE}", subject_in_pattern=True),
+    _en(
+        "pet_name",
+        rf"\b(?i:my {PETS}(?:'s name is| is named| is called| named| called)) {_NAME}",
+        subject_in_pattern=True,
+    ),
+    _en("pet_name", rf"\b(?i:have an? (?:new )?{PETS} (?:named|called)) {_NAME}"),
+    _en("name", rf"\b(?i:my name is|call me) {_NAME}", subject_in_pattern=True),
+    _en(
+        "likes",
+        rf"(?i)\b(?:don't|do not|doesn't|does not|no longer|never) (?:really )?(?:like|love|enjoy) {_PHRASE}",
+        negated=True,
+    ),
+    _en("likes", r"(?i)\b(?:stopped|quit|gave up) (?P<v>\w+ing)\b", negated=True),
+    _en(
+        "likes",
+        rf"(?i)\b(?:love|loves|like|likes|enjoy|enjoys|adore|adores|(?:'m|am|is|are|really|so) into|big fan of|"
+        rf"passionate about) {_PHRASE}",
+    ),
+    _en("dislikes", rf"(?i)\b(?:hate|hates|can't stand|dislike|dislikes) {_PHRASE}"),
+    _en(
+        "favorite",
+        rf"(?i)\bmy (?:favorite|favourite) (?P<k>\w+(?: \w+)?) is {_PHRASE}",
+        subject_in_pattern=True,
+    ),
+    _en(
+        "age",
+        r"(?i)(?:'m|\bam|\bis|\bturned|\bturning) (?P<v>\d{1,3})(?: years? old)?(?![\w%:.])"
+        r"(?! (?:minutes|hours|days|weeks|months|km|miles|kg|lbs|percent|times|am|pm))",
+    ),
+    _en("birthday", r"(?i)\bmy birthday is (?:on )?(?P<v>[\w ,]+?)(?=[.!?;]|$)", subject_in_pattern=True),
+    _en(
+        "relationship",
+        r"(?i)(?:'m|\bam|\bis|\bgot|\bjust got) (?:now |happily |recently )?(?P<v>married|engaged|divorced|single|widowed)\b",
+    ),
+    _en("relationship", r"(?i)\b(?:broke up|split up)\b", value="single"),
+    _en("school", rf"\b(?i:(?:study|studies|studying|enrolled|student) (?:\w+ )?at) {_PLACE}"),
+    _en("school", rf"\b(?i:graduated from) {_PLACE}"),
+    _en(
+        "phone",
+        r"(?i)\bmy (?:phone|cell|mobile)?(?: ?number)? is (?P<v>\+?\d[\d\s().-]{5,}\d)",
+        subject_in_pattern=True,
+    ),
+    _en("email", r"(?i)\bmy email(?: address)? is (?P<v>\S+@\S+\.\w+)", subject_in_pattern=True),
+    _en("hometown", rf"(?i:'m|\bam|\bis) (?i:originally )?(?i:from) {_PLACE}"),
+    _en("hometown", rf"\b(?i:grew up in) {_PLACE}"),
+)
+
+ZH_SLOTS: tuple[SlotRule, ...] = (
+    _zh(
+        "lives_in",
+        rf"(?:住在|住(?![院宿手口嘴])|搬到了?|搬去了?|搬家到|搬回了?|定居在?|家在){_ZH_VAL}{_ZH_TERM}",
+    ),
+    _zh("lives_in", rf"(?:搬离了?|搬出了?){_ZH_VAL}{_ZH_TERM}", negated=True),
+    _zh("works_at", rf"(?<![现正存实])在{_ZH_VAL}(?:工作|上班|任职|实习)"),
+    _zh("works_at", rf"(?:入职了?|加入了?|跳槽到了?){_ZH_VAL}{_ZH_TERM}"),
+    _zh("works_at", rf"(?:去|到){_ZH_VAL}(?:工作|上班)"),
+    _zh("works_at", rf"从{_ZH_VAL}(?:离职|辞职)", negated=True),
+    _zh("works_at", r"(?:辞职|离职|被裁)了?", negated=True),
+    _zh("job", rf"(?:是|当了?|做了?)(?:一名|一个|一位|个|名)?(?P<v>[\u4e00-\u9fff]{{0,6}}?{_ZH_JOBS})"),
+    _zh("job", rf"工作是{_ZH_VAL}{_ZH_TERM}"),
+    _zh(
+        "pet_name",
+        rf"(?P<pet>猫咪|猫|狗狗|狗|小猫|小狗|宠物|兔子|仓鼠|鹦鹉)(?:的名字|名字)?(?:叫做?|名叫|是){_ZH_VAL}{_ZH_TERM}",
+    ),
+    _zh("likes", rf"(?:不再喜欢|不喜欢|不爱|讨厌){_ZH_VAL}{_ZH_TERM}", negated=True),
+    _zh("likes", rf"(?:喜欢|热爱|爱上了?|迷上了?|爱(?=吃|喝|看|玩|听|打|踢|跑|弹|画|唱)){_ZH_VAL}{_ZH_TERM}"),
+    _zh("age", r"(?:今年)?(?P<v>\d{1,3})岁"),
+    _zh("birthday", r"生日(?:是|在)?(?P<v>\d{1,2}月\d{1,2}[日号])"),
+    _zh("school", rf"(?<![现正存实])在{_ZH_VAL}(?:上学|读书|读研|读博|念书|上大学|读大学)"),
+    _zh("school", rf"(?:毕业于|毕业自|考上了?){_ZH_VAL}{_ZH_TERM}"),
+    _zh("phone", r"(?:手机号码?|电话号码?|手机)(?:是|：|:)?(?P<v>\+?\d[\d\- ]{5,}\d)"),
+    _zh("relationship", r"(?P<v>结婚|订婚|离婚|单身|脱单)了?"),
+    _zh("relationship", r"分手了?", value="单身"),
+    _zh("hometown", rf"(?:老家|家乡)(?:在|是){_ZH_VAL}{_ZH_TERM}"),
+)
+ZH_PET = {"猫咪": "猫", "小猫": "猫", "狗狗": "狗", "小狗": "狗"}
+
+
+@dataclass(frozen=True)
+class SlotMatch:
+    attribute: str
+    value: str | None
+    subject: str
+    negated: bool
+    start: int
+    end: int
+
+
+def find_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotMatch]:
+    """Known attribute slots stated in ``sentence`` and whom they are about.
+
+    When one sentence both retracts and states a value of the same slot ("I don't live in Paris anymore,
+    I moved to Berlin"), only the positive statement is kept: the update supersedes the old value anyway.
+    """
+    cjk = has_cjk(sentence)
+    found: list[SlotMatch] = []
+    for rule in ZH_SLOTS if cjk else EN_SLOTS:
+        for m in rule.pattern.finditer(sentence):
+            if any(m.start() < f.end and f.start < m.end() for f in found):
+                continue
+            match = _slot_from_match(rule, m, sentence, speaker, names, cjk)
+            if match is not None:
+                found.append(match)
+    found.sort(key=lambda f: f.start)
+    positive = {(f.subject, f.attribute) for f in found if not f.negated}
+    kept: list[SlotMatch] = []
+    for f in found:
+        if f.negated and (f.subject, f.attribute) in positive:
+            continue
+        if (
+            not f.negated
+            and f.attribute not in MULTI_VALUED
+            and any((k.subject, k.attribute, k.negated) == (f.subject, f.attribute, False) for k in kept)
+        ):
+            continue  # "moved to Hangzhou, now in Xihu district": the first value is the claim
+        kept.append(f)
+    return kept
+
+
+_LIKE_AS_PREPOSITION = re.compile(
+    r"(?i)\b(?:is|was|are|were|'s|be|been|feel|feels|felt|look|looks|sound|sounds|seem|seems|just|more|much|kinda|"
+    r"something|anything|things|stuff) like\b"
+)
+_BAD_VALUES = frozenset(
+    "it that this them you him her those these how what when there here so one some lot all too much "
+    "your my his their our me us".split()
+)
+
+
+def _slot_from_match(
+    rule: SlotRule, m: re.Match[str], sentence: str, speaker: str, names: frozenset[str], cjk: bool
+) -> SlotMatch | None:
+    groups = m.groupdict()
+    value = (groups.get("v") or rule.value or "").strip(" ,.!?;:'\"") or None
+    attribute = rule.attribute
+    if value:
+        value = re.sub(r"^(?:to |the )", "", value) if attribute in ("likes", "dislikes") else value
+        if attribute in ("likes", "dislikes") and any(w.lower() in _BAD_VALUES for w in value.split()[:2]):
+            return None
+        if value.lower() in _BAD_VALUES:
+            return None
+        if cjk and len(value) < 2 and not groups.get("pet"):
+            return None
+    elif not rule.negated:
+        return None
+    if attribute in ("likes", "dislikes") and _LIKE_AS_PREPOSITION.search(sentence[: m.start() + 6]):
+        return None  # "is like a way to…", "looks like fun"
+    if groups.get("pet"):
+        pet = ZH_PET.get(groups["pet"], groups["pet"]).lower()
+        attribute = f"pet_name:{pet}"
+    if groups.get("k"):
+        attribute = f"favorite_{groups['k'].lower().replace(' ', '_')}"
+    if rule.subject_in_pattern:
+        subject, negated = speaker, False
+    elif cjk:
+        subject, negated = zh_subject(sentence[: m.start()], speaker, names)
+    else:
+        subject, negated = en_subject(sentence[: m.start()], speaker, names)
+    if subject is None:
+        return None
+    negated = negated or rule.negated or _retraction_near(sentence, m.end(), cjk)
+    return SlotMatch(attribute, value, subject, negated, m.start(), m.end())
+
+
+_EN_RETRACT = re.compile(
+    r"\bno longer\b|(?:\bnot|n't|\bnever)\b[^.!?]{0,50}\b(?:anymore|any ?more)\b|\bactually,? no\b|\bscratch that\b|"
+    r"\bthat(?:'s| is|'s not| isn't| wasn't) (?:not )?true\b|\bi was wrong\b|\bcorrection:",
+    re.I,
+)
+_ZH_RETRACT = re.compile(
+    r"不再|已经不|(?:我|他|她|已经)不.{1,6}了|已经没有.{0,6}了|其实不是|其实没有|说错了|不是真的"
+)
+
+
+def _retraction_near(sentence: str, end: int, cjk: bool) -> bool:
+    """English puts the retraction after the value ("live in Paris anymore"); Chinese puts it before."""
+    if cjk:
+        return False
+    tail = re.split(r"[,;.!?]", sentence[end:], maxsplit=1)[0]
+    return bool(re.search(r"\b(anymore|any more|no longer)\b", tail, re.I))
+
+
+def is_retraction(sentence: str) -> bool:
+    """An explicit negation or correction of something said before ("I no longer…", "我不再…", "actually no")."""
+    return bool((_ZH_RETRACT if has_cjk(sentence) else _EN_RETRACT).search(sentence))

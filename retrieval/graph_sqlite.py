@@ -1,0 +1,514 @@
+"""The embedded ``GraphStore``: entity nodes and relation edges in SQLite, cosine kNN in numpy.
+
+One SQLite file (its own, next to the memory store). Every row carries ``chat_id`` and every statement is
+filtered by it; kNN only ever sees the vectors of the queried chat. Writes are idempotent: node and edge ids
+derive from event ids, an edge is inserted once, a closed edge is never reopened or closed again. Entity-name
+and triple-text vectors are stored as L2-normalised float32 blobs.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import unicodedata
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval.graph_protocols import (
+    EdgeInvalidation,
+    EntityNode,
+    GraphApplyStats,
+    Neighbour,
+    RelationEdge,
+    Subgraph,
+)
+from retrieval.text import has_cjk
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS entities (
+    chat_id TEXT NOT NULL, entity_id TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL,
+    sender TEXT, payload TEXT NOT NULL, vec BLOB, PRIMARY KEY (chat_id, entity_id));
+CREATE TABLE IF NOT EXISTS entity_keys (
+    chat_id TEXT NOT NULL, key TEXT NOT NULL, entity_id TEXT NOT NULL, PRIMARY KEY (chat_id, key));
+CREATE TABLE IF NOT EXISTS edges (
+    chat_id TEXT NOT NULL, edge_id TEXT NOT NULL, subject_id TEXT NOT NULL, predicate TEXT NOT NULL,
+    object_id TEXT NOT NULL, valid_from REAL NOT NULL, valid_to REAL, sender TEXT, speaker TEXT,
+    payload TEXT NOT NULL, vec BLOB, PRIMARY KEY (chat_id, edge_id));
+CREATE INDEX IF NOT EXISTS edges_by_subject ON edges (chat_id, subject_id);
+CREATE INDEX IF NOT EXISTS edges_by_object ON edges (chat_id, object_id);
+CREATE TABLE IF NOT EXISTS edge_sources (
+    chat_id TEXT NOT NULL, message_id TEXT NOT NULL, edge_id TEXT NOT NULL,
+    PRIMARY KEY (chat_id, message_id, edge_id));
+"""
+_CHUNK = 500  # SQL variables per IN (...) list
+_MIN_ENTITY_COSINE = 0.45  # a query sentence against an entity name: below this it is not about it
+
+
+def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(items), _CHUNK):
+        yield items[i : i + _CHUNK]
+
+
+def _marks(items: Sequence[Any]) -> str:
+    return ",".join("?" * len(items))
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).replace("\u2019", "'").casefold()
+
+
+def _mentions(query: str, key: str) -> bool:
+    """Whether the folded query names ``key``: a substring for CJK, a whole-word match otherwise."""
+    if has_cjk(key):
+        return len(key) >= 2 and key in query
+    return len(key) >= 3 and re.search(rf"(?<!\w){re.escape(key)}(?!\w)", query) is not None
+
+
+@dataclass
+class _Matrix:
+    """One chat's vectors of one table (entity names or triple texts), with a live mask for edges."""
+
+    ids: list[str]
+    matrix: np.ndarray
+    live: np.ndarray
+
+    def top(self, query: np.ndarray, n: int, min_score: float, live_only: bool) -> list[tuple[str, float]]:
+        if n <= 0 or not self.ids:
+            return []
+        sims = np.einsum("ij,j->i", self.matrix, query)
+        if live_only:
+            sims = np.where(self.live, sims, -np.inf)
+        order = np.lexsort((np.arange(sims.size), -sims))[:n]
+        return [(self.ids[i], float(sims[i])) for i in order if sims[i] >= min_score]
+
+
+class GraphSQLiteStore:
+    """``GraphStore`` over one SQLite file (or ``":memory:"``). Call :meth:`bootstrap` before use."""
+
+    def __init__(self, path: str | Path, dim: int | None = None) -> None:
+        self.path = str(path)
+        self.dim = dim
+        self._conn: sqlite3.Connection | None = None
+        self._cache: dict[tuple[str, str], _Matrix] = {}
+        self._data_version = -1
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+
+    async def bootstrap(self) -> None:
+        if self._conn is not None:
+            return
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(_SCHEMA)
+        row = conn.execute("SELECT value FROM meta WHERE key = 'dim'").fetchone()
+        if row is not None and self.dim is not None and int(row[0]) != self.dim:
+            conn.close()
+            raise ValueError(f"graph store {self.path} holds {row[0]}-d vectors, embedder gives {self.dim}-d")
+        if row is not None:
+            self.dim = int(row[0])
+        self._conn = conn
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        self._cache.clear()
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError("GraphSQLiteStore used before bootstrap() (or after close())")
+        return self._conn
+
+    @contextmanager
+    def _write(self, chat_id: str | None) -> Iterator[sqlite3.Connection]:
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        for key in [k for k in self._cache if chat_id is None or k[0] == chat_id]:
+            del self._cache[key]
+
+    # ---- vectors ---------------------------------------------------------------------------------
+
+    def _unit(self, vector: np.ndarray) -> np.ndarray:
+        v = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if self.dim is None:
+            self.dim = int(v.size)
+            self.db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('dim', ?)", (str(self.dim),))
+        if v.size != self.dim:
+            raise ValueError(f"vector is {v.size}-d, graph store is {self.dim}-d")
+        norm = float(np.linalg.norm(v))
+        return v / norm if norm else v
+
+    def _blob(self, vectors: Mapping[str, np.ndarray] | None, item_id: str) -> bytes | None:
+        if vectors is None or item_id not in vectors:
+            return None
+        return self._unit(vectors[item_id]).tobytes()
+
+    def _matrix(self, chat_id: str, table: str) -> _Matrix | None:
+        version = self.db.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:  # another connection committed: cached matrices may be stale
+            self._cache.clear()
+            self._data_version = version
+        if self.dim is None:
+            return None
+        cached = self._cache.get((chat_id, table))
+        if cached is None:
+            id_col, live = ("entity_id", "1") if table == "entities" else ("edge_id", "valid_to IS NULL")
+            rows = self.db.execute(
+                f"SELECT {id_col}, {live}, vec FROM {table} WHERE chat_id = ? AND vec IS NOT NULL ORDER BY rowid",
+                (chat_id,),
+            ).fetchall()
+            rows = [r for r in rows if len(r[2]) == 4 * self.dim]
+            matrix = (
+                np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows])
+                if rows
+                else np.zeros((0, self.dim), np.float32)
+            )
+            cached = _Matrix([r[0] for r in rows], matrix, np.array([bool(r[1]) for r in rows], dtype=bool))
+            self._cache[(chat_id, table)] = cached
+        return cached
+
+    # ---- writes ----------------------------------------------------------------------------------
+
+    async def apply(
+        self,
+        chat_id: str,
+        nodes: Sequence[EntityNode],
+        edges: Sequence[RelationEdge],
+        invalidations: Sequence[EdgeInvalidation],
+        *,
+        node_vectors: Mapping[str, np.ndarray] | None = None,
+        edge_vectors: Mapping[str, np.ndarray] | None = None,
+    ) -> GraphApplyStats:
+        """Upsert nodes (aliases merged, a ``concept`` upgraded to a sharper type), insert new edges, close
+        invalidated live edges — one transaction. Re-applying the same update changes nothing."""
+        if any(n.chat_id != chat_id for n in nodes) or any(e.chat_id != chat_id for e in edges):
+            raise ValueError(f"graph update for chat {chat_id!r} carries rows of another chat")
+        added = updated = edges_added = closed = 0
+        with self._write(chat_id) as db:
+            for node in nodes:
+                status = self._upsert_node(db, node, self._blob(node_vectors, node.entity_id))
+                added += status == "added"
+                updated += status == "updated"
+            for edge in edges:
+                edges_added += self._insert_edge(db, edge, self._blob(edge_vectors, edge.edge_id))
+            for inv in invalidations:
+                closed += self._close_edge(db, chat_id, inv)
+        return GraphApplyStats(
+            nodes_added=added, nodes_updated=updated, edges_added=edges_added, edges_invalidated=closed
+        )
+
+    def _upsert_node(self, db: sqlite3.Connection, node: EntityNode, vec: bytes | None) -> str:
+        row = db.execute(
+            "SELECT payload, vec FROM entities WHERE chat_id = ? AND entity_id = ?",
+            (node.chat_id, node.entity_id),
+        ).fetchone()
+        status = "added"
+        if row is None:
+            db.execute(
+                "INSERT INTO entities (chat_id, entity_id, key, name, type, sender, payload, vec) VALUES (?,?,?,?,?,?,?,?)",
+                (node.chat_id, node.entity_id, node.key, node.name, node.type, node.sender, node.model_dump_json(), vec),
+            )  # fmt: skip
+        else:
+            stored = EntityNode.model_validate_json(row[0])
+            merged = _merge_node(stored, node)
+            status = "updated" if merged != stored or (row[1] is None and vec is not None) else "same"
+            if status == "updated":
+                db.execute(
+                    "UPDATE entities SET type = ?, sender = ?, payload = ?, vec = COALESCE(vec, ?)"
+                    " WHERE chat_id = ? AND entity_id = ?",
+                    (merged.type, merged.sender, merged.model_dump_json(), vec, node.chat_id, node.entity_id),
+                )
+            node = merged
+        db.executemany(
+            "INSERT OR IGNORE INTO entity_keys (chat_id, key, entity_id) VALUES (?,?,?)",
+            [(node.chat_id, key, node.entity_id) for key in dict.fromkeys([node.key, *node.aliases])],
+        )
+        return status
+
+    def _insert_edge(self, db: sqlite3.Connection, e: RelationEdge, vec: bytes | None) -> bool:
+        cur = db.execute(
+            "INSERT OR IGNORE INTO edges (chat_id, edge_id, subject_id, predicate, object_id, valid_from, valid_to,"
+            " sender, speaker, payload, vec) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (e.chat_id, e.edge_id, e.subject_id, e.predicate, e.object_id, e.valid_from.timestamp(),
+             e.valid_to.timestamp() if e.valid_to else None, e.sender, e.speaker, e.model_dump_json(), vec),
+        )  # fmt: skip
+        if cur.rowcount != 1:
+            return False
+        db.executemany(
+            "INSERT OR IGNORE INTO edge_sources (chat_id, message_id, edge_id) VALUES (?,?,?)",
+            [(e.chat_id, mid, e.edge_id) for mid in e.source_message_ids],
+        )
+        return True
+
+    def _close_edge(self, db: sqlite3.Connection, chat_id: str, inv: EdgeInvalidation) -> bool:
+        row = db.execute(
+            "SELECT payload FROM edges WHERE chat_id = ? AND edge_id = ? AND valid_to IS NULL",
+            (chat_id, inv.edge_id),
+        ).fetchone()
+        if row is None:
+            return False
+        edge = RelationEdge.model_validate_json(row[0])
+        at = max(inv.at, edge.valid_from)  # never close an edge before it began
+        closed = edge.model_copy(update={"valid_to": at, "invalidated_by": inv.by_edge_id})
+        db.execute(
+            "UPDATE edges SET valid_to = ?, payload = ? WHERE chat_id = ? AND edge_id = ?",
+            (at.timestamp(), closed.model_dump_json(), chat_id, inv.edge_id),
+        )
+        return True
+
+    # ---- reads -----------------------------------------------------------------------------------
+
+    def _nodes(self, chat_id: str, ids: Sequence[str]) -> dict[str, EntityNode]:
+        out: dict[str, EntityNode] = {}
+        for chunk in _chunks(list(dict.fromkeys(ids))):
+            rows = self.db.execute(
+                f"SELECT entity_id, payload FROM entities WHERE chat_id = ? AND entity_id IN ({_marks(chunk)})",
+                (chat_id, *chunk),
+            ).fetchall()
+            out.update((i, EntityNode.model_validate_json(p)) for i, p in rows)
+        return out
+
+    def _edges_where(
+        self, chat_id: str, where: str, args: Sequence[Any], include_invalid: bool
+    ) -> list[RelationEdge]:
+        live = "" if include_invalid else " AND valid_to IS NULL"
+        rows = self.db.execute(
+            f"SELECT payload FROM edges WHERE chat_id = ? AND ({where}){live} ORDER BY valid_from, rowid",
+            (chat_id, *args),
+        ).fetchall()
+        return [RelationEdge.model_validate_json(r[0]) for r in rows]
+
+    def _touching(self, chat_id: str, ids: Sequence[str], include_invalid: bool) -> list[RelationEdge]:
+        found: dict[str, RelationEdge] = {}
+        for chunk in _chunks(list(ids)):
+            where = f"subject_id IN ({_marks(chunk)}) OR object_id IN ({_marks(chunk)})"
+            for e in self._edges_where(chat_id, where, [*chunk, *chunk], include_invalid):
+                found[e.edge_id] = e
+        return sorted(found.values(), key=lambda e: e.valid_from)
+
+    async def entities(self, chat_id: str, keys: Sequence[str] | None = None) -> list[EntityNode]:
+        """The chat's entities (first seen first), or those any of ``keys`` (normalised names) resolves to."""
+        if keys is None:
+            rows = self.db.execute(
+                "SELECT payload FROM entities WHERE chat_id = ? ORDER BY rowid", (chat_id,)
+            )
+            return [EntityNode.model_validate_json(r[0]) for r in rows.fetchall()]
+        ids: list[str] = []
+        for chunk in _chunks(list(dict.fromkeys(keys))):
+            ids += [r[0] for r in self.db.execute(
+                f"SELECT entity_id FROM entity_keys WHERE chat_id = ? AND key IN ({_marks(chunk)})", (chat_id, *chunk)
+            ).fetchall()]  # fmt: skip
+        nodes = self._nodes(chat_id, ids)
+        return [nodes[i] for i in dict.fromkeys(ids) if i in nodes]
+
+    async def similar_entities(
+        self, chat_id: str, vectors: np.ndarray, *, k: int = 3
+    ) -> list[list[tuple[EntityNode, float]]]:
+        """For each row of ``vectors``: the chat's ``k`` entities with the most similar name vectors."""
+        m = self._matrix(chat_id, "entities")
+        rows = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1) if len(vectors) else []
+        if m is None or not m.ids:
+            return [[] for _ in range(len(rows))]
+        tops = [m.top(self._unit(v), k, -1.0, live_only=False) for v in rows]
+        nodes = self._nodes(chat_id, [i for top in tops for i, _ in top])
+        return [[(nodes[i], s) for i, s in top if i in nodes] for top in tops]
+
+    async def entities_for_query(
+        self,
+        chat_id: str,
+        query_text: str,
+        query_vector: np.ndarray | None,
+        *,
+        k: int = 5,
+        min_score: float = _MIN_ENTITY_COSINE,
+    ) -> list[tuple[EntityNode, float]]:
+        """Entities the query is about: names (or aliases) it contains (score ≥ 1), then entities whose name
+        vector is close to the query vector (cosine ≥ ``min_score``). Best first."""
+        folded = _fold(query_text)
+        scores: dict[str, float] = {}
+        for key, entity_id in self.db.execute(
+            "SELECT key, entity_id FROM entity_keys WHERE chat_id = ?", (chat_id,)
+        ).fetchall():
+            if _mentions(folded, key):
+                scores[entity_id] = max(scores.get(entity_id, 0.0), 1.0 + min(len(key), 30) / 100)
+        m = self._matrix(chat_id, "entities") if query_vector is not None else None
+        if m is not None and m.ids:
+            for entity_id, s in m.top(self._unit(query_vector), k, min_score, live_only=False):
+                scores[entity_id] = max(scores.get(entity_id, 0.0), s)
+        best = sorted(scores.items(), key=lambda kv: -kv[1])[:k]
+        nodes = self._nodes(chat_id, [i for i, _ in best])
+        return [(nodes[i], s) for i, s in best if i in nodes]
+
+    async def subgraph(
+        self, chat_id: str, entity_ids: Sequence[str], *, hops: int = 1, include_invalid: bool = False
+    ) -> Subgraph:
+        """The entities within ``hops`` edges of ``entity_ids`` and the edges walked (hops=0: edges among them)."""
+        seen = list(dict.fromkeys(entity_ids))
+        edges: dict[str, RelationEdge] = {}
+        frontier = seen
+        for _ in range(max(hops, 0)):
+            new: list[str] = []
+            for e in self._touching(chat_id, frontier, include_invalid):
+                edges.setdefault(e.edge_id, e)
+                new += [x for x in (e.subject_id, e.object_id) if x not in seen and x not in new]
+            seen += new
+            frontier = new
+            if not frontier:
+                break
+        if hops <= 0:
+            inside = set(seen)
+            for e in self._touching(chat_id, seen, include_invalid):
+                if e.subject_id in inside and e.object_id in inside:
+                    edges.setdefault(e.edge_id, e)
+        nodes = self._nodes(chat_id, seen)
+        return Subgraph(
+            nodes=[nodes[i] for i in seen if i in nodes],
+            edges=sorted(edges.values(), key=lambda e: e.valid_from),
+        )
+
+    async def search_triples(
+        self,
+        chat_id: str,
+        query_vector: np.ndarray,
+        *,
+        k: int = 10,
+        min_score: float = 0.3,
+        include_invalid: bool = False,
+    ) -> list[tuple[RelationEdge, float]]:
+        """Edges whose triple text is closest to the query vector (cosine ≥ ``min_score``), best first."""
+        m = self._matrix(chat_id, "edges")
+        if m is None or not m.ids:
+            return []
+        top = m.top(self._unit(query_vector), k, min_score, live_only=not include_invalid)
+        by_id = {
+            e.edge_id: e
+            for chunk in _chunks([i for i, _ in top])
+            for e in self._edges_where(chat_id, f"edge_id IN ({_marks(chunk)})", chunk, include_invalid)
+        }
+        return [(by_id[i], s) for i, s in top if i in by_id]
+
+    async def neighbours(
+        self, chat_id: str, entity_id: str, *, include_invalid: bool = False
+    ) -> list[Neighbour]:
+        """One hop from ``entity_id``: each edge touching it with the entity at its other end."""
+        edges = self._touching(chat_id, [entity_id], include_invalid)
+        others = [e.object_id if e.subject_id == entity_id else e.subject_id for e in edges]
+        nodes = self._nodes(chat_id, others)
+        return [
+            Neighbour(edge=e, node=nodes[o], direction="out" if e.subject_id == entity_id else "in")
+            for e, o in zip(edges, others, strict=True)
+            if o in nodes
+        ]
+
+    async def edges(self, chat_id: str, *, include_invalid: bool = False) -> list[RelationEdge]:
+        return self._edges_where(chat_id, "1", (), include_invalid)
+
+    async def edges_for_messages(
+        self, chat_id: str, message_ids: Sequence[str], *, include_invalid: bool = True
+    ) -> list[RelationEdge]:
+        """Edges derived from any of ``message_ids`` (what a retrieved item's sources say in the graph)."""
+        found: dict[str, RelationEdge] = {}
+        for chunk in _chunks(list(dict.fromkeys(message_ids))):
+            where = f"edge_id IN (SELECT edge_id FROM edge_sources WHERE chat_id = ? AND message_id IN ({_marks(chunk)}))"
+            for e in self._edges_where(chat_id, where, [chat_id, *chunk], include_invalid):
+                found[e.edge_id] = e
+        return sorted(found.values(), key=lambda e: e.valid_from)
+
+    async def chats(self) -> list[str]:
+        rows = self.db.execute("SELECT chat_id FROM entities UNION SELECT chat_id FROM edges").fetchall()
+        return sorted(r[0] for r in rows)
+
+    # ---- deletion --------------------------------------------------------------------------------
+
+    async def delete_chat(self, chat_id: str) -> int:
+        """Remove every node and edge of a chat; returns how many nodes and edges were removed."""
+        with self._write(chat_id) as db:
+            count = sum(
+                db.execute(f"DELETE FROM {t} WHERE chat_id = ?", (chat_id,)).rowcount
+                for t in ("entities", "edges")
+            )
+            db.execute("DELETE FROM entity_keys WHERE chat_id = ?", (chat_id,))
+            db.execute("DELETE FROM edge_sources WHERE chat_id = ?", (chat_id,))
+        return count
+
+    async def delete_user(self, chat_id: str | None, sender: str, names: Sequence[str] = ()) -> int:
+        """Remove what a sender said and who they are: edges they stated (by sender id or display name),
+        their person node with every edge touching it, then nodes left without edges. ``chat_id`` None means
+        every chat. Returns how many nodes and edges were removed."""
+        count = 0
+        for chat in [chat_id] if chat_id is not None else await self.chats():
+            with self._write(chat) as db:
+                count += self._delete_user_in(db, chat, sender, [sender, *names])
+        return count
+
+    def _delete_user_in(self, db: sqlite3.Connection, chat: str, sender: str, who: list[str]) -> int:
+        persons = [
+            r[0]
+            for r in db.execute(
+                "SELECT entity_id FROM entities WHERE chat_id = ? AND type = 'person'"
+                f" AND (sender = ? OR name IN ({_marks(who)}))",
+                (chat, sender, *who),
+            ).fetchall()
+        ]
+        where, args = f"sender = ? OR speaker IN ({_marks(who)})", [sender, *who]
+        if persons:
+            where += f" OR subject_id IN ({_marks(persons)}) OR object_id IN ({_marks(persons)})"
+            args += [*persons, *persons]
+        sql = f"SELECT edge_id FROM edges WHERE chat_id = ? AND ({where})"
+        edge_ids = [r[0] for r in db.execute(sql, (chat, *args)).fetchall()]
+        self._delete_ids(db, chat, "edge_id", ("edges", "edge_sources"), edge_ids)
+        orphans = [
+            r[0]
+            for r in db.execute(
+                "SELECT entity_id FROM entities e WHERE chat_id = ?"
+                " AND NOT EXISTS (SELECT 1 FROM edges WHERE chat_id = e.chat_id AND subject_id = e.entity_id)"
+                " AND NOT EXISTS (SELECT 1 FROM edges WHERE chat_id = e.chat_id AND object_id = e.entity_id)"
+                " AND (type != 'person' OR sender IS NULL OR sender = ?)",
+                (chat, sender),
+            ).fetchall()
+        ]
+        doomed = list(dict.fromkeys([*persons, *orphans]))
+        self._delete_ids(db, chat, "entity_id", ("entities", "entity_keys"), doomed)
+        return len(edge_ids) + len(doomed)
+
+    @staticmethod
+    def _delete_ids(
+        db: sqlite3.Connection, chat: str, column: str, tables: tuple[str, ...], ids: list[str]
+    ) -> None:
+        for chunk in _chunks(ids):
+            for table in tables:
+                sql = f"DELETE FROM {table} WHERE chat_id = ? AND {column} IN ({_marks(chunk)})"
+                db.execute(sql, (chat, *chunk))
+
+
+def _merge_node(stored: EntityNode, new: EntityNode) -> EntityNode:
+    """The stored node with what ``new`` adds: aliases, a sharper type than ``concept``, subtype, sender."""
+    aliases = [
+        *stored.aliases,
+        *(a for a in [new.key, *new.aliases] if a != stored.key and a not in stored.aliases),
+    ]
+    return stored.model_copy(
+        update={
+            "aliases": list(dict.fromkeys(aliases)),
+            "type": new.type if stored.type == "concept" else stored.type,
+            "subtype": stored.subtype or new.subtype,
+            "sender": stored.sender or new.sender,
+            "first_seen": min(stored.first_seen, new.first_seen),
+        }
+    )
