@@ -40,6 +40,7 @@ _SEASONS = {"spring": (3, 5), "summer": (6, 8), "fall": (9, 11), "autumn": (9, 1
 _EN_NUM = r"(?P<n>\d+|a couple of|a couple|couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _ZH_NUM = r"(?P<n>\d+|[一两二三四五六七八九十几])"
 _WD = "|".join(WEEKDAYS)
+_MONTH_RE = "january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
 _EN_FUTURE = re.compile(r"\b(will|'ll|going to|gonna|plan|planning|next|tomorrow|shall|upcoming)\b", re.I)
 _ZH_FUTURE = re.compile(r"要|会|打算|准备|计划|将|下周|明天")
 
@@ -139,7 +140,15 @@ _EN_DATE_RULES: list[tuple[re.Pattern[str], str]] = [
     ),
     (re.compile(rf"\b{_EN_NUM} (?P<unit>day|week|month|year)s? ago\b", re.I), "ago"),
     (re.compile(rf"\bin {_EN_NUM} (?P<unit>day|week|month|year)s?\b", re.I), "in"),
-    (re.compile(rf"\b(?:on )?(?P<wd>{_WD})\b", re.I), "bare_weekday"),
+    # A weekday followed by an explicit date ("Friday March 8", "Friday, 8 March") is that date: leave it to
+    # the absolute rules instead of guessing a week from the tense.
+    (
+        re.compile(
+            rf"\b(?:on )?(?P<wd>{_WD})\b(?!,?\s+(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+)?(?:{_MONTH_RE})\b)(?!,?\s+\d{{1,2}}[/.-]\d)",
+            re.I,
+        ),
+        "bare_weekday",
+    ),
 ]
 _ZH_DATE_RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"大前天"), "d-3"),
