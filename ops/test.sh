@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One command on a fresh clone: install test dependencies, start what the tests need, run the whole suite.
 # Redis (127.0.0.1:6379) is expected to be running; the Kafka-wire broker and the Elasticsearch-API
-# server are started by the test session itself on free loopback ports (tests/conftest.py).
+# server are started by the test session itself on free loopback ports (tests/integration/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ops/install.sh prod,test

@@ -1,0 +1,533 @@
+"""One contract suite over every ``MemoryStore``: SQLite (embedded) and Elasticsearch (noida-db locally),
+the latter with server-side and client-side RRF. Same inputs, same answers."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from retrieval.protocols import MemoryStore, SearchQuery
+from retrieval.sqlite_store import SQLiteStore
+from retrieval.text import tokenize
+from schemas import ChatMessage, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord, TopicSummary
+
+pytestmark = pytest.mark.integration
+
+T0 = datetime(2023, 5, 8, 10, 0, tzinfo=UTC)
+DIM = 8
+BACKENDS = ["sqlite", "es-server", "es-client"]
+
+
+# ---- builders ------------------------------------------------------------------------------------
+
+
+def msg(
+    chat: str, i: int, text: str, sender: str = "u1", name: str | None = None, minutes: int | None = None
+):
+    return ChatMessage(
+        chat_id=chat, message_id=f"m{i}", sender=sender, sender_name=name,
+        ts=T0 + timedelta(minutes=i if minutes is None else minutes), text=text,
+    )  # fmt: skip
+
+
+def unit(*hot: int, dim: int = DIM) -> np.ndarray:
+    v = np.zeros(dim, dtype=np.float32)
+    v[list(hot)] = 1.0
+    return v / np.linalg.norm(v)
+
+
+def hashed(text: str, dim: int = 64) -> np.ndarray:
+    """A deterministic bag-of-tokens vector (signed feature hashing over ``tokenize``), L2-normalised."""
+    v = np.zeros(dim, dtype=np.float32)
+    v[0] = 0.1  # never a zero vector
+    for token in tokenize(text):
+        h = hashlib.blake2b(token.encode(), digest_size=4).digest()
+        v[int.from_bytes(h[:2], "little") % dim] += 1.0 if h[2] & 1 else -1.0
+    return v / np.linalg.norm(v)
+
+
+def record(
+    chat: str, mid: str, text: str, *, subject: str = "alice", speaker: str = "Alice", minutes: int = 0
+):
+    return MemoryRecord(
+        memory_id=mid, chat_id=chat, kind=MemoryKind.FACT, text=text, speaker=speaker, subject=subject,
+        attribute="lives_in", valid_from=T0 + timedelta(minutes=minutes), source_message_ids=["m1"],
+        source_event_id="ev1",
+    )  # fmt: skip
+
+
+def decision(did: str, op: DecisionOp, chat: str = "A", rec=None, target=None, minutes: int = 60):
+    return MemoryDecision(
+        decision_id=did, op=op, chat_id=chat, target_memory_id=target, record=rec, reason="test",
+        source_event_id="ev1", at=T0 + timedelta(minutes=minutes),
+    )  # fmt: skip
+
+
+# ---- fixtures ------------------------------------------------------------------------------------
+
+
+async def _drop_es(url: str, prefix: str) -> None:
+    from elasticsearch import AsyncElasticsearch
+
+    es = AsyncElasticsearch(url)
+    try:
+        for kind in ("docs", "messages", "memories", "decisions", "topics"):
+            await es.options(ignore_status=404).indices.delete(index=f"{prefix}-{kind}-v1")
+            await es.options(ignore_status=404).indices.delete_index_template(name=f"{prefix}-{kind}")
+    finally:
+        await es.close()
+
+
+@pytest.fixture
+async def make_store(request, tmp_path):
+    """``make_store(backend, dim)`` -> a bootstrapped store; the same backend name reopens the same data."""
+    opened, prefixes = [], {}
+
+    async def make(backend: str, dim: int | None = DIM) -> MemoryStore:
+        if backend == "sqlite":
+            store: MemoryStore = SQLiteStore(tmp_path / "store.db", dim)
+        else:
+            from retrieval.es_store import ESStore
+
+            prefix = prefixes.setdefault(backend, f"test-{uuid.uuid4().hex[:10]}")
+            url = request.getfixturevalue("es_url")
+            store = ESStore(url, index_prefix=prefix, dim=dim, rrf_mode=backend.removeprefix("es-"))
+        await store.bootstrap()
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        await store.close()
+    if prefixes:
+        url = request.getfixturevalue("es_url")
+        for prefix in prefixes.values():
+            await _drop_es(url, prefix)
+
+
+@pytest.fixture(params=BACKENDS)
+async def store(request, make_store):
+    return await make_store(request.param)
+
+
+# ---- messages ------------------------------------------------------------------------------------
+
+
+async def test_implements_protocol_and_constructor_does_no_io(store):
+    assert isinstance(store, MemoryStore)
+    fresh = type(store)("/nonexistent/x.db") if isinstance(store, SQLiteStore) else None
+    if fresh is None:
+        from retrieval.es_store import ESStore
+
+        fresh = ESStore("http://127.0.0.1:9", dim=DIM)  # nothing listens there: no I/O may happen
+    with pytest.raises(RuntimeError):
+        await fresh.chats()
+
+
+async def test_upsert_messages_is_idempotent(store):
+    msgs = [msg("A", i, f"message number {i}") for i in range(5)]
+    assert await store.upsert_messages(msgs, None) == 5
+    assert await store.upsert_messages(msgs, None) == 0
+    assert await store.upsert_messages(msgs[:2] + [msg("A", 9, "new one")], None) == 1
+    assert [m.message_id for m in await store.list_messages("A")] == ["m0", "m1", "m2", "m3", "m4", "m9"]
+    hits = await store.search(SearchQuery(chat_id="A", text="message number", mode="bm25", k=50))
+    assert len(hits) == 5  # one turn doc per message, never duplicated
+    got = await store.get_messages("A", ["m3", "missing", "m1"])
+    assert [m.message_id for m in got] == ["m3", "m1"] and got[0] == msgs[3]
+    assert await store.get_messages("B", ["m3"]) == []
+
+
+async def test_turn_doc_shape(store):
+    await store.upsert_messages([msg("A", 1, "hello there", sender="u7", name="Melanie")], None)
+    [hit] = await store.search(SearchQuery(chat_id="A", text="melanie", mode="bm25"))  # found by speaker
+    assert hit.doc.doc_id == "turn:A:m1" and hit.doc.kind == "turn"
+    assert hit.doc.speaker == "Melanie" and hit.doc.source_message_ids == ["m1"]
+    assert hit.doc.ts == T0 + timedelta(minutes=1) and hit.doc.valid_to is None
+    [by_date] = await store.search(SearchQuery(chat_id="A", text="2023-05-08", mode="bm25"))
+    assert by_date.doc.doc_id == "turn:A:m1"
+
+
+async def test_list_messages_time_window_and_order(store):
+    await store.upsert_messages(
+        [msg("A", 1, "b", minutes=5), msg("A", 2, "a", minutes=1), msg("A", 3, "c", minutes=5)], None
+    )
+    assert [m.message_id for m in await store.list_messages("A")] == ["m2", "m1", "m3"]
+    window = await store.list_messages("A", since=T0 + timedelta(minutes=2), until=T0 + timedelta(minutes=5))
+    assert [m.message_id for m in window] == ["m1", "m3"]
+
+
+async def test_a_later_vector_fills_a_turn_without_one_and_never_replaces_one(store):
+    await store.upsert_messages([msg("A", 1, "one"), msg("A", 2, "two")], None)
+    knn = SearchQuery(chat_id="A", text="", vector=unit(0).tolist(), mode="knn", k=5)
+    assert await store.search(knn) == []
+    await store.upsert_messages([msg("A", 1, "one"), msg("A", 2, "two")], np.stack([unit(0), unit(1)]))
+    await store.upsert_messages([msg("A", 1, "one")], unit(1)[None, :])  # first vector wins
+    hits = await store.search(knn)
+    assert [(h.doc.doc_id, round(h.score, 4)) for h in hits] == [("turn:A:m1", 1.0), ("turn:A:m2", 0.0)]
+
+
+async def test_wrong_vector_shapes_rejected(store):
+    with pytest.raises(ValueError):
+        await store.upsert_messages([msg("A", 1, "x")], np.zeros((2, DIM), dtype=np.float32))
+    with pytest.raises(ValueError):
+        await store.upsert_messages([msg("A", 1, "x")], np.zeros((1, DIM + 1), dtype=np.float32))
+    with pytest.raises(ValueError):
+        await store.search(SearchQuery(chat_id="A", text="x", vector=[1.0] * (DIM + 1), mode="knn"))
+    assert await store.list_messages("A") == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_reopen_persists_and_checks_dim(make_store, backend):
+    first = await make_store(backend)
+    await first.upsert_messages([msg("A", 1, "persisted words")], unit(0)[None, :])
+    await first.close()
+    again = await make_store(backend)
+    hits = await again.search(SearchQuery(chat_id="A", text="persisted", vector=unit(0).tolist()))
+    assert [h.doc.doc_id for h in hits] == ["turn:A:m1"]
+    with pytest.raises(ValueError):
+        await make_store(backend, DIM * 2)
+
+
+# ---- memories ------------------------------------------------------------------------------------
+
+
+async def test_decisions_are_idempotent(store):
+    add = decision("d1", DecisionOp.ADD, rec=record("A", "mem1", "Alice lives in Paris"))
+    assert await store.apply_decision(add, unit(0)) is True
+    assert await store.apply_decision(add, unit(0)) is False
+    assert len(await store.list_memories("A", live_only=False)) == 1
+    assert len(await store.search(SearchQuery(chat_id="A", text="paris", mode="bm25"))) == 1
+    noop = decision("d2", DecisionOp.NOOP, target="mem1")
+    assert await store.apply_decision(noop, None) is True
+    assert await store.apply_decision(noop, None) is False
+    assert (await store.get_memory("A", "mem1")).live
+    assert await store.get_memory("B", "mem1") is None
+
+
+async def test_update_invalidates_old_version_and_keeps_it(store):
+    await store.apply_decision(
+        decision("d1", DecisionOp.ADD, rec=record("A", "mem1", "Alice lives in Paris")), unit(0)
+    )
+    new = record("A", "mem2", "Alice lives in Berlin", minutes=90).model_copy(update={"version": 2})
+    assert await store.apply_decision(
+        decision("d2", DecisionOp.UPDATE, rec=new, target="mem1", minutes=90), unit(0, 1)
+    )
+    old = await store.get_memory("A", "mem1")
+    assert old.valid_to == T0 + timedelta(minutes=90) and old.superseded_by == "mem2"
+    assert await store.list_memories("A") == [new]
+    assert [m.memory_id for m in await store.list_memories("A", live_only=False)] == ["mem1", "mem2"]
+    for mode in ("bm25", "knn", "hybrid"):  # superseded: hidden by default, visible on request
+        q = SearchQuery(chat_id="A", text="alice lives", vector=unit(0).tolist(), mode=mode)
+        assert [h.doc.doc_id for h in await store.search(q)] == ["mem2"]
+        hits = {
+            h.doc.doc_id: h for h in await store.search(q.model_copy(update={"include_superseded": True}))
+        }
+        assert set(hits) == {"mem1", "mem2"} and hits["mem1"].doc.valid_to == old.valid_to
+    assert [r.memory_id for r, _ in await store.similar_memories("A", unit(0))] == ["mem2"]
+
+
+async def test_delete_invalidates_without_removing(store):
+    await store.apply_decision(
+        decision("d1", DecisionOp.ADD, rec=record("A", "mem1", "Alice likes tea")), unit(2)
+    )
+    assert await store.apply_decision(decision("d2", DecisionOp.DELETE, target="mem1", minutes=30), None)
+    gone = await store.get_memory("A", "mem1")
+    assert gone is not None and gone.valid_to == T0 + timedelta(minutes=30) and gone.superseded_by is None
+    assert await store.list_memories("A") == []
+    assert await store.search(SearchQuery(chat_id="A", text="tea", mode="bm25")) == []
+    assert await store.similar_memories("A", unit(2)) == []
+    q = SearchQuery(chat_id="A", text="tea", mode="bm25", include_superseded=True)
+    assert [h.doc.valid_to for h in await store.search(q)] == [gone.valid_to]
+
+
+async def test_similar_memories(store):
+    await store.apply_decision(
+        decision("d1", DecisionOp.ADD, rec=record("A", "m1", "Alice lives in Paris")), unit(0)
+    )
+    bob = record("A", "m2", "Bob lives in Rome", subject="bob")
+    await store.apply_decision(decision("d2", DecisionOp.ADD, rec=bob), unit(0, 1))
+    await store.upsert_messages([msg("A", 1, "a turn is not a memory")], unit(0)[None, :])
+    sims = await store.similar_memories("A", unit(0), k=5)
+    assert [(r.memory_id, round(s, 3)) for r, s in sims] == [("m1", 1.0), ("m2", 0.707)]
+    assert sims[1][0] == bob
+    assert [r.memory_id for r, _ in await store.similar_memories("A", unit(0), subject="bob")] == ["m2"]
+    assert await store.similar_memories("A", unit(0), k=0) == []
+    assert await store.similar_memories("B", unit(0)) == []
+
+
+# ---- search --------------------------------------------------------------------------------------
+
+
+async def test_chat_isolation_in_every_mode(store):
+    await store.upsert_messages([msg("A", 1, "secret project falcon launch")], unit(3)[None, :])
+    await store.apply_decision(
+        decision("dA", DecisionOp.ADD, rec=record("A", "memA", "falcon is secret")), unit(3)
+    )
+    await store.upsert_messages([msg("B", 1, "weather is nice")], unit(4)[None, :])
+    for mode in ("bm25", "knn", "hybrid"):
+        q = SearchQuery(chat_id="B", text="secret falcon", vector=unit(3).tolist(), mode=mode, k=50)
+        assert all(h.doc.chat_id == "B" for h in await store.search(q))
+        assert {h.doc.chat_id for h in await store.search(q.model_copy(update={"chat_id": "A"}))} == {"A"}
+    assert await store.similar_memories("B", unit(3)) == []
+    assert await store.get_memory("B", "memA") is None
+    assert await store.get_messages("B", ["m1"]) == [msg("B", 1, "weather is nice")]
+
+
+async def test_chinese_bm25(store):
+    texts = ["我下个月要搬到杭州了", "今天天气不错，我们去公园吧", "杭州的西湖很漂亮", "晚饭吃火锅"]
+    await store.upsert_messages([msg("A", i, t) for i, t in enumerate(texts)], None)
+    hits = await store.search(SearchQuery(chat_id="A", text="杭州", mode="bm25"))
+    assert {h.doc.text for h in hits} == {"我下个月要搬到杭州了", "杭州的西湖很漂亮"}
+    [top] = await store.search(SearchQuery(chat_id="A", text="他搬到哪里了？", mode="bm25", k=1))
+    assert top.doc.text == "我下个月要搬到杭州了"
+
+
+async def test_kind_and_time_filters(store):
+    await store.upsert_messages([msg("A", i, f"coffee talk {i}", minutes=i * 10) for i in range(4)], None)
+    await store.apply_decision(
+        decision("d1", DecisionOp.ADD, rec=record("A", "mem1", "Alice loves coffee", minutes=15)), None
+    )
+    base = SearchQuery(chat_id="A", text="coffee", mode="bm25", k=20)
+    assert {h.doc.kind for h in await store.search(base.model_copy(update={"kinds": ["fact"]}))} == {"fact"}
+    assert {h.doc.kind for h in await store.search(base.model_copy(update={"kinds": ["turn"]}))} == {"turn"}
+    window = base.model_copy(
+        update={"since": T0 + timedelta(minutes=10), "until": T0 + timedelta(minutes=20)}
+    )
+    assert {h.doc.doc_id for h in await store.search(window)} == {"turn:A:m1", "turn:A:m2", "mem1"}
+    naive = window.model_copy(
+        update={"since": datetime(2023, 5, 8, 10, 10), "until": datetime(2023, 5, 8, 10, 20)}
+    )
+    assert {h.doc.doc_id for h in await store.search(naive)} == {"turn:A:m1", "turn:A:m2", "mem1"}
+    assert await store.search(base.model_copy(update={"kinds": []})) == []
+    assert await store.search(base.model_copy(update={"k": 0})) == []
+
+
+async def test_knn_filters_and_scores(store):
+    msgs = [msg("A", i, f"t{i}", minutes=i) for i in range(4)]
+    await store.upsert_messages(msgs, np.stack([unit(0), unit(0, 1), unit(1), unit(2)]))
+    hits = await store.search(SearchQuery(chat_id="A", text="", vector=unit(0).tolist(), mode="knn", k=3))
+    assert [h.doc.doc_id for h in hits] == ["turn:A:m0", "turn:A:m1", "turn:A:m2"]
+    assert hits[0].score == pytest.approx(1.0) and hits[1].scores["cosine"] == pytest.approx(
+        2**-0.5, abs=1e-6
+    )
+    assert hits[2].score == pytest.approx(0.0, abs=1e-6)
+    assert [h.scores["knn_rank"] for h in hits] == [1.0, 2.0, 3.0]
+    later = SearchQuery(
+        chat_id="A", text="", vector=unit(0).tolist(), mode="knn", since=T0 + timedelta(minutes=1)
+    )
+    assert (await store.search(later))[0].doc.doc_id == "turn:A:m1"
+    await store.upsert_messages([msg("A", 9, "t9", minutes=9)], unit(0)[None, :])
+    assert [h.doc.doc_id for h in (await store.search(later))[:2]] == ["turn:A:m9", "turn:A:m1"]
+    assert await store.search(later.model_copy(update={"vector": None})) == []
+
+
+async def test_hybrid_fuses_both_rankings(store):
+    msgs = [msg("A", 1, "pizza party tonight"), msg("A", 2, "unrelated words"), msg("A", 3, "pizza again")]
+    await store.upsert_messages(msgs, np.stack([unit(5), unit(0), unit(1)]))
+    q = SearchQuery(chat_id="A", text="pizza", vector=unit(0).tolist(), mode="hybrid", k=3, rrf_k=60)
+    hits = await store.search(q)
+    by_id = {h.doc.doc_id: h for h in hits}
+    assert set(by_id) == {"turn:A:m1", "turn:A:m2", "turn:A:m3"}
+    for h in hits:
+        expected = sum(1 / (60 + h.scores[r]) for r in ("bm25_rank", "knn_rank") if r in h.scores)
+        assert h.score == pytest.approx(expected) == pytest.approx(h.scores["rrf"])
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert "bm25" in by_id["turn:A:m1"].scores and by_id["turn:A:m2"].scores["cosine"] == pytest.approx(1.0)
+    no_vec = await store.search(q.model_copy(update={"vector": None}))
+    assert {h.doc.doc_id for h in no_vec} == {"turn:A:m1", "turn:A:m3"}
+    no_text = await store.search(q.model_copy(update={"text": "?"}))
+    assert [h.doc.doc_id for h in no_text][:1] == ["turn:A:m2"] and "bm25" not in no_text[0].scores
+
+
+# ---- topics, chats, deletion, export -------------------------------------------------------------
+
+
+async def test_topics_tag_turns(store):
+    await store.upsert_messages([msg("A", 1, "x one"), msg("A", 2, "x two")], None)
+    topic = TopicSummary(
+        chat_id="A", topic_id="t1", state="active", message_ids=["m1", "m2", "m-unknown"], participants=["u1"],
+        started_at=T0, last_active_at=T0 + timedelta(minutes=2), title="x",
+    )  # fmt: skip
+    await store.upsert_topic(topic)
+    closed = topic.model_copy(update={"state": "closed"})
+    await store.upsert_topic(closed)
+    earlier = closed.model_copy(
+        update={"topic_id": "t0", "started_at": T0 - timedelta(hours=1), "message_ids": []}
+    )
+    await store.upsert_topic(earlier)
+    assert await store.list_topics("A") == [earlier, closed] and await store.list_topics("B") == []
+    hits = await store.search(SearchQuery(chat_id="A", text="x", mode="bm25"))
+    assert {h.doc.topic_id for h in hits} == {"t1"}
+
+
+async def test_delete_chat_and_user(store):
+    await store.upsert_messages([msg("A", 1, "alpha talk", sender="u1", name="Alice")], unit(0)[None, :])
+    await store.upsert_messages([msg("A", 2, "beta talk", sender="u2", name="Bob")], unit(1)[None, :])
+    await store.upsert_messages([msg("B", 1, "gamma talk", sender="u1", name="Alice")], None)
+    await store.apply_decision(
+        decision("d1", DecisionOp.ADD, rec=record("A", "mem1", "Alice likes alpha")), unit(0)
+    )
+    assert await store.chats() == ["A", "B"]
+
+    assert await store.delete_user("A", "u1") == 3  # message + turn doc + memory doc
+    assert [m.sender for m in await store.list_messages("A")] == ["u2"]
+    assert await store.list_memories("A", live_only=False) == []
+    assert len(await store.list_messages("B")) == 1  # other chat untouched
+    q = SearchQuery(chat_id="A", text="alpha talk", vector=unit(0).tolist(), mode="hybrid")
+    assert [h.doc.doc_id for h in await store.search(q)] == ["turn:A:m2"]
+
+    assert await store.delete_chat("A") == 2
+    assert await store.chats() == ["B"]
+    assert await store.search(q) == []
+    assert await store.delete_user(None, "u1") == 2
+    assert await store.chats() == []
+
+
+async def test_export_chat(store):
+    await store.upsert_messages([msg("A", 1, "hello")], None)
+    await store.apply_decision(decision("d1", DecisionOp.ADD, rec=record("A", "mem1", "v1")), None)
+    await store.apply_decision(
+        decision("d2", DecisionOp.UPDATE, rec=record("A", "mem2", "v2"), target="mem1"), None
+    )
+    out = await store.export_chat("A")
+    assert [m["message_id"] for m in out["messages"]] == ["m1"]
+    assert [(m["memory_id"], m["valid_to"] is None) for m in out["memories"]] == [
+        ("mem1", False),
+        ("mem2", True),
+    ]
+    assert out["topics"] == [] and out["chat_id"] == "A"
+
+
+# ---- same inputs, same answers ---------------------------------------------------------------------
+
+CORPUS = {
+    "en": [
+        ("alice", "Alice", "I am moving to Hangzhou next month for the new job"),
+        ("bob", "Bob", "The deploy pipeline failed again on Friday night"),
+        ("carol", "Carol", "Let's order pizza for the team lunch on Thursday"),
+        ("alice", "Alice", "My cat Mochi knocked the laptop off the desk"),
+        ("bob", "Bob", "Release notes are due by Thursday, I will write them"),
+        ("dave", "Dave", "The football match was cancelled because of rain"),
+        ("carol", "Carol", "Budget review meeting moved to next Monday"),
+        ("alice", "Alice", "Pizza again? We had pizza yesterday at the office"),
+    ],
+    "zh": [
+        ("li", "李雷", "我下个月要搬到杭州了，新工作在西湖边"),
+        ("han", "韩梅梅", "今天天气不错，我们去公园吧"),
+        ("li", "李雷", "杭州的西湖很漂亮，周末一起去"),
+        ("wang", "王芳", "晚饭吃火锅还是烤鸭"),
+        ("han", "韩梅梅", "周四之前我会写好发布说明"),
+        ("wang", "王芳", "部署流水线又失败了，需要重新发布"),
+        ("li", "李雷", "我的猫把笔记本电脑推下了桌子"),
+    ],
+}
+FACTS = {
+    "en": [("f1", "Alice moves to Hangzhou next month", "Alice"), ("f2", "Bob writes the release notes", "Bob"),
+           ("f3", "The team orders pizza on Thursdays", "Carol")],
+    "zh": [("f1", "李雷下个月搬到杭州", "李雷"), ("f2", "韩梅梅周四前写好发布说明", "韩梅梅")],
+}  # fmt: skip
+QUERIES = {
+    "en": ["Where is Alice moving?", "pizza lunch", "deploy pipeline failure", "release notes Thursday",
+           "cat laptop", "budget meeting Monday", "what happened to the football match"],
+    "zh": ["杭州", "他搬到哪里了？", "发布说明什么时候写好", "部署失败", "猫", "去公园"],
+}  # fmt: skip
+
+
+async def _load(store: MemoryStore) -> None:
+    for chat, rows in CORPUS.items():
+        msgs = [msg(chat, i, text, sender=s, name=n, minutes=i) for i, (s, n, text) in enumerate(rows)]
+        await store.upsert_messages(msgs, np.stack([hashed(m.text) for m in msgs]))
+        for j, (mid, text, speaker) in enumerate(FACTS[chat]):
+            rec = record(chat, f"{chat}-{mid}", text, speaker=speaker, subject=speaker, minutes=30 + j)
+            await store.apply_decision(decision(f"d-{chat}-{mid}", DecisionOp.ADD, chat, rec), hashed(text))
+    # one superseded version in each chat
+    newer = record(
+        "en", "f1b", "Alice moved to Hangzhou in June", speaker="Alice", subject="Alice", minutes=40
+    )
+    await store.apply_decision(
+        decision("d-f1b", DecisionOp.UPDATE, "en", newer, "en-f1", 40), hashed(newer.text)
+    )
+    await store.apply_decision(decision("d-f2x", DecisionOp.DELETE, "zh", None, "zh-f2", 41), None)
+
+
+@pytest.mark.parametrize("backend", ["es-server", "es-client"])
+async def test_same_inputs_same_answers(make_store, backend):
+    sqlite, es = await make_store("sqlite", 64), await make_store(backend, 64)
+    for s in (sqlite, es):
+        await _load(s)
+    for chat, queries in QUERIES.items():
+        assert await es.list_messages(chat) == await sqlite.list_messages(chat)
+        assert await es.list_memories(chat, live_only=False) == await sqlite.list_memories(
+            chat, live_only=False
+        )
+        for text in queries:
+            vector = hashed(text)
+            for superseded in (False, True):
+                q = SearchQuery(
+                    chat_id=chat, text=text, vector=vector.tolist(), k=50, include_superseded=superseded
+                )
+                await _assert_same(sqlite, es, q)
+            sims = [await s.similar_memories(chat, vector, k=5) for s in (sqlite, es)]
+            _same_ranking(*[[(r.memory_id, c) for r, c in found] for found in sims])
+            assert [r for r, _ in sims[0]] == sorted(
+                (r for r, _ in sims[1]), key=[r for r, _ in sims[0]].index
+            )
+    assert await es.chats() == await sqlite.chats() == ["en", "zh"]
+    assert await es.export_chat("en") == await sqlite.export_chat("en")
+
+
+async def _assert_same(sqlite: MemoryStore, es: MemoryStore, q: SearchQuery) -> None:
+    """kNN: identical ranking and cosines. BM25: the same matching documents and the same best one
+    (FTS5 and Lucene weigh terms alike but not identically). Hybrid: the same candidates and best one."""
+    knn = [await s.search(q.model_copy(update={"mode": "knn"})) for s in (sqlite, es)]
+    _same_ranking(*[[(h.doc.doc_id, h.score) for h in hits] for hits in knn])
+    assert {h.doc.doc_id: h.doc for h in knn[0]} == {h.doc.doc_id: h.doc for h in knn[1]}, q
+    bm25 = [await s.search(q.model_copy(update={"mode": "bm25"})) for s in (sqlite, es)]
+    assert {h.doc.doc_id: h.doc for h in bm25[0]} == {h.doc.doc_id: h.doc for h in bm25[1]}, q
+    assert [h.doc for h in bm25[0][:1]] == [h.doc for h in bm25[1][:1]], q
+    hybrid = [await s.search(q.model_copy(update={"mode": "hybrid"})) for s in (sqlite, es)]
+    assert {h.doc.doc_id: h.doc for h in hybrid[0]} == {h.doc.doc_id: h.doc for h in hybrid[1]}, q
+    assert [h.doc.doc_id for h in hybrid[0][:1]] == [h.doc.doc_id for h in hybrid[1][:1]], q
+    for h in hybrid[1]:
+        assert set(h.scores) >= {"rrf"} and h.score == pytest.approx(h.scores["rrf"])
+        assert ("bm25" in h.scores) == ("bm25_rank" in h.scores) and ("cosine" in h.scores) == (
+            "knn_rank" in h.scores
+        )
+
+
+def _same_ranking(a: list[tuple[str, float]], b: list[tuple[str, float]], tol: float = 1e-5) -> None:
+    """The same ids with the same scores (within ``tol``), both best first: the same ranking up to ties."""
+    assert [i for i, _ in a] and len(a) == len(b) and dict(a).keys() == dict(b).keys()
+    assert all(abs(dict(a)[i] - s) <= tol for i, s in b)
+    for ranked in (a, b):
+        assert all(x[1] >= y[1] for x, y in zip(ranked, ranked[1:], strict=False))
+
+
+# ---- Elasticsearch specifics -----------------------------------------------------------------------
+
+
+async def test_es_bootstrap_makes_versioned_indices_behind_aliases(make_store):
+    store = await make_store("es-auto")
+    for kind in ("docs", "messages", "memories", "decisions", "topics"):
+        assert list((await store.es.indices.get_alias(name=store.alias(kind))).body) == [
+            f"{store.alias(kind)}-v1"
+        ]
+        assert await store.es.indices.exists_index_template(name=store.alias(kind))
+    await store.bootstrap()  # idempotent
+    again = await make_store("es-auto")  # a second process bootstraps the same indices
+    assert again.dim == DIM
+
+
+async def test_es_auto_mode_settles_on_one_fusion(make_store):
+    store = await make_store("es-auto")
+    assert store.fusion == "untried"
+    await store.upsert_messages([msg("A", 1, "pizza tonight")], unit(0)[None, :])
+    q = SearchQuery(chat_id="A", text="pizza", vector=unit(0).tolist(), mode="hybrid")
+    [hit] = await store.search(q)
+    assert store.fusion == "server"  # noida-db runs (and explains) the rrf retriever
+    assert hit.scores == {"bm25": hit.scores["bm25"], "bm25_rank": 1.0, "cosine": pytest.approx(1.0), "knn_rank": 1.0,
+                          "rrf": pytest.approx(2 / (q.rrf_k + 1))}  # fmt: skip
