@@ -71,6 +71,8 @@ def create_app(
         app.state.clients = clients or await build_clients(settings, embedder=embedder)
         app.state.metrics = Metrics()
         app.state.ingest_lock = asyncio.Lock()
+        if app.state.clients.embedder is not None:  # load the model now, not on the first user's query
+            await app.state.clients.embedder.embed(["warm-up"], is_query=True)
         yield
         if clients is None:
             await app.state.clients.close()
