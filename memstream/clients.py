@@ -22,12 +22,16 @@ def _path_from_url(url: str, scheme: str) -> Path:
     return Path(url[len(scheme) + 3 :])
 
 
-async def open_log(settings: Settings) -> FileLog:
+async def open_log(settings: Settings) -> Any:
     url = settings.resolved_log_url
     scheme = urlparse(url).scheme
     if scheme == "file":
         return await FileLog(_path_from_url(url, "file") / "log.db").open()
-    raise UnsupportedBackend(f"log backend {scheme!r} is run by the Faust worker, not the embedded runner")
+    if scheme == "kafka":  # the API appends to Kafka; the Faust worker (`memstream worker`) processes
+        from streams.faust_app import KafkaLog, brokers_of
+
+        return await KafkaLog(brokers_of(url)).open()
+    raise UnsupportedBackend(f"no log backend for scheme {scheme!r} (known: file, kafka)")
 
 
 async def open_store(settings: Settings, dim: int | None) -> MemoryStore:
@@ -77,7 +81,7 @@ def open_llm(settings: Settings) -> Any | None:
 @dataclass
 class Clients:
     settings: Settings
-    log: FileLog
+    log: Any  # FileLog (embedded) or KafkaLog (production)
     store: MemoryStore
     embedder: Embedder | None
     llm: Any | None = None

@@ -15,26 +15,26 @@ class SegmenterConfig(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     w_reply: float = 0.4
-    w_user: float = 0.48
+    w_user: float = 0.6
     w_semantic: float = 1.0
-    w_entity: float = 0.5
+    w_entity: float = 0.9
     time_decay_half_life_s: float = 300.0
     user_window_s: float = 120.0
     threshold: float = 0.85
     adaptive_threshold: bool = True
-    max_active_topics: int = 8
+    max_active_topics: int = 12
     idle_close_s: float = 900.0
     recent_k: int = 5
     # reply-chain shades: addressing someone who spoke in the topic but last spoke elsewhere; answering after
     # being addressed in the topic
-    mention_elsewhere: float = 0.45
-    addressed_reply: float = 0.55
+    mention_elsewhere: float = 0.25
+    addressed_reply: float = 0.95
     # same-user continuity in a topic that is not where the sender last spoke
-    user_elsewhere: float = 0.45
+    user_elsewhere: float = 0.8
     # pull of a topic that is still going on (times the time decay) and the penalty for addressing only
     # people absent from a topic
-    w_time: float = 0.5
-    w_mismatch: float = 0.55
+    w_time: float = 0.4
+    w_mismatch: float = 0.7
     # cosine below which two chat lines count as unrelated (sentence embeddings rarely go lower)
     semantic_floor: float = 0.2
     # message cues that move the join threshold: a question or a long message (typical openers) raise it,
@@ -42,7 +42,7 @@ class SegmenterConfig(BaseModel):
     threshold_question: float = 0.15
     threshold_length: float = 0.2
     threshold_known_sender: float = -0.23
-    threshold_addressed: float = -0.3
+    threshold_addressed: float = -0.45
     # soft membership: a runner-up above threshold and within this ratio of the best also gets the message
     soft_ratio: float = 0.85
     # real-time merge of near-duplicate active topics (needs vectors)

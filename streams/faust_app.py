@@ -167,7 +167,9 @@ class KafkaLog:
 
     async def record_deletion(self, chat_id: str, sender: str, at: str) -> None:
         producer = await self._producer_started()
-        await producer.send_and_wait(LEDGER_TOPIC, ledger_value(chat_id, sender, at), key=ledger_key(chat_id, sender))
+        await producer.send_and_wait(
+            LEDGER_TOPIC, ledger_value(chat_id, sender, at), key=ledger_key(chat_id, sender)
+        )
         self._entries[ledger_key(chat_id, sender)] = (chat_id, sender)
 
     async def close(self) -> None:
@@ -237,7 +239,8 @@ class Pipeline:
         for chat, pool in self.segment.pools.items():
             version = last.get(chat)
             if not await self.wm.put_pool(chat, pool.model_dump_json(), self.cfg.pool_ttl_s, version=version):
-                log.warning("stale segmenter pool not saved", extra={"chat_id": chat, "version": version})
+                # a redelivered batch (or a worker that lost the partition): the stored pool is newer
+                log.info("newer segmenter pool kept", extra={"chat_id": chat, "version": version})
             await self._save_windows(pool)
         return out
 
@@ -274,7 +277,9 @@ class Pipeline:
                 await self.wm.put_journal(r.key, entry, payload, self.cfg.journal_ttl_s)
             decisions = [p for p in produced if p.topic == MEMORY_DECISIONS.name]
             kept = _kept_decisions(decisions, deleted)
-            applied = await self.index.process([Record(p.topic, -1, p.key, p.record_id, p.value) for p in kept])
+            applied = await self.index.process(
+                [Record(p.topic, -1, p.key, p.record_id, p.value) for p in kept]
+            )
             others = [p for p in produced if p.topic != MEMORY_DECISIONS.name]
             total.produced += others + kept + applied.produced
         await send(total.produced)
@@ -332,7 +337,9 @@ class _Runtime:
         futures = []
         for p in items:
             headers = [(ID_HEADER, p.record_id.encode())]
-            futures.append(await producer.send(p.topic, p.key.encode(), p.value.encode(), None, None, headers))
+            futures.append(
+                await producer.send(p.topic, p.key.encode(), p.value.encode(), None, None, headers)
+            )
         await asyncio.gather(*futures)
 
     async def run(self, stage: str, records: list[Record]) -> None:

@@ -24,7 +24,9 @@ from urllib.parse import parse_qs, urlparse
 class WorkingMemory(Protocol):
     async def get_pool(self, chat_id: str) -> str | None: ...
 
-    async def put_pool(self, chat_id: str, state: str, ttl_s: float | None, *, version: int | None = None) -> bool:
+    async def put_pool(
+        self, chat_id: str, state: str, ttl_s: float | None, *, version: int | None = None
+    ) -> bool:
         """Store a chat's pool; with ``version``, only if no newer version is stored. True if written."""
         ...
 
@@ -67,7 +69,9 @@ class InProcessWorkingMemory:
         item = self._pools.get(chat_id)
         return item[0] if item and self._alive(item[2]) else None
 
-    async def put_pool(self, chat_id: str, state: str, ttl_s: float | None, *, version: int | None = None) -> bool:
+    async def put_pool(
+        self, chat_id: str, state: str, ttl_s: float | None, *, version: int | None = None
+    ) -> bool:
         cur = self._pools.get(chat_id)
         if version is not None and cur is not None and self._alive(cur[2]) and cur[1] > version:
             return False
@@ -140,7 +144,9 @@ class RedisWorkingMemory:
     async def get_pool(self, chat_id: str) -> str | None:
         return await self._redis.hget(self._key(chat_id, "pool"), "s")
 
-    async def put_pool(self, chat_id: str, state: str, ttl_s: float | None, *, version: int | None = None) -> bool:
+    async def put_pool(
+        self, chat_id: str, state: str, ttl_s: float | None, *, version: int | None = None
+    ) -> bool:
         args = [state, -1 if version is None else int(version), _ms(ttl_s)]
         return bool(await self._put_pool(keys=[self._key(chat_id, "pool")], args=args))
 

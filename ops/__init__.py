@@ -1,0 +1,1 @@
+"""Operator tools (Kafka bootstrap, produce, lag, replay, delete) and deployment scripts."""

@@ -1,0 +1,153 @@
+"""The worker side of the stages (streams.faust_app.Pipeline) on the in-process backends, without a broker."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from memstream.clients import build_clients
+from memstream.ops import IngestReport, to_records
+from memstream.settings import Settings
+from schemas import ChatMessage
+from streams.faust_app import ID_HEADER, Pipeline, WorkerConfig, brokers_of, create_app, record_of
+from streams.log import Produce, Record
+from streams.topics import DISTILL_JOBS, DISTILL_RESULTS, MEMORY_DECISIONS, RAW_MESSAGES, TOPIC_SEGMENTS
+from streams.working_memory import InProcessWorkingMemory
+from tests.helpers import make_messages
+
+
+def raw_records(rows: list[dict]) -> list[Record]:
+    parsed = [
+        SimpleNamespace(message=ChatMessage.model_validate(r), raw="", error=None, where="") for r in rows
+    ]
+    items = list(to_records(parsed, IngestReport(), flush=True, source="test"))
+    return [Record(p.topic, i, p.key, p.record_id, p.value) for i, p in enumerate(items)]
+
+
+def as_records(produced: list[Produce], topic: str) -> list[Record]:
+    return [
+        Record(p.topic, i, p.key, p.record_id, p.value) for i, p in enumerate(produced) if p.topic == topic
+    ]
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.sent: list[Produce] = []
+
+    async def __call__(self, items: list[Produce]) -> None:
+        self.sent += items
+
+    def ids(self, topic: str) -> list[str]:
+        return [p.record_id for p in self.sent if p.topic == topic]
+
+
+@pytest.fixture
+async def pipeline(tmp_path):
+    clients = await build_clients(Settings(data_dir=tmp_path, embedder="none"), embedder=None)
+    yield Pipeline(clients, InProcessWorkingMemory(), WorkerConfig())
+    await clients.close()
+
+
+async def test_segmenting_in_batches_through_working_memory_equals_one_batch(tmp_path, pipeline):
+    records = raw_records(make_messages(2, 120))
+    whole = Sink()
+    await pipeline.segment_batch(records, whole)
+
+    other = Pipeline(pipeline.clients, InProcessWorkingMemory(), WorkerConfig())
+    split = Sink()
+    for i in range(0, len(records), 17):  # every batch reloads the chats' pools from working memory
+        await other.segment_batch(records[i : i + 17], split)
+    assert split.ids(TOPIC_SEGMENTS.name) == whole.ids(TOPIC_SEGMENTS.name)
+    assert split.ids(DISTILL_JOBS.name) == whole.ids(DISTILL_JOBS.name) != []
+    assert await other.wm.get_pool("chat-0") is not None
+
+
+async def test_a_redelivered_batch_emits_nothing_new_and_a_stale_pool_write_loses(pipeline):
+    records = raw_records(make_messages(1, 60))[:-1]  # no flush: topics stay open
+    first, again = Sink(), Sink()
+    await pipeline.segment_batch(records[:40], first)
+    await pipeline.segment_batch(records[40:], first)
+    pool_after = await pipeline.wm.get_pool("chat-0")
+    assert await pipeline.wm.topic_windows("chat-0")  # the active topics' windows
+    await pipeline.segment_batch(records[:40], again)  # redelivered after the pool moved on
+    assert again.ids(TOPIC_SEGMENTS.name) == []
+    assert await pipeline.wm.get_pool("chat-0") == pool_after  # fenced: offset 39 < 59
+
+
+async def test_consolidation_is_journalled_and_applied_before_it_is_emitted(pipeline):
+    seg = Sink()
+    await pipeline.segment_batch(raw_records(make_messages(1, 80)), seg)
+    dist = Sink()
+    await pipeline.distill_batch(as_records(seg.sent, DISTILL_JOBS.name), dist)
+    results = as_records(dist.sent, DISTILL_RESULTS.name)
+    assert results
+
+    first = Sink()
+    await pipeline.consolidate_batch(results, first)
+    decisions = first.ids(MEMORY_DECISIONS.name)
+    assert decisions and await pipeline.clients.store.list_memories("chat-0")  # applied already
+    before = sorted(
+        m.model_dump_json() for m in await pipeline.clients.store.list_memories("chat-0", live_only=False)
+    )
+
+    again = Sink()  # redelivery: the journal repeats the same decisions; re-applying them changes nothing
+    await pipeline.consolidate_batch(results, again)
+    assert again.ids(MEMORY_DECISIONS.name) == decisions
+    await pipeline.index_batch(as_records(first.sent, MEMORY_DECISIONS.name), Sink())
+    after = sorted(
+        m.model_dump_json() for m in await pipeline.clients.store.list_memories("chat-0", live_only=False)
+    )
+    assert after == before
+
+
+def personal_rows(chat: str) -> list[dict]:
+    lines = [
+        ("bob", "I live in Hangzhou and I work as a nurse."),
+        ("alice", "I love my cat Mochi, she is three."),
+        ("bob", "My favourite food is dumplings."),
+        ("alice", "I will write the release notes by Thursday."),
+    ]
+    return [{"chat_id": chat, "message_id": f"m{i}", "sender": who, "ts": f"2024-01-01T10:{i:02d}:00Z", "text": text}
+            for i, (who, text) in enumerate(lines)]  # fmt: skip
+
+
+async def test_deleted_chats_and_speakers_are_dropped_downstream(pipeline):
+    seg = Sink()
+    await pipeline.segment_batch(raw_records(personal_rows("chat-0") + personal_rows("chat-1")), seg)
+    dist = Sink()
+    await pipeline.distill_batch(as_records(seg.sent, DISTILL_JOBS.name), dist)
+    # deleted while the results were in flight
+    await pipeline.clients.log.record_deletion("chat-1", "*", "now")
+    await pipeline.clients.log.record_deletion("chat-0", "bob", "now")
+    out = Sink()
+    await pipeline.consolidate_batch(as_records(dist.sent, DISTILL_RESULTS.name), out)
+    assert await pipeline.clients.store.list_memories("chat-1", live_only=False) == []
+    speakers = {m.speaker for m in await pipeline.clients.store.list_memories("chat-0", live_only=False)}
+    assert "alice" in speakers and "bob" not in speakers
+    assert {p.key for p in out.sent if p.topic == MEMORY_DECISIONS.name} == {"chat-0"}
+
+
+def test_record_of_a_faust_event_keeps_the_record_id():
+    msg = SimpleNamespace(topic=RAW_MESSAGES.name, partition=3, offset=17, key=b"chat-9",
+                          headers=[(ID_HEADER, b"chat-9\x1fm1")])  # fmt: skip
+    rec = record_of(SimpleNamespace(message=msg, value=b'{"x": 1}'))
+    assert rec == Record(RAW_MESSAGES.name, 17, "chat-9", "chat-9\x1fm1", '{"x": 1}')
+    bare = record_of(
+        SimpleNamespace(message=SimpleNamespace(**{**vars(msg), "headers": None}), value=b"\xff")
+    )
+    assert bare.record_id == f"{RAW_MESSAGES.name}:3:17" and bare.value == "\ufffd"
+
+
+def test_brokers_of():
+    assert brokers_of("kafka://a:9092,b:9093") == ["a:9092", "b:9093"]
+    with pytest.raises(ValueError):
+        brokers_of("file:///tmp/log")
+
+
+def test_create_app_binds_every_stage_without_io():
+    app = create_app(Settings(log_url="kafka://127.0.0.1:1"), WorkerConfig(app_id="t-memstream"))
+    names = {a.name for a in app.agents.values()}
+    assert names == {"memstream.segment", "memstream.distill", "memstream.consolidate", "memstream.index"}
+    topics = {t for a in app.agents.values() for t in a.channel.topics}
+    assert topics == {RAW_MESSAGES.name, DISTILL_JOBS.name, DISTILL_RESULTS.name, MEMORY_DECISIONS.name}
