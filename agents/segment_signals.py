@@ -3,10 +3,12 @@
 A message is reduced once to :class:`Features` (sender, event time, addressees, keywords, vector); each active
 topic is then scored with :func:`score_topic`. Signals are in ``[0, 1]``:
 
-- ``reply``: an explicit ``reply_to`` into the topic (1.0); addressing someone whose latest message is in the
-  topic (an implicit reply, 1.0; 0.5-ish if they spoke there but last spoke elsewhere); the sender was
-  addressed in the topic after their last message there (they are answering).
-- ``user``: the sender's own continuity in the topic, full within ``user_window_s``, then halving every window.
+- ``reply``: an explicit ``reply_to`` into the topic (1.0, and it always wins); addressing someone whose
+  latest message is in the topic (an implicit reply, 1.0; ``mention_elsewhere`` if they spoke there but last
+  spoke elsewhere); the sender was addressed in the topic after their last message there (they are
+  answering, ``addressed_reply``).
+- ``user``: the sender's own continuity: 1.0 in the topic where they last spoke, ``user_elsewhere`` in
+  another topic they took part in; full within ``user_window_s``, then halving every window.
 - ``semantic``: max cosine of the message vector to the topic centroid and its last-k vectors, rescaled above
   ``semantic_floor`` (sentence embeddings of unrelated chat lines are rarely below ~0.1).
 - ``entity``: the share of the message's keywords already used in the topic.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -64,6 +67,20 @@ _STOP_ZH = frozenset(
 )
 
 
+class Memo:
+    """A cache slot that compares equal to any other, so cached arrays never take part in model equality."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object = None) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Memo)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 @dataclass(frozen=True, slots=True)
 class Features:
     """What the segmenter needs to know about one message, computed once per message."""
@@ -76,6 +93,20 @@ class Features:
     vector: np.ndarray | None
     question: bool = False
     length: float = 0.0  # characters / 200, capped at 1
+
+
+def features(msg: ChatMessage, vector: object, pool: ChatPool) -> Features:
+    """Reduce a message (and its optional embedding) to what the signals read."""
+    return Features(
+        sender=msg.sender,
+        ts=msg.ts.timestamp(),
+        addressees=addressees(msg, pool.names),
+        keywords=keywords(msg.text),
+        reply_to=msg.reply_to,
+        vector=as_unit(vector),
+        question="?" in msg.text or "\uff1f" in msg.text,
+        length=min(1.0, len(msg.text) / 200),
+    )
 
 
 def keywords(text: str) -> frozenset[str]:
@@ -208,3 +239,51 @@ def join_threshold(f: Features, known_sender: bool, cfg: SegmenterConfig) -> flo
         + cfg.threshold_known_sender * known_sender
         + cfg.threshold_addressed * bool(f.addressees)
     )
+
+
+def effective_threshold(pool: ChatPool, f: Features, cfg: SegmenterConfig) -> float:
+    """The join threshold for this message in this chat. Adaptive: in chats whose messages usually score
+    high against some topic (one dense conversation) the bar rises, in loose chats it falls, within
+    ``[adaptive_min, adaptive_max]`` times the message's own threshold."""
+    base = join_threshold(f, f.sender in pool.senders, cfg)
+    if not cfg.adaptive_threshold or cfg.adaptive_gain == 0 or len(pool.recent_best) < 8:
+        return base
+    typical = statistics.median(pool.recent_best)
+    scale = 1.0 + cfg.adaptive_gain * (typical - cfg.adaptive_reference) / max(cfg.adaptive_reference, 1e-9)
+    return base * min(cfg.adaptive_max, max(cfg.adaptive_min, scale))
+
+
+# --- topic state helpers ------------------------------------------------------------------------------
+
+
+def rounded(vec: np.ndarray) -> list[float]:
+    return np.round(np.asarray(vec, dtype=np.float64), 5).tolist()  # compact JSON checkpoints
+
+
+def absorb(keep: ActiveTopic, gone: ActiveTopic, arrival: list[str]) -> None:
+    """Merge ``gone`` into ``keep`` (in place): members in arrival order, people, vectors, keywords, times."""
+    keep.changed()
+    order = {m: i for i, m in enumerate(arrival)}  # ids older than the seen window sort first, stably
+    keep.message_ids = sorted(
+        dict.fromkeys(keep.message_ids + gone.message_ids), key=lambda m: order.get(m, -1)
+    )
+    primary = set(keep.primary_ids()) | set(gone.primary_ids())
+    keep.soft = {m: w for m, w in {**gone.soft, **keep.soft}.items() if m not in primary}
+    keep.participants += [p for p in gone.participants if p not in keep.participants]
+    if gone.centroid is not None and keep.centroid is not None:
+        n, k = keep.centroid_n, gone.centroid_n
+        mix = (np.asarray(keep.centroid) * n + np.asarray(gone.centroid) * k) / (n + k)
+        keep.centroid, keep.centroid_n = rounded(mix), n + k
+    k = max(len(keep.recent_vectors), len(gone.recent_vectors))
+    keep.recent_vectors = (gone.recent_vectors + keep.recent_vectors)[-k:] if k else []
+    for w, c in gone.keywords.items():
+        keep.keywords[w] = keep.keywords.get(w, 0) + c
+    for s, ts in gone.last_by_sender.items():
+        keep.last_by_sender[s] = max(ts, keep.last_by_sender.get(s, ts))
+    for s, ts in gone.addressed.items():
+        keep.addressed[s] = max(ts, keep.addressed.get(s, ts))
+    keep.count += gone.count
+    if gone.last_ts > keep.last_ts:
+        keep.last_ts, keep.last_active_at = gone.last_ts, gone.last_active_at
+        keep.last_sender = gone.last_sender
+    keep.started_at = min(keep.started_at, gone.started_at)

@@ -4,8 +4,9 @@ Each chat keeps a :class:`ChatPool` of active topics. For every message, in even
 
 1. topics idle for more than ``idle_close_s`` (relative to the message time) are closed;
 2. the message is scored against every active topic (:func:`affinity`); it joins the best one if the score
-   clears the chat's adaptive threshold (EXTENDED), else it opens a new topic (OPENED). A runner-up that also
-   clears the threshold and scores close to the best gets the message as a soft member (a weighted EXTENDED);
+   clears its join threshold (EXTENDED), else it opens a new topic (OPENED); an explicit ``reply_to`` into an
+   active topic always joins it. A runner-up that also clears the threshold and scores close to the best gets
+   the message as a soft member (a weighted EXTENDED);
 3. two topics that became near-duplicates (centroid cosine and shared participants) are MERGED;
 4. when the pool holds more than ``max_active_topics``, the least recently active topic is CLOSED.
 
@@ -15,13 +16,20 @@ consumer offset (``model_dump_json`` / ``model_validate_json``); a message seen 
 
 from __future__ import annotations
 
-import statistics
 from datetime import UTC, datetime
 
 import numpy as np
 from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter
 
-from agents.segment_signals import Features, addressees, as_unit, join_threshold, keywords, score_topic
+from agents.segment_signals import (
+    Features,
+    Memo,
+    absorb,
+    effective_threshold,
+    features,
+    rounded,
+    score_topic,
+)
 from memstream.settings import SegmenterConfig
 from schemas import ChatMessage, TopicEvent, TopicEventKind, stable_id
 
@@ -43,6 +51,7 @@ SEEN_MAX = 5000
 SENDERS_MAX = 1000
 KEYWORDS_MAX = 96
 RECENT_BEST_MAX = 64
+_SIGNALS = ("reply", "user", "semantic", "entity")
 
 
 class ActiveTopic(BaseModel):
@@ -63,18 +72,21 @@ class ActiveTopic(BaseModel):
     count: int = 0
     last_by_sender: dict[str, float] = Field(default_factory=dict)
     addressed: dict[str, float] = Field(default_factory=dict)  # sender id -> when someone here addressed them
-    _matrix: np.ndarray | None = PrivateAttr(default=None)
+    _matrix: Memo = PrivateAttr(default_factory=Memo)
 
     def primary_ids(self) -> list[str]:
         return [m for m in self.message_ids if m not in self.soft]
 
     def vectors(self) -> np.ndarray | None:
         """Unit centroid followed by the last-k vectors, as one matrix (cached until the topic changes)."""
-        if self._matrix is None and self.centroid is not None:
+        if self._matrix.value is None and self.centroid is not None:
             mat = np.asarray([self.centroid, *self.recent_vectors], dtype=np.float32)
             mat[0] /= max(float(np.linalg.norm(mat[0])), 1e-9)
-            self._matrix = mat
-        return self._matrix
+            self._matrix = Memo(mat)  # replaced, never mutated: copies share it safely
+        return self._matrix.value
+
+    def changed(self) -> None:
+        self._matrix = Memo()
 
     def owned_copy(self) -> ActiveTopic:
         """A copy whose containers may be mutated without touching this topic."""
@@ -92,6 +104,8 @@ class ActiveTopic(BaseModel):
 
 
 class SenderSeen(BaseModel):
+    """Where and when a sender last spoke (their latest message's topic)."""
+
     ts: float
     topic_id: str
     message_id: str
@@ -165,36 +179,11 @@ def load_pools(raw: str) -> dict[str, ChatPool]:
     return _POOLS.validate_json(raw)
 
 
-def features(msg: ChatMessage, vector: object, pool: ChatPool) -> Features:
-    return Features(
-        sender=msg.sender,
-        ts=msg.ts.timestamp(),
-        addressees=addressees(msg, pool.names),
-        keywords=keywords(msg.text),
-        reply_to=msg.reply_to,
-        vector=as_unit(vector),
-        question="?" in msg.text or "\uff1f" in msg.text,
-        length=min(1.0, len(msg.text) / 200),
-    )
-
-
 def affinity(
     topic: ActiveTopic, msg: ChatMessage, vector: object, pool: ChatPool, cfg: SegmenterConfig
 ) -> tuple[float, dict[str, float]]:
     """Affinity of ``msg`` (optionally with its embedding) to ``topic``: total and per-signal breakdown."""
     return score_topic(topic, features(msg, vector, pool), pool, cfg)
-
-
-def effective_threshold(pool: ChatPool, f: Features, cfg: SegmenterConfig) -> float:
-    """The join threshold for this message in this chat. Adaptive: in chats whose messages usually score
-    high against some topic (one dense conversation) the bar rises, in loose chats it falls, within
-    ``[adaptive_min, adaptive_max]`` times the message's own threshold."""
-    base = join_threshold(f, f.sender in pool.senders, cfg)
-    if not cfg.adaptive_threshold or cfg.adaptive_gain == 0 or len(pool.recent_best) < 8:
-        return base
-    typical = statistics.median(pool.recent_best)
-    scale = 1.0 + cfg.adaptive_gain * (typical - cfg.adaptive_reference) / max(cfg.adaptive_reference, 1e-9)
-    return base * min(cfg.adaptive_max, max(cfg.adaptive_min, scale))
 
 
 def step(
@@ -207,7 +196,7 @@ def step(
         return pool, []
     pool = pool.fork()
     at = msg.ts
-    events = _close_idle(pool, at, cfg, msg.message_id)
+    events = _close_idle(pool, at, cfg)
     f = features(msg, vector, pool)
     scored = sorted(
         ((score_topic(t, f, pool, cfg), t) for t in pool.topics), key=lambda x: x[0][0], reverse=True
@@ -215,21 +204,27 @@ def step(
     threshold = effective_threshold(pool, f, cfg)
     if scored:
         pool.recent_best = [*pool.recent_best, scored[0][0][0]][-RECENT_BEST_MAX:]
-    if scored and scored[0][0][0] >= threshold:
-        (score, parts), topic = scored[0]
-        topic = pool.own(topic)
+    replied = pool.msg_topic.get(msg.reply_to) if msg.reply_to else None
+    explicit = next((x for x in scored if x[1].topic_id == replied), None)
+    if explicit is not None or (scored and scored[0][0][0] >= threshold):
+        (score, parts), chosen = explicit or scored[0]  # an explicit reply has priority (design doc 3.2.1)
+        others = [x for x in scored if x[1] is not chosen]
+        topic = pool.own(chosen)
         _attach(topic, msg, f, cfg)
         _remember(pool, msg, f, topic)
-        reason = max(("reply", "user", "semantic", "entity"), key=lambda k: parts[k] * _weight(cfg, k))
+        reason = max(_SIGNALS, key=lambda k: parts[k] * getattr(cfg, f"w_{k}"))  # the largest contribution
         events.append(_event(pool, msg, TopicEventKind.EXTENDED, topic, [msg.message_id], score, reason))
         pool.bump("extended")
-        events += _soft_members(pool, msg, scored, threshold, cfg)
+        events += _soft_members(pool, msg, others, threshold, score, cfg)
         events += _maybe_merge(pool, msg, topic, cfg)
     else:
         topic = _open(pool, msg, f, cfg)
         _remember(pool, msg, f, topic)
         best = scored[0][0][0] if scored else None
-        events.append(_event(pool, msg, TopicEventKind.OPENED, topic, [msg.message_id], best, "new"))
+        related = [replied] if replied else []  # a reply to a topic that is already closed
+        reason = "reply-to-closed" if replied else "new"
+        ev = _event(pool, msg, TopicEventKind.OPENED, topic, [msg.message_id], best, reason, None, related)
+        events.append(ev)
         pool.bump("opened")
     events += _evict(pool, msg, cfg)
     pool.last_at = max(pool.last_at, at) if pool.last_at else at
@@ -239,7 +234,7 @@ def step(
 def close_idle(pool: ChatPool, now: datetime, cfg: SegmenterConfig) -> tuple[ChatPool, list[TopicEvent]]:
     """Close the topics silent for more than ``idle_close_s`` at ``now`` (event time of the stream)."""
     pool = pool.fork()
-    return pool, _close_idle(pool, now, cfg, None)
+    return pool, _close_idle(pool, now, cfg)
 
 
 def flush(pool: ChatPool, now: datetime | None = None) -> tuple[ChatPool, list[TopicEvent]]:
@@ -252,10 +247,6 @@ def flush(pool: ChatPool, now: datetime | None = None) -> tuple[ChatPool, list[T
 
 
 # --- internals ---------------------------------------------------------------------------------------
-
-
-def _weight(cfg: SegmenterConfig, signal: str) -> float:
-    return {"reply": cfg.w_reply, "user": cfg.w_user, "semantic": cfg.w_semantic, "entity": cfg.w_entity}[signal]
 
 
 def _event(
@@ -304,7 +295,7 @@ def _closed(pool: ChatPool, topic: ActiveTopic, at: datetime, reason: str) -> To
     )
 
 
-def _close_idle(pool: ChatPool, now: datetime, cfg: SegmenterConfig, _by: str | None) -> list[TopicEvent]:
+def _close_idle(pool: ChatPool, now: datetime, cfg: SegmenterConfig) -> list[TopicEvent]:
     cutoff = now.timestamp() - cfg.idle_close_s
     idle = [t for t in pool.topics if t.last_ts < cutoff]
     pool.topics = [t for t in pool.topics if t.last_ts >= cutoff]
@@ -324,7 +315,7 @@ def _open(pool: ChatPool, msg: ChatMessage, f: Features, cfg: SegmenterConfig) -
 
 
 def _attach(topic: ActiveTopic, msg: ChatMessage, f: Features, cfg: SegmenterConfig) -> None:
-    topic._matrix = None
+    topic.changed()
     topic.message_ids.append(msg.message_id)
     topic.count += 1
     if msg.sender not in topic.participants:
@@ -335,7 +326,7 @@ def _attach(topic: ActiveTopic, msg: ChatMessage, f: Features, cfg: SegmenterCon
     topic.last_by_sender[msg.sender] = f.ts
     for sid in f.addressees:
         topic.addressed[sid] = f.ts
-    for w in f.keywords:
+    for w in sorted(f.keywords):  # sorted: set order depends on the hash seed (replay must be exact)
         topic.keywords[w] = topic.keywords.get(w, 0) + 1
     if len(topic.keywords) > KEYWORDS_MAX:  # keep the most used, newest first among ties
         keep = sorted(topic.keywords.items(), key=lambda kv: kv[1], reverse=True)[: KEYWORDS_MAX * 3 // 4]
@@ -343,16 +334,12 @@ def _attach(topic: ActiveTopic, msg: ChatMessage, f: Features, cfg: SegmenterCon
     if f.vector is not None:
         vec = f.vector
         if topic.centroid is None:
-            topic.centroid, topic.centroid_n = _rounded(vec), 1
+            topic.centroid, topic.centroid_n = rounded(vec), 1
         else:
             n = topic.centroid_n
-            topic.centroid = _rounded((np.asarray(topic.centroid, dtype=np.float32) * n + vec) / (n + 1))
+            topic.centroid = rounded((np.asarray(topic.centroid, dtype=np.float32) * n + vec) / (n + 1))
             topic.centroid_n = n + 1
-        topic.recent_vectors = [*topic.recent_vectors, _rounded(vec)][-cfg.recent_k :]
-
-
-def _rounded(vec: np.ndarray) -> list[float]:
-    return [round(float(x), 5) for x in vec]
+        topic.recent_vectors = [*topic.recent_vectors, rounded(vec)][-cfg.recent_k :]
 
 
 def _remember(pool: ChatPool, msg: ChatMessage, f: Features, topic: ActiveTopic) -> None:
@@ -371,14 +358,14 @@ def _remember(pool: ChatPool, msg: ChatMessage, f: Features, topic: ActiveTopic)
     pool.bump("messages")
 
 
-def _soft_members(pool, msg, scored, threshold: float, cfg: SegmenterConfig) -> list[TopicEvent]:
-    if len(scored) < 2:
+def _soft_members(pool, msg, others, threshold: float, best: float, cfg: SegmenterConfig) -> list[TopicEvent]:
+    """The best other topic also gets the message, weighted, if it clears the bar and is close to the best."""
+    if not others:
         return []
-    best = scored[0][0][0]
-    (score, _), runner = scored[1]
-    if score < threshold or score < cfg.soft_ratio * best:
+    (score, _), runner = others[0]
+    if score < threshold or best <= 0 or score < cfg.soft_ratio * best:
         return []
-    weight = round(score / best, 3) if best > 0 else 0.0
+    weight = round(min(1.0, score / best), 3)
     runner = pool.own(runner)
     runner.message_ids.append(msg.message_id)
     runner.soft[msg.message_id] = weight
@@ -388,18 +375,19 @@ def _soft_members(pool, msg, scored, threshold: float, cfg: SegmenterConfig) -> 
 
 def _maybe_merge(pool: ChatPool, msg: ChatMessage, topic: ActiveTopic, cfg: SegmenterConfig) -> list:
     """Merge an active topic into ``topic`` when both centroids nearly coincide and they share people."""
-    if topic.centroid is None or topic.centroid_n < cfg.merge_min_messages:
+    if topic.centroid is None or topic.centroid_n < cfg.merge_min_messages or cfg.merge_similarity > 1:
         return []
-    mine = as_unit(topic.centroid)
+    mine = topic.vectors()[0]  # type: ignore[index]
     for other in pool.topics:
         if other is topic or other.centroid is None or other.centroid_n < cfg.merge_min_messages:
             continue
-        shared = set(other.participants) & set(topic.participants)
-        if not shared or float(as_unit(other.centroid) @ mine) < cfg.merge_similarity:
+        if not set(other.participants) & set(topic.participants):
+            continue
+        if float(other.vectors()[0] @ mine) < cfg.merge_similarity:  # type: ignore[index]
             continue
         keep, gone = (topic, other) if topic.started_at <= other.started_at else (other, topic)
         keep = pool.own(keep)
-        _absorb(keep, gone, pool.seen)
+        absorb(keep, gone, pool.seen)
         pool.topics = [t for t in pool.topics if t is not gone]
         for mid in gone.message_ids:
             if pool.msg_topic.get(mid) == gone.topic_id:
@@ -411,30 +399,6 @@ def _maybe_merge(pool: ChatPool, msg: ChatMessage, topic: ActiveTopic, cfg: Segm
         ev = _event(pool, msg, TopicEventKind.MERGED, keep, list(keep.message_ids), None, "near-duplicate")
         return [ev.model_copy(update={"related_topic_ids": [gone.topic_id], "weights": dict(keep.soft)})]
     return []
-
-
-def _absorb(keep: ActiveTopic, gone: ActiveTopic, arrival: list[str]) -> None:
-    keep._matrix = None
-    order = {m: i for i, m in enumerate(arrival)}  # ids older than the seen window sort first, stably
-    keep.message_ids = sorted(dict.fromkeys(keep.message_ids + gone.message_ids), key=lambda m: order.get(m, -1))
-    primary = set(keep.primary_ids()) | set(gone.primary_ids())
-    keep.soft = {m: w for m, w in {**gone.soft, **keep.soft}.items() if m not in primary}
-    keep.participants += [p for p in gone.participants if p not in keep.participants]
-    if gone.centroid is not None and keep.centroid is not None:
-        n, k = keep.centroid_n, gone.centroid_n
-        mix = (np.asarray(keep.centroid) * n + np.asarray(gone.centroid) * k) / (n + k)
-        keep.centroid, keep.centroid_n = _rounded(mix), n + k
-    keep.recent_vectors = (gone.recent_vectors + keep.recent_vectors)[-len(keep.recent_vectors) or None :]
-    for w, c in gone.keywords.items():
-        keep.keywords[w] = keep.keywords.get(w, 0) + c
-    for s, ts in gone.last_by_sender.items():
-        keep.last_by_sender[s] = max(ts, keep.last_by_sender.get(s, ts))
-    for s, ts in gone.addressed.items():
-        keep.addressed[s] = max(ts, keep.addressed.get(s, ts))
-    keep.count += gone.count
-    if gone.last_ts > keep.last_ts:
-        keep.last_ts, keep.last_active_at, keep.last_sender = gone.last_ts, gone.last_active_at, gone.last_sender
-    keep.started_at = min(keep.started_at, gone.started_at)
 
 
 def _evict(pool: ChatPool, msg: ChatMessage, cfg: SegmenterConfig) -> list[TopicEvent]:

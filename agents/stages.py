@@ -166,6 +166,8 @@ class SegmentStage:
         out.emit(DISTILL_JOBS, job.chat_id, job.job_id, job)
 
     async def _save_topics(self, touched: dict[tuple[str, str], TopicEvent]) -> None:
+        for event in [e for e in touched.values() if e.kind == TopicEventKind.MERGED]:
+            await self._mark_merged(event)
         for (chat_id, topic_id), event in touched.items():
             pool = self.pools.get(chat_id)
             active = pool.topic(topic_id) if pool else None
@@ -179,7 +181,7 @@ class SegmentStage:
                     started_at=active.started_at,
                     last_active_at=active.last_active_at,
                 )
-            elif event.kind in (TopicEventKind.CLOSED, TopicEventKind.MERGED):
+            elif event.kind == TopicEventKind.CLOSED:
                 msgs = await self.clients.store.get_messages(chat_id, event.message_ids)
                 if not msgs:
                     continue
@@ -195,6 +197,14 @@ class SegmentStage:
             else:
                 continue
             await self.clients.store.upsert_topic(summary)
+
+
+    async def _mark_merged(self, event: TopicEvent) -> None:
+        """Topics absorbed by a merge keep their stored summary, marked merged (never rewritten away)."""
+        stored = {t.topic_id: t for t in await self.clients.store.list_topics(event.chat_id)}
+        for gone in event.related_topic_ids:
+            if gone in stored and stored[gone].state != "merged":
+                await self.clients.store.upsert_topic(stored[gone].model_copy(update={"state": "merged"}))
 
 
 class DistillStage:

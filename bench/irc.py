@@ -72,7 +72,8 @@ class IrcFile:
 
     @property
     def annotated(self) -> list[int]:
-        return [i for i in range(self.cutoff, len(self.lines))]
+        """Lines scored: every line named by a link from the first annotated line on."""
+        return sorted({n for pair in self.gold_links for n in pair if self.cutoff <= n < len(self.lines)})
 
     def gold_clusters(self) -> list[set[int]]:
         return M.clusters_from_links(self.gold_links, self.cutoff)
@@ -88,7 +89,13 @@ def parse_line(idx: int, raw: str) -> IrcLine:
         kind = "system" if _SYS_EVENT_RE.match(m.group(2)) else "action"
         return IrcLine(idx, kind, m.group(1), m.group(2), None)
     if m := _STAMP_RE.match(raw):  # e.g. notices "-nick- text": treat as a message of that token
-        return IrcLine(idx, "message", m.group(3).strip("<>-*") or "?", m.group(4), int(m.group(1)) * 60 + int(m.group(2)))
+        return IrcLine(
+            idx,
+            "message",
+            m.group(3).strip("<>-*") or "?",
+            m.group(4),
+            int(m.group(1)) * 60 + int(m.group(2)),
+        )
     return IrcLine(idx, "system", "?", raw, None)
 
 
@@ -181,20 +188,26 @@ class Output:
     links: dict[str, set[tuple[int, int]]] = field(default_factory=dict)
 
 
-def antecedent(line: IrcLine, members: list[IrcLine], lines: list[IrcLine]) -> int:
-    """The earlier message of the same topic that ``line`` most likely answers."""
+def antecedent(line: IrcLine, members: list[IrcLine]) -> int:
+    """The earlier message of the same topic that ``line`` most likely answers: the addressee's latest
+    message (or the sender's own latest, if it is newer and went to the same person); else the latest
+    message that addressed the sender since they last spoke; else the sender's own latest if nobody spoke
+    since; else the latest message of someone else. A topic's first message links to itself."""
     if not members:
         return line.idx
+    own = [m for m in members if m.nick == line.nick]
+    own_last = own[-1].idx if own else -1
     if line.addressee:
         theirs = [m for m in members if m.nick == line.addressee]
         if theirs:
+            if own and own_last > theirs[-1].idx and own[-1].addressee == line.addressee:
+                return own_last
             return theirs[-1].idx
-    own_last = max((m.idx for m in members if m.nick == line.nick), default=-1)
     asked = [m for m in members if m.addressee == line.nick and m.idx > own_last]
     if asked:
         return asked[-1].idx
     others = [m for m in members if m.nick != line.nick]
-    if own_last >= 0 and (not others or others[-1].idx < own_last):
+    if own and (not others or others[-1].idx < own_last):
         return own_last
     return (others or members)[-1].idx
 
@@ -214,9 +227,10 @@ async def run_memstream(files: list[IrcFile], embedder, cfg: SegmenterConfig) ->
         members: dict[str, list[IrcLine]] = {}
         alias: dict[str, str] = {}
         links: set[tuple[int, int]] = set()
-        t0 = time.perf_counter()
         for k, (line, msg) in enumerate(zip(turns, msgs, strict=True)):
+            t0 = time.perf_counter()
             pool, events = step(pool, msg, None if vectors is None else vectors[k], cfg)
+            seg_s += time.perf_counter() - t0
             for ev in events:
                 if ev.kind == TopicEventKind.MERGED:
                     for gone in ev.related_topic_ids:
@@ -226,25 +240,19 @@ async def run_memstream(files: list[IrcFile], embedder, cfg: SegmenterConfig) ->
                         )
                 elif ev.kind in (TopicEventKind.OPENED, TopicEventKind.EXTENDED) and ev.reason != "soft":
                     group = members.setdefault(ev.topic_id, [])
-                    links.add((line.idx, antecedent(line, group, f.lines)))
+                    links.add((line.idx, antecedent(line, group)))
                     group.append(line)
                     topic_of[line.idx] = ev.topic_id
         pool, _ = flush(pool)
-        seg_s += time.perf_counter() - t0
         n_steps += len(msgs)
-
-        def label(idx: int) -> str:
-            tid = topic_of.get(idx, f"single-{idx}")
-            while tid in alias:
-                tid = alias[tid]
-            return tid
 
         groups: dict[str, set[int]] = {}
         for idx in f.annotated:
-            groups.setdefault(label(idx), set()).add(idx)
+            groups.setdefault(_final_topic(topic_of.get(idx, f"single-{idx}"), alias), set()).add(idx)
         out.clusters[f.name] = sorted(groups.values(), key=min)
-        out.links[f.name] = {(a, b) for a, b in links if a >= f.cutoff} | {
-            (ln.idx, ln.idx) for ln in f.lines[f.cutoff :] if ln.kind == "system"
+        keep = set(f.annotated)
+        out.links[f.name] = {(a, b) for a, b in links if a in keep} | {
+            (ln.idx, ln.idx) for ln in f.lines if ln.kind == "system" and ln.idx in keep
         }
     stats = {
         "messages": n_steps,
@@ -255,21 +263,29 @@ async def run_memstream(files: list[IrcFile], embedder, cfg: SegmenterConfig) ->
     return out, stats
 
 
+def _final_topic(topic_id: str, alias: dict[str, str]) -> str:
+    while topic_id in alias:  # merged topics live on under the surviving id
+        topic_id = alias[topic_id]
+    return topic_id
+
+
 def _link_system(files: list[IrcFile], pick: Callable[[IrcFile, IrcLine, dict], int]) -> Output:
     """A baseline defined by one antecedent per annotated line; clusters are its connected components."""
     out = Output()
     for f in files:
         state: dict = {}
         links = set()
+        keep = set(f.annotated)
         for line in f.lines:
             target = line.idx if line.kind == "system" else pick(f, line, state)
             if line.kind != "system":
                 state.setdefault("last_by", {})[line.nick] = line.idx
                 state["prev"] = line.idx
-            if line.idx >= f.cutoff:
+            if line.idx in keep:
                 links.add((line.idx, target))
         out.links[f.name] = links
-        out.clusters[f.name] = M.clusters_from_links(links, f.cutoff)
+        clusters = ({n for n in c if n in keep} for c in M.clusters_from_links(links, f.cutoff))
+        out.clusters[f.name] = [c for c in clusters if c]
     return out
 
 
@@ -347,16 +363,24 @@ def _plot(report: dict, path: Path) -> None:
 
     metrics = ["vi", "one_to_one", "exact_f1", "link_f1"]
     rows = {**report["systems"], **report["meta"]["published"]}
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+    fig, ax = plt.subplots(figsize=(10, 5.2))
     width = 0.8 / len(rows)
     for i, (name, vals) in enumerate(rows.items()):
         xs = [m + i * width for m in range(len(metrics))]
-        ax.bar(xs, [vals.get(m, 0.0) for m in metrics], width, label=name, hatch="//" if "paper" in name else None)
-    ax.set_xticks([m + 0.4 - width / 2 for m in range(len(metrics))], ["VI (1-VI/log n)", "1-1", "exact F1", "link F1"])
+        ax.bar(
+            xs,
+            [vals.get(m, 0.0) for m in metrics],
+            width,
+            label=name,
+            hatch="//" if "paper" in name else None,
+        )
+    ax.set_xticks(
+        [m + 0.4 - width / 2 for m in range(len(metrics))], ["VI (1-VI/log n)", "1-1", "exact F1", "link F1"]
+    )
     ax.set_ylabel("%")
     ax.set_ylim(0, 100)
     ax.set_title("IRC disentanglement (Ubuntu, annotated lines)")
-    ax.legend(fontsize=8, ncol=2)
+    ax.legend(fontsize=8, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.1))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -64,7 +64,9 @@ def clusters_from_links(links: Iterable[tuple[int, int]], cutoff: int | None = N
 
 def _check_same_points(gold: Clusters, auto: Clusters) -> None:
     if set(gold) != set(auto):
-        raise ValueError(f"files differ: gold-only {set(gold) - set(auto)}, auto-only {set(auto) - set(gold)}")
+        raise ValueError(
+            f"files differ: gold-only {set(gold) - set(auto)}, auto-only {set(auto) - set(gold)}"
+        )
     for name in gold:
         g = set().union(*gold[name]) if gold[name] else set()
         a = set().union(*auto[name]) if auto[name] else set()

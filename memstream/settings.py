@@ -10,7 +10,13 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class SegmenterConfig(BaseModel):
-    """Weights and thresholds of the multi-signal topic segmenter (design doc 001, 3.2.1-3.2.2)."""
+    """Weights and thresholds of the multi-signal topic segmenter (design doc 001, 3.2.1-3.2.2).
+
+    A message joins the best active topic if ``w_reply*reply + decay*(w_user*user + w_semantic*semantic +
+    w_entity*entity + w_time) - w_mismatch*mismatch`` reaches ``threshold`` moved by the message cues
+    (``threshold_*``); see ``agents/segment_signals.py``. Defaults were tuned on the Ubuntu IRC
+    disentanglement dev set (``bench/irc.py``), keeping the design doc's ``w_reply = 0.4`` as the scale.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -21,7 +27,7 @@ class SegmenterConfig(BaseModel):
     time_decay_half_life_s: float = 300.0
     user_window_s: float = 120.0
     threshold: float = 0.85
-    adaptive_threshold: bool = True
+    adaptive_threshold: bool = False
     max_active_topics: int = 12
     idle_close_s: float = 900.0
     recent_k: int = 5
@@ -48,9 +54,11 @@ class SegmenterConfig(BaseModel):
     # real-time merge of near-duplicate active topics (needs vectors)
     merge_similarity: float = 0.9
     merge_min_messages: int = 3
-    # adaptive threshold: threshold * clamp(1 + gain * (median recent best score - reference) / reference)
-    adaptive_gain: float = 0.0
-    adaptive_reference: float = 0.3
+    # per-chat adaptive threshold (when enabled): the message's threshold times
+    # clamp(1 + gain * (median recent best score - reference) / reference, min, max); off by default because
+    # it did not help on IRC dev (the message cues above already adapt the bar per message)
+    adaptive_gain: float = 0.25
+    adaptive_reference: float = 0.9
     adaptive_min: float = 0.8
     adaptive_max: float = 1.25
 

@@ -1,0 +1,119 @@
+"""IRC disentanglement reader and the benchmark run on a tiny hand-made log."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from bench import irc
+
+LOG = """\
+=== alice [~a@example.net]  has joined #ubuntu
+[23:58] <alice> hi, my wifi is broken on 8.04?
+[23:59] <bob> alice: which card?
+=== carol is now known as carol_
+[00:00] <alice> bob, intel 3945
+=== bob thinks about it
+[00:01]  * dave waves
+[00:01] <dave> anyone using zfs?
+[00:02] <bob> alice: try the iwlwifi firmware package
+[00:02] <erin> dave: yes, zfs on root
+"""
+ANNOTATION = """\
+1 2 -
+2 4 -
+3 3 -
+4 5 -
+6 6 -
+7 7 -
+4 8 -
+7 9 -
+"""
+
+
+def write(tmp_path, name="2008-12-11_23"):
+    (tmp_path / f"{name}.ascii.txt").write_text(LOG)
+    (tmp_path / f"{name}.annotation.txt").write_text(ANNOTATION)
+    return tmp_path / f"{name}.ascii.txt", tmp_path / f"{name}.annotation.txt"
+
+
+def test_lines_are_parsed_by_kind(tmp_path):
+    f = irc.read_irc_file(*write(tmp_path))
+    kinds = [(ln.kind, ln.nick) for ln in f.lines]
+    assert kinds[:8] == [
+        ("system", "alice"),
+        ("message", "alice"),
+        ("message", "bob"),
+        ("system", "carol"),
+        ("message", "alice"),
+        ("action", "bob"),
+        ("action", "dave"),
+        ("message", "dave"),
+    ]
+    assert f.lines[5].text == "thinks about it" and f.lines[6].text == "waves"
+
+
+def test_times_are_monotone_cross_midnight_and_anchored_on_the_file_date(tmp_path):
+    f = irc.read_irc_file(*write(tmp_path))
+    stamps = [ln.ts for ln in f.lines]
+    assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)
+    assert f.cutoff == 2
+    assert f.lines[2].ts == datetime(2008, 12, 11, 23, 59, tzinfo=UTC)  # the first annotated line
+    assert f.lines[4].ts.date().isoformat() == "2008-12-12"
+    assert f.lines[0].ts == datetime(2008, 12, 11, 23, 58, tzinfo=UTC)  # untimed: the next minute, spread
+    assert f.lines[1].ts == datetime(2008, 12, 11, 23, 58, 30, tzinfo=UTC)
+
+
+def test_addressees_are_known_nicks_only(tmp_path):
+    f = irc.read_irc_file(*write(tmp_path))
+    assert [ln.addressee for ln in f.lines] == [
+        None,
+        None,
+        "alice",
+        None,
+        "bob",
+        None,
+        None,
+        None,
+        "alice",
+        "dave",
+    ]
+    msg = irc.to_message(f, f.lines[2])
+    assert msg.mentions == ["alice"] and msg.sender == "bob" and msg.message_id == "2"
+    assert msg.metadata == {"line": 2, "kind": "message"}
+
+
+def test_gold_clusters_are_components_of_annotated_lines(tmp_path):
+    f = irc.read_irc_file(*write(tmp_path))
+    assert (2, 1) in f.gold_links and (3, 3) in f.gold_links
+    assert f.gold_clusters() == [{2, 4, 5, 8}, {3}, {6}, {7, 9}]
+
+
+async def test_run_irc_writes_every_system_and_metric(tmp_path):
+    write(tmp_path)
+    out = tmp_path / "out"
+    report = await irc.run_irc(tmp_path, out)
+    assert set(report["systems"]) == {"memstream", "previous-message", "reply-mention-only", "time-window"}
+    keys = {"vi", "one_to_one", "exact_p", "exact_r", "exact_f1", "link_p", "link_r", "link_f1"}
+    for scores in report["systems"].values():
+        assert set(scores) == keys and all(0 <= v <= 100 for v in scores.values())
+    assert json.loads((out / "irc.json").read_text())["systems"] == report["systems"]
+    assert (out / "irc.png").stat().st_size > 0
+    mem = report["systems"]["memstream"]
+    assert mem["one_to_one"] >= report["systems"]["previous-message"]["one_to_one"]
+
+
+def test_main_runs_from_the_command_line(tmp_path, capsys):
+    write(tmp_path)
+    assert irc.main(["--data", str(tmp_path), "--out", str(tmp_path / "o")]) == 0
+    assert "memstream" in capsys.readouterr().out
+
+
+async def test_lines_missing_from_the_annotation_are_not_scored(tmp_path):
+    write(tmp_path)
+    ann = tmp_path / "2008-12-11_23.annotation.txt"
+    ann.write_text("".join(ln + "\n" for ln in ANNOTATION.splitlines() if ln != "6 6 -"))
+    f = irc.read_irc_dir(tmp_path)[0]
+    assert 6 not in f.annotated and f.annotated == [2, 3, 4, 5, 7, 8, 9]
+    report = await irc.run_irc(tmp_path, tmp_path / "out")
+    assert set(report["systems"]) == set(irc.SYSTEMS)

@@ -1,0 +1,60 @@
+"""TIAGE reader and benchmark on a tiny hand-made file."""
+
+from __future__ import annotations
+
+import json
+
+from bench import tiage
+
+DATA = {
+    "7": [
+        ["do you like hiking in the mountains ?", "-1"],
+        ["yes , mountains hiking is my favourite weekend thing", "0"],
+        ["which mountains do you go hiking in ?", "0"],
+        ["what kind of pizza toppings do you enjoy ?", "1"],
+        ["pineapple pizza , always", "0"],
+    ],
+    "8": [
+        ["i just adopted a cat", "-1"],
+        ["what is the cat called ?", "0"],
+    ],
+}
+
+
+def write(tmp_path):
+    path = tmp_path / "anno_tiny.json"
+    path.write_text(json.dumps(DATA))
+    return path
+
+
+def test_reader_and_gold_labels_skip_the_first_turn(tmp_path):
+    dialogues = tiage.read_tiage(write(tmp_path))
+    assert list(dialogues) == ["7", "8"] and dialogues["7"][3] == (
+        "what kind of pizza toppings do you enjoy ?",
+        "1",
+    )
+    assert tiage.gold_labels(dialogues) == [False, False, True, False, False]
+
+
+def test_dialogues_become_two_alternating_speakers_a_minute_apart(tmp_path):
+    msgs = tiage.dialog_messages("7", tiage.read_tiage(write(tmp_path))["7"])
+    assert [m.sender for m in msgs] == ["A", "B", "A", "B", "A"]
+    assert (msgs[1].ts - msgs[0].ts).total_seconds() == 60
+    assert len({m.message_id for m in msgs}) == 5 and msgs[0].chat_id == "tiage-7"
+
+
+async def test_run_tiage_scores_memstream_and_always_shift(tmp_path):
+    report = await tiage.run_tiage(write(tmp_path), tmp_path / "out", shift_threshold=0.05)
+    assert set(report["systems"]) == {"memstream", "always-shift"}
+    always = report["systems"]["always-shift"]
+    assert always == {"precision": 20.0, "recall": 100.0, "f1": round(200 / 6, 2)}
+    mem = report["systems"]["memstream"]
+    assert mem["recall"] == 100.0  # the pizza turn shares no word with the hiking talk
+    assert (tmp_path / "out" / "tiage.json").exists() and (tmp_path / "out" / "tiage.png").exists()
+
+
+async def test_threshold_can_be_calibrated_on_a_training_file(tmp_path):
+    path = write(tmp_path)
+    report = await tiage.run_tiage(path, tmp_path / "out", train=path)
+    assert report["meta"]["threshold_source"].startswith("calibrated")
+    assert report["systems"]["memstream"]["f1"] >= report["systems"]["always-shift"]["f1"]
