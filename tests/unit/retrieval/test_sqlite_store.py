@@ -360,33 +360,3 @@ async def test_vector_cache_stays_equal_to_a_rebuilt_one(store, tmp_path):
     await assert_consistent()
 
 
-@pytest.mark.slow
-async def test_latency_budget_on_a_2000_doc_chat(tmp_path):
-    """~1,000 turns + ~1,000 memories: ingest well under a second, every search mode p95 under 20 ms."""
-    import time
-
-    rng = np.random.default_rng(0)
-    store = SQLiteStore(tmp_path / "big.db", 384)
-    await store.bootstrap()
-    words = [f"w{i}" for i in range(3000)] + ["pizza", "杭州", "deploy", "猫"]
-    texts = [" ".join(rng.choice(words, size=12)) for _ in range(2000)]
-    vecs = rng.standard_normal((2000, 384)).astype(np.float32)
-    msgs = [msg("A", i, texts[i], sender=f"u{i % 5}") for i in range(1000)]
-    t0 = time.perf_counter()
-    await store.upsert_messages(msgs, vecs[:1000])
-    assert time.perf_counter() - t0 < 1.0
-    for i in range(1000):
-        rec = record("A", f"mem{i}", texts[1000 + i], minutes=i)
-        await store.apply_decision(decision(f"d{i}", DecisionOp.ADD, rec=rec), vecs[1000 + i])
-    for mode in ("bm25", "knn", "hybrid"):
-        took = []
-        for i in range(60):
-            q = SearchQuery(
-                chat_id="A", text=" ".join(rng.choice(words, size=4)), vector=vecs[i].tolist(), mode=mode
-            )
-            t0 = time.perf_counter()
-            hits = await store.search(q)
-            took.append(time.perf_counter() - t0)
-            assert hits
-        assert np.percentile(took[5:], 95) < 0.020, mode
-    await store.close()
