@@ -10,9 +10,19 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bench.locomo_metrics import FIG_KEYS, aggregate, parse_evidence, score_question
+from bench.locomo_metrics import (
+    FIG_KEYS,
+    aggregate,
+    choose_threshold,
+    classifier_metrics,
+    parse_evidence,
+    pr_curve,
+    prf,
+    score_question,
+)
 from memstream.settings import Settings
 
 # name -> (retrieval mode, item kinds or None for the default, which store)
@@ -24,6 +34,11 @@ SYSTEMS = {
     "add-only": ("hybrid", None, "add-only"),
 }
 CATEGORIES = ("1", "2", "3", "4", "5")
+# uniform systems under the names the routing comparison uses (the same runs as memstream-hybrid/embedding-only)
+ALIASES = {"uniform-hybrid": "memstream-hybrid", "uniform-embedding": "embedding-only"}
+STRATEGIES = ("factual_extraction", "temporal_reasoning", "knowledge_update", "multi_hop", "abstention")
+ORACLE_TYPE = {"1": "multi_hop", "2": "temporal_reasoning", "3": "factual_extraction", "4": "factual_extraction",
+               "5": "factual_extraction"}  # fmt: skip
 
 
 def load_questions(data: list[dict]) -> list[dict]:
@@ -33,8 +48,14 @@ def load_questions(data: list[dict]) -> list[dict]:
             ev = parse_evidence(qa.get("evidence", []))
             if not ev:
                 continue
-            qs.append({"chat_id": str(conv["sample_id"]), "question": str(qa["question"]),
-                       "category": str(qa.get("category")), "evidence": ev})
+            qs.append(
+                {
+                    "chat_id": str(conv["sample_id"]),
+                    "question": str(qa["question"]),
+                    "category": str(qa.get("category")),
+                    "evidence": ev,
+                }
+            )
     return qs
 
 
@@ -47,8 +68,10 @@ async def _ingest(settings: Settings, src: Path, embedder, console):
     report = await ingest(clients, src, fmt="locomo")
     secs = time.perf_counter() - t0
     if console:
-        console.print(f"ingested {report.read} turns in {secs:.1f}s ({settings.consolidator.mode}); "
-                      f"stages {report.stats.processed}")
+        console.print(
+            f"ingested {report.read} turns in {secs:.1f}s ({settings.consolidator.mode}); "
+            f"stages {report.stats.processed}"
+        )
     return clients, report, secs
 
 
@@ -68,7 +91,10 @@ async def consolidation_stats(clients, n_msgs: int, llm_calls: int) -> dict:
         "records": len(await _all_memories(clients)),
         "decisions": sum(ops.values()),
         **{op.lower(): ops.get(op, 0) for op in ("ADD", "UPDATE", "DELETE", "NOOP")},
-        **{f"{op.lower()}_share": round(ops.get(op, 0) / total, 4) for op in ("ADD", "UPDATE", "DELETE", "NOOP")},
+        **{
+            f"{op.lower()}_share": round(ops.get(op, 0) / total, 4)
+            for op in ("ADD", "UPDATE", "DELETE", "NOOP")
+        },
         "llm_calls_per_1k_msgs": round(1000 * llm_calls / max(1, n_msgs), 2),
     }
 
@@ -80,15 +106,139 @@ async def _evaluate(clients, questions: list[dict], mode: str, kinds: list[str] 
     rows = []
     cfg = clients.settings.retrieval
     for q in questions:
-        req = RetrieveRequest(chat_id=q["chat_id"], query=q["question"], k=10, mode=mode, token_budget=8000,
-                              kinds=kinds)
+        req = RetrieveRequest(
+            chat_id=q["chat_id"], query=q["question"], k=10, mode=mode, token_budget=8000, kinds=kinds
+        )
         t0 = time.perf_counter()
-        resp = await retrieve(clients.store, clients.embedder, req, candidates=cfg.candidates, rrf_k=cfg.rrf_k)
+        resp = await retrieve(
+            clients.store, clients.embedder, req, candidates=cfg.candidates, rrf_k=cfg.rrf_k
+        )
         latency = (time.perf_counter() - t0) * 1000
         ranked = [it.source_message_ids for it in resp.items]
-        rows.append(score_question(ranked, q["evidence"]) | {"tokens": resp.context_tokens, "latency_ms": latency,
-                                                            "category": q["category"]})
+        rows.append(
+            score_question(ranked, q["evidence"])
+            | {"tokens": resp.context_tokens, "latency_ms": latency, "category": q["category"]}
+        )
     return rows
+
+
+class _QueryVectors:
+    """The bench's embedder for the routed systems: query vectors cached across systems (ablations re-ask
+    the same queries; document vectors are cached by the inner embedder as usual)."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.cache: dict[str, object] = {}
+
+    async def embed(self, texts: list[str], *, is_query: bool = False):
+        import numpy as np
+
+        if not is_query:
+            return await self.inner.embed(texts)
+        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if missing:
+            self.cache.update(zip(missing, await self.inner.embed(missing, is_query=True), strict=True))
+        return np.stack([self.cache[t] for t in texts])
+
+
+class _SharedSearches:
+    """The bench's store for the routed systems: identical searches run once across systems."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.cache: dict[str, list] = {}
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    async def search(self, query):
+        key = query.model_dump_json()
+        if key not in self.cache:
+            self.cache[key] = await self.inner.search(query)
+        return self.cache[key]
+
+
+async def _evaluate_routed(
+    clients, questions: list[dict], cfg, shared, *, use_oracle: bool = False
+) -> list[dict]:
+    from retrieval.router.classifier import oracle
+    from retrieval.router.pipeline import retrieve_routed
+    from schemas import RetrieveRequest
+
+    store, embedder, now = shared
+    rows = []
+    for q in questions:
+        req = RetrieveRequest(chat_id=q["chat_id"], query=q["question"], k=10, mode="routed", token_budget=8000,
+                              now=now[q["chat_id"]])  # fmt: skip
+        t0 = time.perf_counter()
+        resp = await retrieve_routed(store, embedder, req, cfg=cfg, llm=clients.llm, graph=clients.extra.get("graph"),
+                                     classification=oracle(ORACLE_TYPE[q["category"]]) if use_oracle else None)  # fmt: skip
+        latency = (time.perf_counter() - t0) * 1000
+        verdict = next((t.detail for t in resp.trace if t.step == "abstain"), {})
+        ranked = [it.source_message_ids for it in resp.items]
+        rows.append(score_question(ranked, q["evidence"]) | {
+            "tokens": resp.context_tokens, "latency_ms": latency, "category": q["category"], "chat_id": q["chat_id"],
+            "predicted": resp.query_type, "abstained": resp.no_relevant_memory and bool(resp.abstention_reason),
+            "abstain_score": float(verdict.get("score", -1.0))})  # fmt: skip
+    return rows
+
+
+async def _routed_systems(clients, questions: list[dict], console) -> tuple[dict, list[dict]]:
+    """routed, oracle-routed and routed-without-<strategy>, sharing query vectors and searches."""
+    from retrieval.router.recipes import RouterConfig
+
+    now = {}
+    for chat in {q["chat_id"] for q in questions}:
+        msgs = await clients.store.list_messages(chat)
+        now[chat] = msgs[-1].ts + timedelta(days=1) if msgs else datetime.now(UTC)
+    shared = (
+        _SharedSearches(clients.store),
+        _QueryVectors(clients.embedder) if clients.embedder else None,
+        now,
+    )
+    base = RouterConfig()
+    variants = {"routed": (base, False), "oracle-routed": (base, True)}
+    variants |= {f"routed-without-{s}": (base.without(s), False) for s in STRATEGIES}
+    systems, routed_rows = {}, []
+    for name, (cfg, use_oracle) in variants.items():
+        rows = await _evaluate_routed(clients, questions, cfg, shared, use_oracle=use_oracle)
+        systems[name] = summarise(rows)
+        routed_rows = rows if name == "routed" else routed_rows
+        _print(console, name, systems[name])
+    return systems, routed_rows
+
+
+def abstention_report(rows: list[dict], dev_chats: set[str]) -> dict:
+    """Category 5 = positives, 1-4 = negatives. The threshold is chosen on the dev conversations and
+    reported on the held-out ones (on all when there is no held-out conversation)."""
+    rows = [r for r in rows if r["category"] in CATEGORIES]
+    dev = [r for r in rows if r["chat_id"] in dev_chats]
+    test = [r for r in rows if r["chat_id"] not in dev_chats] or rows
+
+    def split(rs):
+        return [r["abstain_score"] for r in rs], [r["category"] == "5" for r in rs]
+
+    threshold = choose_threshold(*split(dev or rows))
+    held_out = prf(*split(test), threshold)
+    negatives = [r for r in rows if r["category"] in ("1", "2", "3", "4")]
+    return {
+        **{k: held_out[k] for k in ("precision", "recall", "f1")}, "threshold": round(threshold, 4),
+        "held_out": held_out, "all": prf(*split(rows), threshold),
+        "dev_conversations": sorted(dev_chats), "test_conversations": sorted({r["chat_id"] for r in test}),
+        "configured": prf([float(r["abstained"]) for r in rows], [r["category"] == "5" for r in rows], 0.5),
+        "recall_all@10_1-4_if_abstained_items_dropped": round(
+            sum(0.0 if r["abstained"] else r["turn_recall_all@10"] for r in negatives) / max(1, len(negatives)), 4),
+        "curve": [{k: p[k] for k in ("threshold", "precision", "recall", "f1")} for p in pr_curve(*split(rows))],
+    }  # fmt: skip
+
+
+def _print(console, name: str, summary: dict) -> None:
+    if console:
+        o, c = summary["overall"], summary["by_category"]
+        console.print(f"{name:36} R_all@10={o['turn_recall_all@10']:.3f} (1={c['1']['turn_recall_all@10']:.3f} "
+                      f"2={c['2']['turn_recall_all@10']:.3f} 4={c['4']['turn_recall_all@10']:.3f}) "
+                      f"R_all@5={o['turn_recall_all@5']:.3f} tokens={o['context_tokens_mean']:.0f} "
+                      f"p95={o['latency_ms_p95']:.1f}ms")  # fmt: skip
 
 
 def summarise(rows: list[dict]) -> dict:
@@ -97,8 +247,9 @@ def summarise(rows: list[dict]) -> dict:
     return {"overall": overall, "by_category": by_cat}
 
 
-async def run_locomo(data: Path, out_dir: Path, *, embedder: str = "minilm", limit: int | None = None,
-                     console=None) -> dict:
+async def run_locomo(
+    data: Path, out_dir: Path, *, embedder: str = "minilm", limit: int | None = None, console=None
+) -> dict:
     from retrieval.embedder import build_embedder
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -114,9 +265,12 @@ async def run_locomo(data: Path, out_dir: Path, *, embedder: str = "minilm", lim
         main_settings = Settings(data_dir=Path(tmp) / "main", embedder=embedder)
         stores["main"], report, secs = await _ingest(main_settings, src, emb, console)
         consolidation = await consolidation_stats(stores["main"], report.read, report.stats.llm_calls)
-        add_settings = main_settings.model_copy(update={
-            "data_dir": Path(tmp) / "add-only",
-            "consolidator": main_settings.consolidator.model_copy(update={"mode": "add-only"})})
+        add_settings = main_settings.model_copy(
+            update={
+                "data_dir": Path(tmp) / "add-only",
+                "consolidator": main_settings.consolidator.model_copy(update={"mode": "add-only"}),
+            }
+        )
         stores["add-only"], add_report, _ = await _ingest(add_settings, src, emb, console)
         add_stats = await consolidation_stats(stores["add-only"], add_report.read, add_report.stats.llm_calls)
         try:
@@ -124,11 +278,12 @@ async def run_locomo(data: Path, out_dir: Path, *, embedder: str = "minilm", lim
             for name, (mode, kinds, store) in SYSTEMS.items():
                 rows = await _evaluate(stores[store], questions, mode, kinds)
                 systems[name] = summarise(rows)
-                if console:
-                    o = systems[name]["overall"]
-                    console.print(f"{name:18} R_all@10={o['turn_recall_all@10']:.3f} "
-                                  f"R_all@5={o['turn_recall_all@5']:.3f} tokens={o['context_tokens_mean']:.0f} "
-                                  f"p95={o['latency_ms_p95']:.1f}ms")
+                _print(console, name, systems[name])
+            systems |= {alias: systems[name] for alias, name in ALIASES.items()}
+            t0 = time.perf_counter()
+            routed, routed_rows = await _routed_systems(stores["main"], questions, console)
+            systems |= routed
+            routed_secs = time.perf_counter() - t0
         finally:
             for c in stores.values():
                 await c.close()
@@ -143,9 +298,13 @@ async def run_locomo(data: Path, out_dir: Path, *, embedder: str = "minilm", lim
         "consolidation": consolidation,
         "add_only_consolidation": add_stats,
         "systems": systems,
+        "routed_eval_seconds": round(routed_secs, 1),
+        "classifier": classifier_metrics(routed_rows),
+        "abstention": abstention_report(routed_rows, {str(c["sample_id"]) for c in convs[::2]}),
     }
     (out_dir / "locomo.json").write_text(json.dumps(result, indent=2))
     plot(result, out_dir / "locomo.png")
+    plot_abstention(result["abstention"], out_dir / "abstention_pr.png")
     return result
 
 
@@ -165,16 +324,45 @@ def plot(result: dict, path: Path) -> None:
     systems = list(result["systems"])
     groups = ["overall", *CATEGORIES]
     labels = ["overall\n(1-4)", "1 multi-hop", "2 temporal", "3 open-dom.", "4 single-hop", "5 adversarial"]
-    fig, ax = plt.subplots(figsize=(11, 4.5))
+    fig, ax = plt.subplots(figsize=(max(11, 0.9 * len(systems)), 5))
     width = 0.8 / max(1, len(systems))
+    colours = plt.get_cmap("tab20")
     for i, name in enumerate(systems):
         s = result["systems"][name]
-        vals = [s["overall"]["turn_recall_all@10"]] + [s["by_category"][c]["turn_recall_all@10"] for c in CATEGORIES]
-        ax.bar([g + i * width for g in range(len(groups))], vals, width, label=name)
+        vals = [s["overall"]["turn_recall_all@10"]] + [
+            s["by_category"][c]["turn_recall_all@10"] for c in CATEGORIES
+        ]
+        ax.bar([g + i * width for g in range(len(groups))], vals, width, label=name, color=colours(i % 20))
     ax.set_xticks([g + width * (len(systems) - 1) / 2 for g in range(len(groups))], labels)
     ax.set_ylabel("turn recall_all@10")
     ax.set_ylim(0, 1)
-    ax.set_title(f"LoCoMo retrieval ({result['conversations']} conversations, {result['questions']} questions)")
+    ax.set_title(
+        f"LoCoMo retrieval ({result['conversations']} conversations, {result['questions']} questions)"
+    )
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_abstention(report: dict, path: Path) -> None:
+    """Precision/recall trade-off of the routed abstention check (all conversations), chosen threshold marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curve = report["curve"]
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    ax.plot([p["recall"] for p in curve], [p["precision"] for p in curve], marker=".", lw=1)
+    chosen = report["all"]
+    ax.scatter([chosen["recall"]], [chosen["precision"]], color="red", zorder=3,
+               label=f"threshold {report['threshold']} (chosen on dev), F1 {chosen['f1']}")  # fmt: skip
+    ax.set_xlabel("recall (category 5 abstained)")
+    ax.set_ylabel("precision")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_title("LoCoMo abstention: attribution check")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

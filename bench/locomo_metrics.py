@@ -6,8 +6,15 @@ import re
 from statistics import mean
 
 _DIA = re.compile(r"D(\d+):(\d+)")
-FIG_KEYS = ("turn_recall_all@5", "turn_recall_all@10", "turn_recall_any@10", "session_recall_all@10",
-            "context_tokens_mean", "latency_ms_p50", "latency_ms_p95")
+FIG_KEYS = (
+    "turn_recall_all@5",
+    "turn_recall_all@10",
+    "turn_recall_any@10",
+    "session_recall_all@10",
+    "context_tokens_mean",
+    "latency_ms_p50",
+    "latency_ms_p95",
+)
 
 
 def parse_evidence(evidence) -> list[str]:
@@ -27,8 +34,9 @@ def session_of(dia_id: str) -> str | None:
     return m[1] if m else None
 
 
-def recall(ranked_sources: list[list[str]], evidence: list[str], k: int, *, session: bool = False,
-           mode: str = "all") -> float:
+def recall(
+    ranked_sources: list[list[str]], evidence: list[str], k: int, *, session: bool = False, mode: str = "all"
+) -> float:
     """1.0 if all (or any) evidence turns/sessions are covered by the sources of the top-``k`` items."""
     if not evidence:
         return 0.0
@@ -67,3 +75,47 @@ def score_question(ranked_sources: list[list[str]], evidence: list[str]) -> dict
         "turn_recall_any@10": recall(ranked_sources, evidence, 10, mode="any"),
         "session_recall_all@10": recall(ranked_sources, evidence, 10, session=True),
     }
+
+
+# ---- routed retrieval: classifier and abstention metrics ----------------------------------------------
+
+# LoCoMo category -> the query type a perfect classifier would give (3 and 5 are reported separately)
+CATEGORY_TYPE = {"1": "multi_hop", "2": "temporal_reasoning", "4": "factual_extraction"}
+
+
+def classifier_metrics(rows: list[dict]) -> dict:
+    """rows: ``category`` and ``predicted`` type. Accuracy over categories 1, 2, 4; confusion over all."""
+    confusion: dict[str, dict[str, int]] = {}
+    for r in rows:
+        cell = confusion.setdefault(r["category"], {})
+        cell[r["predicted"]] = cell.get(r["predicted"], 0) + 1
+    scored = [r for r in rows if r["category"] in CATEGORY_TYPE]
+    correct = sum(r["predicted"] == CATEGORY_TYPE[r["category"]] for r in scored)
+    per_cat = {c: round(sum(r["predicted"] == t for r in scored if r["category"] == c)
+                        / max(1, sum(r["category"] == c for r in scored)), 4) for c, t in CATEGORY_TYPE.items()}  # fmt: skip
+    return {"accuracy": round(correct / max(1, len(scored)), 4), "n": len(scored),
+            "accuracy_by_category": per_cat, "confusion": dict(sorted(confusion.items()))}  # fmt: skip
+
+
+def prf(scores: list[float], positive: list[bool], threshold: float) -> dict:
+    """Precision/recall/F1 of ``score > threshold`` as the abstain decision (positives: category 5)."""
+    tp = sum(s > threshold and p for s, p in zip(scores, positive, strict=True))
+    fp = sum(s > threshold and not p for s, p in zip(scores, positive, strict=True))
+    fn = sum(s <= threshold and p for s, p in zip(scores, positive, strict=True))
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": round(precision, 4), "recall": round(recall, 4), "f1": round(f1, 4), "tp": tp, "fp": fp,
+            "fn": fn}  # fmt: skip
+
+
+def pr_curve(scores: list[float], positive: list[bool]) -> list[dict]:
+    """One point per distinct score threshold (abstain when score > threshold), lowest threshold first."""
+    cuts = sorted(set(scores))
+    return [{"threshold": t, **prf(scores, positive, t)} for t in [cuts[0] - 1e-9, *cuts]] if cuts else []
+
+
+def choose_threshold(scores: list[float], positive: list[bool]) -> float:
+    """The F1-best threshold (ties: the higher, i.e. more conservative, threshold)."""
+    curve = pr_curve(scores, positive)
+    return max(curve, key=lambda p: (p["f1"], p["threshold"]))["threshold"] if curve else 0.0

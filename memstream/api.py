@@ -88,15 +88,40 @@ def create_app(
     async def metrics(m: Annotated[Metrics, Depends(get_metrics)]) -> str:
         return m.render()
 
+    async def run_retrieve(req: RetrieveRequest, c: Clients) -> RetrieveResponse:
+        cfg = c.settings.retrieval
+        if "mode" not in req.model_fields_set:  # routed is the default (better on LoCoMo at fewer tokens)
+            req = req.model_copy(update={"mode": "routed"})
+        return await retrieve(c.store, c.embedder, req, candidates=cfg.candidates, rrf_k=cfg.rrf_k,
+                              llm=c.llm, graph=c.extra.get("graph"))
+
     @app.post("/v1/retrieve", response_model=RetrieveResponse)
     async def retrieve_endpoint(req: RetrieveRequest, c: ClientsDep,
                                 m: Annotated[Metrics, Depends(get_metrics)]) -> RetrieveResponse:
-        """Retrieve ranked memory items and a rendered, timestamped context for one chat."""
+        """Retrieve ranked memory items and a rendered, timestamped context for one chat.
+
+        ``mode`` ``routed`` (the default) classifies the query (probabilities in ``strategy_probs``), runs its
+        strategy and the abstention check; the trace shows each round's query and scores. ``hybrid``,
+        ``bm25`` and ``embedding`` are the uniform searches."""
         t0 = time.perf_counter()
-        cfg = c.settings.retrieval
-        resp = await retrieve(c.store, c.embedder, req, candidates=cfg.candidates, rrf_k=cfg.rrf_k)
+        resp = await run_retrieve(req, c)
         m.counters["retrieve"] += 1
         m.counters["retrieve_empty"] += int(resp.no_relevant_memory)
+        m.latency_ms.append((time.perf_counter() - t0) * 1000)
+        return resp
+
+    @app.post("/v1/context", response_model=RetrieveResponse)
+    async def context_endpoint(req: RetrieveRequest, c: ClientsDep,
+                               m: Annotated[Metrics, Depends(get_metrics)]) -> RetrieveResponse:
+        """The bot's context for a triggering message: its reply chain, its active topic, the asker's recent
+        messages, then long-term memory, under ``token_budget``; ``layers`` says what each part is."""
+        from retrieval.router.context import build_bot_context
+        from retrieval.text import count_tokens
+
+        t0 = time.perf_counter()
+        resp = await build_bot_context(c.store, c.embedder, req, retrieve=lambda r: run_retrieve(r, c),
+                                       count=count_tokens)
+        m.counters["context"] += 1
         m.latency_ms.append((time.perf_counter() - t0) * 1000)
         return resp
 

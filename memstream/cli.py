@@ -120,7 +120,7 @@ def query(
     chat_id: Annotated[str, typer.Argument(help="The chat to search (never crosses chats).")],
     text: Annotated[str, typer.Argument(help="The question.")],
     k: Annotated[int, typer.Option(help="How many items.")] = 10,
-    mode: Annotated[str, typer.Option(help="hybrid | bm25 | embedding")] = "hybrid",
+    mode: Annotated[str, typer.Option(help="routed (query-type strategies) | hybrid | bm25 | embedding")] = "routed",
     as_json: Annotated[bool, typer.Option("--json", help="Print the full response as JSON.")] = False,
     data_dir: DataDir = None,
     embedder: EmbedderOpt = None,
@@ -135,8 +135,9 @@ def query(
     async def main():
         clients = await build_clients(settings)
         try:
-            return await retrieve(clients.store, clients.embedder, RetrieveRequest(chat_id=chat_id, query=text,
-                                                                                 k=k, mode=mode))
+            req = RetrieveRequest(chat_id=chat_id, query=text, k=k, mode=mode)
+            return await retrieve(clients.store, clients.embedder, req, llm=clients.llm,
+                                  graph=clients.extra.get("graph"))
         finally:
             await clients.close()
 

@@ -45,10 +45,12 @@ async def _demo(settings: Settings, out: Console) -> None:
         out.rule("[bold]Questions[/bold]")
         for chat_id, question in QUESTIONS:
             resp = await retrieve(clients.store, clients.embedder,
-                                  RetrieveRequest(chat_id=chat_id, query=question, k=3))
+                                  RetrieveRequest(chat_id=chat_id, query=question, k=3, mode="routed"),
+                                  llm=clients.llm, graph=clients.extra.get("graph"))
             out.print(f"\n[bold cyan]Q ({chat_id}):[/bold cyan] {question}")
+            out.print(f"  [dim]type={resp.query_type} strategy={resp.strategy}[/dim]")
             if resp.no_relevant_memory:
-                out.print("  [yellow]no relevant memory[/yellow]")
+                out.print(f"  [yellow]no relevant memory[/yellow] [dim]{resp.abstention_reason or ''}[/dim]")
                 continue
             for item in resp.items:
                 when = item.timestamp.strftime("%Y-%m-%d %H:%M %z")

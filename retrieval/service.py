@@ -6,6 +6,7 @@ The uniform strategies (``hybrid`` / ``bm25`` / ``embedding``) live here; query 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from retrieval.protocols import Embedder, Hit, MemoryStore, SearchQuery
 from retrieval.render import drop_covered, render_context
@@ -42,8 +43,22 @@ def relevant(hit: Hit, mode: str) -> bool:
 
 
 async def retrieve(
-    store: MemoryStore, embedder: Embedder | None, req: RetrieveRequest, *, candidates: int = 20, rrf_k: int = 10
+    store: MemoryStore,
+    embedder: Embedder | None,
+    req: RetrieveRequest,
+    *,
+    candidates: int = 20,
+    rrf_k: int = 10,
+    router: Any | None = None,
+    llm: Any | None = None,
+    graph: Any | None = None,
 ) -> RetrieveResponse:
+    """Uniform retrieval (``hybrid``/``bm25``/``embedding``), or routed retrieval for ``mode="routed"``
+    (``router``: a ``RouterConfig``; ``llm`` and ``graph`` are optional and used only by the router)."""
+    if req.mode == "routed":
+        from retrieval.router.pipeline import retrieve_routed
+
+        return await retrieve_routed(store, embedder, req, cfg=router, llm=llm, graph=graph)
     trace: list[TraceStep] = []
     mode = req.mode if (embedder is not None or req.mode == "bm25") else "bm25"
     t0 = time.perf_counter()

@@ -16,10 +16,16 @@ class RetrieveRequest(Contract):
     chat_id: str = Field(min_length=1)
     query: str = Field(min_length=1, max_length=4000)
     k: int = Field(default=10, ge=1, le=100)
-    mode: Literal["hybrid", "bm25", "embedding"] = "hybrid"
+    # ``routed``: classify the query and run its strategy (see retrieval/router); the others are uniform
+    mode: Literal["hybrid", "bm25", "embedding", "routed"] = "hybrid"
     kinds: list[ItemKind] | None = None
     token_budget: int = Field(default=1500, ge=50, le=32000)
     include_superseded: bool = False
+    # reference time for relative expressions ("last month"); default: the server's clock
+    now: datetime | None = None
+    # bot context (``/v1/context``): the message that triggered the bot and who sent it
+    trigger_message_id: str | None = None
+    asker: str | None = None
 
 
 class RetrievedItem(Contract):
@@ -33,12 +39,25 @@ class RetrievedItem(Contract):
     topic_id: str | None = None
     valid_to: datetime | None = None
     scores: dict[str, float] = Field(default_factory=dict)
+    # routed retrieval: which context layer the item belongs to, and what the strategy noted about it
+    layer: str | None = None
+    note: str | None = None
 
 
 class TraceStep(Contract):
     step: str
     detail: dict[str, Any] = Field(default_factory=dict)
     ms: float = 0.0
+
+
+class ContextLayer(Contract):
+    """One part of a rendered context, in the order the context shows them."""
+
+    name: str  # reply_chain | active_topic | asker_recent | direct | derived | related
+    description: str
+    item_ids: list[str] = Field(default_factory=list)
+    text: str = ""
+    tokens: int = 0
 
 
 class RetrieveResponse(Contract):
@@ -50,3 +69,8 @@ class RetrieveResponse(Contract):
     no_relevant_memory: bool
     strategy: str
     trace: list[TraceStep] = Field(default_factory=list)
+    # routed retrieval only
+    query_type: str | None = None
+    strategy_probs: dict[str, float] = Field(default_factory=dict)
+    abstention_reason: str | None = None
+    layers: list[ContextLayer] = Field(default_factory=list)

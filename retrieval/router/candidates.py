@@ -1,0 +1,122 @@
+"""Candidate retrieval for the router: search specs (pure) -> store searches (async) -> one fused pool.
+
+Every search is the store's hybrid search (BM25 + kNN fused by RRF inside the store) unless no embedder is
+configured. Searches of one request share one batched embedding call. The pool keeps, per document, the
+best scores seen and the searches that found it, and fuses the searches' rankings by weighted RRF.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from retrieval.fusion import rrf
+from retrieval.protocols import Doc, Embedder, Hit, MemoryStore, SearchQuery
+
+MIN_COSINE = 0.2  # a kNN-only hit below this is noise
+
+
+class SearchSpec(BaseModel):
+    """One store search of a routed request. ``embed_text`` is what the kNN side embeds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    label: str
+    text: str
+    embed_text: str
+    weight: float = 1.0
+    k: int = 40
+    candidates: int = 20
+    rrf_k: int = 10
+    kinds: list[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    include_superseded: bool = False
+
+
+@dataclass
+class Cand:
+    doc: Doc
+    scores: dict[str, float] = field(default_factory=dict)  # best bm25 / cosine seen
+    found_by: list[str] = field(default_factory=list)
+    fused: float = 0.0
+
+    @property
+    def doc_id(self) -> str:
+        return self.doc.doc_id
+
+
+@dataclass
+class Pool:
+    """All candidates of a request, and each search's ranking (doc ids, best first)."""
+
+    cands: dict[str, Cand] = field(default_factory=dict)
+    rankings: dict[str, list[str]] = field(default_factory=dict)
+    weights: dict[str, float] = field(default_factory=dict)
+
+    def add(self, spec: SearchSpec, hits: list[Hit]) -> None:
+        ranking = []
+        for h in hits:
+            if "bm25" not in h.scores and h.scores.get("cosine", 0.0) < MIN_COSINE:
+                continue
+            c = self.cands.setdefault(h.doc.doc_id, Cand(doc=h.doc))
+            for key in ("bm25", "cosine"):
+                if key in h.scores:
+                    c.scores[key] = max(c.scores.get(key, float("-inf")), h.scores[key])
+            c.found_by.append(spec.label)
+            ranking.append(h.doc.doc_id)
+        self.rankings[spec.label] = ranking
+        self.weights[spec.label] = spec.weight
+
+    def fuse(self, rrf_k: int = 10) -> list[Cand]:
+        """Weighted RRF over every search; sets ``fused`` and returns the candidates best first."""
+        labels = [lab for lab in self.rankings if self.rankings[lab]]
+        fused = rrf(
+            [self.rankings[lab] for lab in labels], k=rrf_k, weights=[self.weights[lab] for lab in labels]
+        )
+        top = fused[0][1] if fused else 1.0
+        out = []
+        for doc_id, score in fused:
+            c = self.cands[doc_id]
+            c.fused = score / top
+            out.append(c)
+        return out
+
+
+async def embed_specs(embedder: Embedder | None, specs: list[SearchSpec], cache: dict[str, list[float]]):
+    """Embed the distinct ``embed_text`` of the specs not in ``cache`` (one batched call)."""
+    if embedder is None:
+        return
+    missing = list(dict.fromkeys(s.embed_text for s in specs if s.embed_text not in cache))
+    if missing:
+        vectors = await embedder.embed(missing, is_query=True)
+        cache.update({t: v.tolist() for t, v in zip(missing, vectors, strict=True)})
+
+
+async def run_specs(
+    store: MemoryStore,
+    embedder: Embedder | None,
+    chat_id: str,
+    specs: list[SearchSpec],
+    pool: Pool,
+    vectors: dict[str, list[float]],
+) -> None:
+    await embed_specs(embedder, specs, vectors)
+    for spec in specs:
+        vector = vectors.get(spec.embed_text)
+        query = SearchQuery(
+            chat_id=chat_id,
+            text=spec.text,
+            vector=vector,
+            mode="hybrid" if vector is not None else "bm25",
+            k=spec.k,
+            kinds=spec.kinds,
+            since=spec.since,
+            until=spec.until,
+            include_superseded=spec.include_superseded,
+            rrf_k=spec.rrf_k,
+            candidates=spec.candidates,
+        )
+        pool.add(spec, await store.search(query))

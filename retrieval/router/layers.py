@@ -1,0 +1,107 @@
+"""Pure layered rendering of a routed result: direct matches, derived lines, then related memory.
+
+Direct items are rendered in rank order (or oldest first for temporal questions) with explicit timestamps
+and the strategy's notes ("replaced: ..."); derived lines (event order, aggregates) follow; the related layer
+(graph neighbours, or another person's memories after an attribution abstention) comes last. Everything
+stops at the token budget; the related layer gets at most ``related_share`` of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from retrieval.render import NO_MEMORY, render_line
+from schemas import RetrievedItem
+from schemas.retrieval import ContextLayer
+
+DESCRIPTIONS = {
+    "direct": "memories that match the question",
+    "derived": "what the strategy derived from them (event order, sets and counts)",
+    "related": "related memories (graph neighbours, or about another person)",
+    "notice": "why no memory is returned",
+}
+
+
+def item_line(item: RetrievedItem) -> str:
+    """Compact: a turn keeps its minute (chat time) and speaker; a memory record its date (its text carries the
+    event time); a fact needs no label (it is the unlabelled third-person line), other kinds keep theirs."""
+    line = render_line(item)
+    if item.kind != "turn":
+        line = f"[{item.timestamp:%Y-%m-%d}]" + line[len("[YYYY-MM-DD HH:MM]") :]
+    if item.kind == "fact":
+        line = line.replace("] (memory) ", "] ", 1)
+    return f"{line} ({item.note})" if item.note else line
+
+
+def _fill(
+    lines: list[tuple[str, str]], budget: int, count: Callable[[str], int]
+) -> tuple[list[tuple[str, str]], int]:
+    out, used = [], 0
+    for key, line in lines:
+        cost = count(line) + 1
+        if out and used + cost > budget:
+            break
+        if not out and cost > budget:
+            break
+        out.append((key, line))
+        used += cost
+    return out, used
+
+
+def render_layers(
+    direct: list[RetrievedItem],
+    derived: list[str],
+    related: list[RetrievedItem],
+    budget: int,
+    count: Callable[[str], int],
+    *,
+    chronological: bool = False,
+    related_share: float = 0.2,
+    notice: str | None = None,
+) -> tuple[str, int, list[ContextLayer], list[RetrievedItem]]:
+    """-> context text, tokens, layers, and the items that made it into the context: direct ones in rank order
+    (even when the text shows them oldest first), then related ones."""
+    layers: list[ContextLayer] = []
+    used_items: list[RetrievedItem] = []
+    remaining = budget
+    if notice:
+        cost = count(notice) + 1
+        layers.append(
+            ContextLayer(name="notice", description=DESCRIPTIONS["notice"], text=notice, tokens=cost)
+        )
+        remaining -= cost
+    related_budget = int(budget * related_share) if direct else remaining
+    direct_budget = max(0, remaining - (related_budget if related else 0))
+    kept, used = _fill([(it.item_id, item_line(it)) for it in direct], direct_budget, count)
+    kept_ids = {k for k, _ in kept}
+    chosen = [it for it in direct if it.item_id in kept_ids]
+    shown = sorted(chosen, key=lambda it: it.timestamp) if chronological else chosen
+    if chosen:
+        text = "\n".join(item_line(it) for it in shown)
+        layers.append(ContextLayer(name="direct", description=DESCRIPTIONS["direct"],
+                                   item_ids=[it.item_id for it in chosen], text=text, tokens=used))  # fmt: skip
+        used_items.extend(chosen)
+        remaining -= used
+    if derived and chosen:
+        kept_lines, cost = _fill([("", d) for d in derived], max(0, remaining - (related_budget if related else 0)),
+                                 count)  # fmt: skip
+        if kept_lines:
+            layers.append(ContextLayer(name="derived", description=DESCRIPTIONS["derived"],
+                                       text="\n".join(x for _, x in kept_lines), tokens=cost))  # fmt: skip
+            remaining -= cost
+    if related:
+        kept, cost = _fill([(it.item_id, item_line(it)) for it in related], min(remaining, related_budget or remaining),
+                           count)  # fmt: skip
+        ids = {k for k, _ in kept}
+        rel = [it for it in related if it.item_id in ids]
+        if rel:
+            layers.append(ContextLayer(name="related", description=DESCRIPTIONS["related"],
+                                       item_ids=[it.item_id for it in rel],
+                                       text="\n".join(item_line(it) for it in rel), tokens=cost))  # fmt: skip
+            used_items.extend(rel)
+    if not layers:
+        return NO_MEMORY, count(NO_MEMORY), [], []
+    text = "\n\n".join(
+        f"## {layer.name}\n{layer.text}" if len(layers) > 1 else layer.text for layer in layers
+    )
+    return text, count(text), layers, used_items

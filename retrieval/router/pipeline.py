@@ -1,0 +1,325 @@
+"""Routed retrieval: classify -> pick/mix strategies -> hybrid candidates -> rank -> multi-round ->
+abstention check -> graph "related" layer -> layered context. The decisions are the pure modules of this
+package; this module only sequences the store, embedder, graph and LLM calls and records the trace.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from retrieval.protocols import Embedder, MemoryStore
+from retrieval.render import drop_covered
+from retrieval.router import abstain, multiround
+from retrieval.router.candidates import Cand, Pool, SearchSpec, embed_specs, run_specs
+from retrieval.router.classifier import Classification, PrototypeIndex, classify, skeleton
+from retrieval.router.layers import render_layers
+from retrieval.router.query import QueryAnalysis, analyse
+from retrieval.router.recipes import RouterConfig, StrategyRecipe, strategy_mix
+from retrieval.router.scoring import doc_tokens, keyword_weights
+from retrieval.router.strategies import RANKERS, Context, Ranking, aggregate_lines, fuse_rankings
+from retrieval.router.timeparse import widen
+from retrieval.text import count_tokens
+from schemas import RetrievedItem, RetrieveRequest, RetrieveResponse, TraceStep
+
+DEFAULT_INDEX = PrototypeIndex()
+
+
+@dataclass
+class Run:
+    """Mutable state of one routed request."""
+
+    req: RetrieveRequest
+    cfg: RouterConfig
+    now: datetime
+    pool: Pool = field(default_factory=Pool)
+    participants: list[str] = field(default_factory=list)
+    confidence: float = 1.0
+    vectors: dict[str, list[float]] = field(default_factory=dict)
+    trace: list[TraceStep] = field(default_factory=list)
+
+    def step(self, name: str, t0: float, **detail: Any) -> None:
+        self.trace.append(TraceStep(step=name, detail=detail, ms=round((time.perf_counter() - t0) * 1000, 3)))
+
+
+def main_spec(req: RetrieveRequest, recipe: StrategyRecipe, bm25_text: str | None = None, **kw) -> SearchSpec:
+    n = max(10, req.k) * recipe.candidates_factor // 2
+    fields = {
+        "label": "main",
+        "embed_text": req.query,
+        "include_superseded": req.include_superseded,
+        "k": 2 * n,
+        "candidates": n,
+        "rrf_k": recipe.rrf_k,
+        "kinds": req.kinds or recipe.kinds,
+        **kw,
+    }
+    return SearchSpec(text=bm25_text or req.query, **fields)
+
+
+def extra_specs(run: Run, qa: QueryAnalysis, recipes: list[StrategyRecipe]) -> list[SearchSpec]:
+    """The searches the chosen strategies add to the main one (pure given the analysis)."""
+    req, specs = run.req, []
+    base = recipes[0]
+    if any(r.filtered_search for r in recipes) and qa.time.window is not None:
+        r = next(r for r in recipes if r.filtered_search)
+        w = widen(qa.time.window, before=timedelta(days=r.window_pad_before_days),
+                  after=timedelta(days=r.window_pad_after_days))  # fmt: skip
+        specs.append(
+            main_spec(req, base, qa.bm25_text, label="window", since=w.since, until=w.until, weight=0.7)
+        )
+    if any(r.event_searches for r in recipes):
+        for i, event in enumerate(qa.time.events[:3]):
+            specs.append(main_spec(req, base, event, label=f"event{i}", embed_text=event, weight=0.5))
+        if qa.time.relation and qa.time.anchor:
+            specs.append(
+                main_spec(req, base, qa.time.anchor, label="anchor", embed_text=qa.time.anchor, weight=0.3)
+            )
+    if any(r.supersession for r in recipes):
+        specs.append(main_spec(req, base, qa.bm25_text, label="history", include_superseded=True, weight=0.5))
+    if any(r.subqueries for r in recipes):
+        per_entity = len(qa.names) if len(qa.names) >= 2 else 0
+        for i, sq in enumerate(qa.subqueries[:3]):  # "sub": one per named entity; "focus": the keywords alone
+            label = f"sub{i}" if i < per_entity else f"focus{i}"
+            specs.append(main_spec(req, base, sq, label=label, embed_text=sq, weight=0.5))
+    return specs
+
+
+async def participants(store: MemoryStore, chat_id: str, pool: Pool) -> list[str]:
+    names = {c.doc.speaker for c in pool.cands.values() if c.doc.speaker}
+    for topic in await store.list_topics(chat_id):
+        names.update(topic.participants)
+    return sorted(names)
+
+
+async def supersession(store: MemoryStore, chat_id: str, cands: list[Cand]) -> tuple[dict, dict]:
+    """Superseded memory versions among the candidates -> their successor ids, and the stale source
+    messages (the evidence of a superseded version) -> the superseding id."""
+    successor: dict[str, str] = {}
+    stale: dict[str, str] = {}
+    for c in cands:
+        if c.doc.valid_to is None or c.doc.kind == "turn":
+            continue
+        record = await store.get_memory(chat_id, c.doc_id)
+        if record is not None and record.superseded_by:
+            successor[c.doc_id] = record.superseded_by
+            for m in record.source_message_ids:
+                stale.setdefault(m, record.superseded_by)
+    return successor, stale
+
+
+def build_context(run: Run, qa: QueryAnalysis, cands: list[Cand], recipe: StrategyRecipe) -> Context:
+    tokens = doc_tokens(cands)
+    window = None
+    if qa.time.window is not None:
+        window = widen(qa.time.window, before=timedelta(days=recipe.window_pad_before_days),
+                       after=timedelta(days=recipe.window_pad_after_days))  # fmt: skip
+    ctx = Context(
+        analysis=qa,
+        tokens=tokens,
+        keys=keyword_weights(qa.keywords, tokens),
+        now=run.now,
+        window=window,
+        mean_tokens=sum(count_tokens(c.doc.text) for c in cands) / max(1, len(cands)),
+    )
+    rank_of = {label: ranking for label, ranking in run.pool.rankings.items()}
+    best = {label: run.pool.cands[r[0]] for label, r in rank_of.items() if r}
+    ctx.anchor = best.get("anchor")
+    ctx.events = [(qa.time.events[int(lab[5:])], c) for lab, c in best.items() if lab.startswith("event")]
+    ctx.sub_best = [c for lab, c in best.items() if lab.startswith("sub")]
+    ctx.k = run.req.k
+    return ctx
+
+
+def rank(
+    run: Run, qa: QueryAnalysis, mix: list[tuple[str, float]], ctx: Context, cands: list[Cand]
+) -> Ranking:
+    rankings = []
+    for name, weight in mix:
+        recipe = run.cfg.recipe(name)
+        rankings.append((RANKERS.get(recipe.name, RANKERS["factual_extraction"])(cands, ctx, recipe), weight))
+    ranking = fuse_rankings(rankings)
+    if any(run.cfg.recipe(n).aggregate for n, _ in mix):
+        ranking.lines.extend(aggregate_lines([c for c, _ in ranking.scored[: run.req.k]], ctx))
+    return ranking
+
+
+def rank_pool(run: Run, qa: QueryAnalysis, mix, recipes, succession=({}, {})) -> tuple[Ranking, Context]:
+    cands = run.pool.fuse(recipes[0].rrf_k)
+    ctx = build_context(run, qa, cands, recipes[0])
+    ctx.successor, ctx.stale_sources = succession
+    return rank(run, qa, mix, ctx, cands), ctx
+
+
+async def gather(run: Run, store, embedder, qa: QueryAnalysis, mix, llm) -> tuple[Ranking, Context]:
+    """Extra searches and ranking, then up to ``max_rounds`` follow-up rounds while confidence is low.
+    A round never reshuffles what was found: its new items that carry what was missing replace the tail."""
+    recipes = [run.cfg.recipe(n) for n, _ in mix]
+    t0 = time.perf_counter()
+    specs = extra_specs(run, qa, recipes)
+    await run_specs(store, embedder, run.req.chat_id, specs, run.pool, run.vectors)
+    run.step("searches", t0, specs=[{"label": s.label, "query": s.text[:200], "hits": len(run.pool.rankings[s.label])}
+                                    for s in specs])  # fmt: skip
+    succession = ({}, {})
+    if any(r.supersession for r in recipes):
+        succession = await supersession(store, run.req.chat_id, list(run.pool.cands.values()))
+    ranking, ctx = rank_pool(run, qa, mix, recipes, succession)
+    run.step("round0", t0, query=run.req.query, top=_top(ranking, run.req.k))
+    mr = run.cfg.multiround
+    for rnd in range(1, mr.max_rounds + 2):
+        t0 = time.perf_counter()
+        top = ranking.scored[: run.req.k]
+        conf = multiround.confidence(top, qa, ctx.tokens, ctx.keys, ctx.window)
+        run.confidence = conf.value
+        if rnd > mr.max_rounds:
+            break
+        feedback = any(r.feedback_round for r in recipes)
+        query = None
+        if conf.value < mr.confidence_threshold or feedback:
+            query = await _follow_up(llm, run, qa, conf, top)
+        if not query or any(s.text == query for s in specs):
+            run.step(
+                f"round{rnd}", t0, confidence=conf.model_dump(), follow_up=None, top=_top(ranking, run.req.k)
+            )
+            break
+        spec = main_spec(run.req, recipes[0], query, label=f"round{rnd}", embed_text=query)
+        specs.append(spec)
+        round_pool = Pool()
+        await run_specs(store, embedder, run.req.chat_id, [spec], round_pool, run.vectors)
+        new = [round_pool.cands[i] for i in round_pool.rankings[spec.label]]
+        ctx.tokens.update(doc_tokens([c for c in new if c.doc_id not in ctx.tokens]))
+        ranking.scored, added = multiround.merge(
+            ranking.scored, new, ctx.tokens, conf.missing, run.req.k, mr.max_new
+        )
+        run.step(f"round{rnd}", t0, confidence=conf.model_dump(), follow_up=query, added=added,
+                 top=_top(ranking, run.req.k))  # fmt: skip
+    return ranking, ctx
+
+
+def _top(ranking: Ranking, k: int) -> list[dict]:
+    return [{"id": c.doc_id, "score": round(s, 4), "fused": round(c.fused, 4)} for c, s in ranking.scored[:k]]
+
+
+async def _follow_up(llm, run: Run, qa: QueryAnalysis, conf, top) -> str | None:
+    if llm is not None:
+        from retrieval.router.llm_layer import llm_confidence
+
+        got = await llm_confidence(llm, qa.text, "\n".join(c.doc.text for c, _ in top))
+        if got is not None:
+            value, query = got
+            return query if value < run.cfg.multiround.confidence_threshold and query else None
+    return multiround.follow_up(conf, [c for c, _ in top], qa, run.cfg.multiround.feedback_terms)
+
+
+def to_items(ranking: Ranking, k: int, layer: str) -> list[RetrievedItem]:
+    items = []
+    for c, s in ranking.scored:
+        d = c.doc
+        items.append(RetrievedItem(item_id=d.doc_id, kind=d.kind, text=d.text, speaker=d.speaker, timestamp=d.ts,
+                                   score=round(s, 6), source_message_ids=list(d.source_message_ids),
+                                   topic_id=d.topic_id, valid_to=d.valid_to, layer=layer,
+                                   note=ranking.notes.get(d.doc_id),
+                                   scores={**c.scores, "fused": round(c.fused, 6)}))  # fmt: skip
+    return drop_covered(items)[:k]
+
+
+async def related_items(graph, run: Run, label: str, items: list[RetrievedItem]) -> list[RetrievedItem]:
+    g = run.cfg.graph
+    wanted = label in g.types or run.confidence < g.below_confidence
+    if graph is None or not g.enabled or not items or not wanted:
+        return []
+    from retrieval.graph_expand import expand
+
+    facts = await expand(graph, run.req.chat_id, items, max_facts=run.cfg.graph.max_facts,
+                         token_budget=int(run.req.token_budget * run.cfg.graph.token_share))  # fmt: skip
+    return [RetrievedItem(item_id=f.edge_id, kind="fact", text=f.text, timestamp=f.valid_from, score=f.score,
+                          source_message_ids=f.source_message_ids, valid_to=f.valid_to, layer="related",
+                          note=f"via {f.via}") for f in facts]  # fmt: skip
+
+
+async def retrieve_routed(
+    store: MemoryStore,
+    embedder: Embedder | None,
+    req: RetrieveRequest,
+    *,
+    cfg: RouterConfig | None = None,
+    llm: Any | None = None,
+    graph: Any | None = None,
+    classification: Classification | None = None,
+    index: PrototypeIndex | None = None,
+) -> RetrieveResponse:
+    """Routed retrieval for one request (see the module docstring). ``classification`` overrides the
+    classifier (the benchmark's oracle router)."""
+    cfg = cfg or RouterConfig()
+    run = Run(req=req, cfg=cfg, now=req.now or datetime.now(UTC))
+    t0 = time.perf_counter()
+    first = main_spec(req, cfg.recipe("factual_extraction"), label="main")
+    await embed_specs(
+        embedder, [first, first.model_copy(update={"embed_text": skeleton(req.query)})], run.vectors
+    )
+    if classification is None:
+        vec = run.vectors.get(skeleton(req.query))
+        classification = await classify(req.query, embedder=embedder, vector=None if vec is None else _arr(vec),
+                                         index=index or DEFAULT_INDEX, llm=llm, cfg=cfg.classifier)  # fmt: skip
+    mix = strategy_mix(classification.probs, cfg)
+    run.step("classify", t0, label=classification.label, probs=classification.probs, layers=classification.layers,
+             strategies=mix)  # fmt: skip
+    t0 = time.perf_counter()
+    lead = cfg.recipe(mix[0][0])
+    bm25_text = analyse(req.query, [], run.now).bm25_text if lead.expand_morphology else req.query
+    await run_specs(store, embedder, req.chat_id, [main_spec(req, lead, bm25_text, label="main")], run.pool,
+                    run.vectors)  # fmt: skip
+    run.participants = await participants(store, req.chat_id, run.pool)
+    qa = analyse(req.query, run.participants, run.now)
+    run.step("analyse", t0, names=qa.names, keywords=qa.keywords, time=qa.time.model_dump(mode="json"),
+             subqueries=qa.subqueries)  # fmt: skip
+    ranking, ctx = await gather(run, store, embedder, qa, mix, llm)
+    return await finish(run, graph, qa, classification, ranking, ctx)
+
+
+def _arr(v):
+    import numpy as np
+
+    return np.asarray(v, dtype=np.float32)
+
+
+async def finish(run: Run, graph, qa, classification, ranking: Ranking, ctx: Context) -> RetrieveResponse:
+    req, cfg = run.req, run.cfg
+    t0 = time.perf_counter()
+    ordered = [c for c, _ in ranking.scored]
+    verdict = abstain.check(ordered, qa.names, run.participants, ctx.tokens, ctx.keys, cfg.abstention)
+    run.step("abstain", t0, **verdict.model_dump())
+    direct = to_items(ranking, req.k, "direct")
+    related: list[RetrievedItem] = []
+    notice = None
+    if verdict.abstain:
+        if verdict.reason == "other_subject" and cfg.abstention.other_subject_policy == "related":
+            notice = (f"No memory says this about {verdict.subject}; the closest memories are about "
+                      f"{verdict.other or 'someone else'}.")  # fmt: skip
+            related = [
+                it.model_copy(update={"layer": "related", "note": f"about {verdict.other}"}) for it in direct
+            ]
+        else:
+            notice = "No relevant memory."
+        direct = []
+    else:
+        t1 = time.perf_counter()
+        related = await related_items(graph, run, ranking.strategy.split(":")[0], direct)
+        run.step("graph", t1, related=len(related))
+    context, tokens, layers, used = render_layers(
+        direct,
+        ranking.lines if direct else [],
+        related,
+        req.token_budget,
+        count_tokens,
+        chronological=ranking.chronological,
+        related_share=cfg.graph.token_share if not verdict.abstain else 1.0,
+        notice=notice,
+    )
+    run.step("render", t0, items=len(used), tokens=tokens, layers=[x.name for x in layers])
+    return RetrieveResponse(chat_id=req.chat_id, query=req.query, items=used, context=context, context_tokens=tokens,
+                            no_relevant_memory=verdict.abstain or not direct, strategy=f"routed:{ranking.strategy}",
+                            trace=run.trace, query_type=classification.label, strategy_probs=classification.probs,
+                            abstention_reason=verdict.reason, layers=layers)  # fmt: skip

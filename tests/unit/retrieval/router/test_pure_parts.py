@@ -1,0 +1,115 @@
+"""Pure decision functions: strategy mix, multi-round confidence/follow-up/merge, abstention, layers."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from retrieval.protocols import Doc
+from retrieval.router import abstain, multiround
+from retrieval.router.candidates import Cand
+from retrieval.router.layers import render_layers
+from retrieval.router.query import analyse, name_matches, subqueries, variants
+from retrieval.router.recipes import AbstentionConfig, RescoreWeights, RouterConfig, strategy_mix
+from retrieval.router.scoring import coverage, keyword_weights, memory_score, mentions_time
+from retrieval.text import count_tokens, tokenize
+from schemas import RetrievedItem
+
+T = datetime(2024, 3, 1, tzinfo=UTC)
+
+
+def cand(i: str, text: str, speaker: str | None = "Alice", days: int = 0, kind: str = "turn") -> Cand:
+    return Cand(doc=Doc(doc_id=i, chat_id="c", kind=kind, text=text, speaker=speaker, ts=T + timedelta(days=days),
+                        source_message_ids=[i]))  # fmt: skip
+
+
+def toks(*cs: Cand) -> dict[str, set[str]]:
+    return {c.doc_id: set(tokenize(c.doc.text)) for c in cs}
+
+
+def test_strategy_mix_fuses_a_second_likely_type_and_folds_abstention():
+    probs = {"factual_extraction": 0.1, "temporal_reasoning": 0.55, "knowledge_update": 0.0, "multi_hop": 0.3,
+             "abstention": 0.05}  # fmt: skip
+    mix = strategy_mix(probs, RouterConfig())
+    assert [n for n, _ in mix] == ["temporal_reasoning", "multi_hop"] and abs(
+        sum(w for _, w in mix) - 1
+    ) < 1e-3
+    assert (
+        strategy_mix({"abstention": 0.9, "factual_extraction": 0.1}, RouterConfig())[0][0]
+        == "factual_extraction"
+    )
+    without = RouterConfig().without("temporal_reasoning")
+    assert strategy_mix(probs, without)[0][0] == "factual_extraction"
+    assert RouterConfig().without("factual_extraction").recipe("factual_extraction").name == "uniform"
+    assert RouterConfig().without("abstention").abstention.enabled is False
+
+
+def test_query_analysis():
+    assert name_matches("What did Mel paint?", ["Melanie", "Caroline"]) == ["Melanie"]
+    assert name_matches("小王现在住在哪里？", ["小王", "老李"]) == ["小王"]
+    assert "collection" in variants("collect") and "collect" in variants("collection")
+    assert subqueries("What do Ann and Bo both like?", ["Ann", "Bo"], ["like"])[:2] == ["Ann like", "Bo like"]
+    qa = analyse("What did Alice eat in June 2023?", ["Alice"], T)
+    assert qa.names == ["Alice"] and qa.keywords == ["eat"] and qa.time.windows
+
+
+def test_scoring_terms():
+    keys = keyword_weights(["cat", "alice"], {"a": {"cat", "alice"}, "b": {"alice"}})
+    assert keys["cat"] > keys["alice"]  # specific beats everywhere
+    assert coverage(keys, {"cat"}) > coverage(keys, {"alice"})
+    assert (
+        mentions_time("I went there last week")
+        and mentions_time("我昨天去了")
+        and not mentions_time("I like it")
+    )
+    w = RescoreWeights(similarity=1.0, access=0.5, recency=0.5, recency_half_life_days=10, graph=0.5)
+    fresh, old = memory_score(0.5, w, age_days=0), memory_score(0.5, w, age_days=10)
+    assert fresh - old == 0.25 and memory_score(0.5, w, access_count=100, graph_score=1.0) > fresh
+
+
+def test_confidence_follow_up_and_merge():
+    a, b = cand("a", "Alice adopted a dog named Coco"), cand("b", "Alice went hiking")
+    qa = analyse("What dogs has Alice adopted from the shelter?", ["Alice"], T)
+    t = toks(a, b)
+    keys = keyword_weights(qa.keywords, t)
+    conf = multiround.confidence([(a, 1.0), (b, 0.5)], qa, t, keys, None)
+    assert 0 < conf.value < 1 and "shelter" in conf.missing
+    assert multiround.follow_up(conf, [a, b], qa, 3) == "Alice shelter"
+    c = cand("c", "The shelter gave Alice a puppy")
+    merged, added = multiround.merge([(a, 1.0), (b, 0.5)], [c, a], {**t, **toks(c)}, ["shelter"], 2, 1)
+    assert added == ["c"] and [x.doc_id for x, _ in merged] == ["a", "c", "b"]
+
+
+def test_abstention_other_subject_no_match_and_questions():
+    cfg = AbstentionConfig()
+    bob = cand("b", "I went hiking in the Alps", speaker="Bob")
+    asks = cand("q", "Where did you go hiking?", speaker="Bob")
+    keys = {"hik": 1.0}
+    v = abstain.check([bob], ["Alice"], ["Alice", "Bob"], toks(bob), keys, cfg)
+    assert v.abstain and v.reason == "other_subject" and v.other == "Bob"
+    alice = cand("a", "I went hiking with my sister", speaker="Alice")
+    assert not abstain.check([alice, bob], ["Alice"], ["Alice", "Bob"], toks(alice, bob), keys, cfg).abstain
+    assert not abstain.check([asks], ["Alice"], ["Alice", "Bob"], toks(asks), keys, cfg).abstain  # a question
+    none = abstain.check([alice], ["Alice"], ["Alice", "Bob"], toks(alice), {"blood": 1.0}, cfg)
+    assert none.abstain and none.reason == "no_match"
+    assert not abstain.check([bob], ["Alice"], ["Alice", "Bob"], toks(bob), keys, cfg.model_copy(
+        update={"enabled": False})).abstain  # fmt: skip
+
+
+def item(i: str, days: int, text: str = "something happened", kind: str = "fact") -> RetrievedItem:
+    return RetrievedItem(item_id=i, kind=kind, text=text, timestamp=T + timedelta(days=days), score=1.0,
+                         source_message_ids=[i])  # fmt: skip
+
+
+def test_layers_order_budget_and_chronology():
+    direct = [item("late", 5), item("early", 1)]
+    text, tokens, layers, used = render_layers(direct, ["[order] a -> b"], [item("rel", 3)], 500, count_tokens,
+                                               chronological=True)  # fmt: skip
+    assert [x.name for x in layers] == ["direct", "derived", "related"]
+    assert text.index("2024-03-02") < text.index("2024-03-06")  # oldest first in the text
+    assert [it.item_id for it in used] == ["late", "early", "rel"]  # items stay in rank order
+    assert tokens == count_tokens(text)
+    _, small, layers, used = render_layers([item(str(i), i, "word " * 30) for i in range(20)], [], [], 120,
+                                           count_tokens)  # fmt: skip
+    assert small <= 120 + 5 and len(used) < 20
+    text, _, layers, used = render_layers([], [], [], 100, count_tokens, notice="No relevant memory.")
+    assert used == [] and layers[0].name == "notice" and text == "No relevant memory."

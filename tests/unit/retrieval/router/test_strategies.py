@@ -1,0 +1,196 @@
+"""Each strategy on a small hand-built chat, next to the uniform retrieval failure it exists to fix."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from retrieval.router.classifier import oracle
+from retrieval.router.pipeline import retrieve_routed
+from retrieval.service import retrieve
+from retrieval.sqlite_store import SQLiteStore
+from schemas import RetrieveRequest
+
+T0 = datetime(2024, 1, 5, 9, 0, tzinfo=UTC)  # the chats of conftest.py start here
+
+
+def req(query: str, k: int = 5, **kw) -> RetrieveRequest:
+    return RetrieveRequest(chat_id="c1", query=query, k=k, now=T0 + timedelta(days=200), **kw)
+
+
+async def uniform(store, query: str, k: int = 5):
+    return await retrieve(store, None, req(query, k, mode="bm25"))
+
+
+# ---- knowledge update: the stale address first -------------------------------------------------------
+
+
+async def _moved(chat, *, zh: bool):
+    name = "小王" if zh else "Alice"
+    old = await chat.say("alice", "我住在北京朝阳区。" if zh else "I live in Beijing, Chaoyang district.", days=0,
+                         name=name)  # fmt: skip
+    await chat.say(
+        "bob", "周末去看电影吗？" if zh else "Anyone up for the cinema this weekend?", days=1, name="Bob"
+    )
+    new = await chat.say("alice", "我搬到杭州西湖区了！" if zh else "Big news: I moved to Hangzhou, West Lake!", days=100,
+                         name=name)  # fmt: skip
+    await chat.remember(chat.record("mem-old", f"{name}住在北京朝阳区" if zh else "Alice lives in Beijing, Chaoyang",
+                                    name, 0, [old], attribute="lives_in"))  # fmt: skip
+    await chat.supersede("mem-old", chat.record("mem-new", f"{name}搬到杭州西湖区了" if zh else
+                                                "Alice moved to Hangzhou, West Lake", name, 100, [new],
+                                                attribute="lives_in", version=2))  # fmt: skip
+    return old
+
+
+async def test_knowledge_update_puts_the_new_address_first_and_says_what_it_replaced(store, chat):
+    old = await _moved(chat, zh=False)
+    query = "Where does Alice live now?"
+    before = await uniform(store, query)
+    assert before.items[0].source_message_ids == [old]  # uniform: the stale address ranks first
+    after = await retrieve_routed(store, None, req(query))
+    assert after.query_type == "knowledge_update"
+    top = after.items[0]
+    assert top.item_id == "mem-new" and "Hangzhou" in top.text
+    assert top.note and "replaced" in top.note and "Beijing" in top.note
+    stale = next(it for it in after.items if it.source_message_ids == [old])
+    assert after.items.index(stale) > 0 and "superseded" in (stale.note or "")
+
+
+async def test_knowledge_update_in_chinese(store, chat):
+    old = await _moved(chat, zh=True)
+    query = "小王现在住在哪里？"
+    assert (await uniform(store, query)).items[0].source_message_ids == [old]
+    after = await retrieve_routed(store, None, req(query))
+    assert after.query_type == "knowledge_update"
+    assert after.items[0].item_id == "mem-new" and "北京" in (after.items[0].note or "")
+
+
+# ---- temporal: events out of order --------------------------------------------------------------------
+
+
+async def _running_and_moving(chat, *, zh: bool):
+    name = "小王" if zh else "Alice"
+    lines = [
+        (0, "我开始跑步了，每天五公里。" if zh else "I started running, 5 km every morning."),
+        (30, "我上周搬到杭州了！" if zh else "I moved to Hangzhou last week!"),
+        (60, "今天跑了十公里，跑步比上个月进步不少，跑步真好。" if zh else
+         "Ran 10 km today, running is so much better than last month. Running rocks."),
+    ]  # fmt: skip
+    return [await chat.say("alice", text, days=d, name=name) for d, text in lines]
+
+
+async def test_temporal_orders_events_and_compares_them(store, chat):
+    first, moved, _ = await _running_and_moving(chat, zh=False)
+    query = "Did Alice start running before or after she moved to Hangzhou?"
+    before = await uniform(store, query)
+    stamps = [it.timestamp for it in before.items]
+    assert stamps != sorted(stamps)  # uniform: ranked by similarity, not by time
+    after = await retrieve_routed(store, None, req(query))
+    assert after.query_type == "temporal_reasoning"
+    direct = next(x for x in after.layers if x.name == "direct").text.splitlines()
+    dates = [line[1:11] for line in direct]
+    assert dates == sorted(dates) and all(
+        d.startswith("2024-") for d in dates
+    )  # oldest first, explicit dates
+    derived = next(x for x in after.layers if x.name == "derived").text
+    assert "[order]" in derived and derived.index("start running") < derived.index("moved to hangzhou")
+    assert {first, moved} <= {s for it in after.items for s in it.source_message_ids}
+
+
+async def test_temporal_in_chinese(store, chat):
+    await _running_and_moving(chat, zh=True)
+    after = await retrieve_routed(store, None, req("小王是先开始跑步还是先搬到杭州的？"))
+    assert after.query_type == "temporal_reasoning"
+    derived = next(x for x in after.layers if x.name == "derived").text
+    assert derived.index("开始跑步") < derived.index("搬到杭州")
+
+
+async def test_temporal_window_prefers_the_asked_month(store, chat):
+    await chat.say("alice", "Dinner with my sister at the noodle place.", days=0)  # 2024-01-05
+    june = await chat.say("alice", "Dinner with colleagues at the noodle place.", days=150)  # 2024-06-03
+    after = await retrieve_routed(store, None, req("Who did Alice have dinner with in June 2024?", k=1))
+    assert after.items[0].source_message_ids == [june]
+
+
+# ---- abstention: a missing fact answered anyway -------------------------------------------------------
+
+
+async def _small_talk(chat):
+    await chat.say("alice", "My cat Mochi loves tuna.", days=0)
+    await chat.say("bob", "I went hiking in the Alps last summer, amazing views.", days=1)
+    await chat.say("alice", "Work is so busy this week.", days=2)
+
+
+async def test_abstains_when_nothing_matches_instead_of_k_weak_items(store, chat):
+    await _small_talk(chat)
+    query = "What is Alice's blood type?"
+    assert (await uniform(store, query)).items  # uniform: K weak items about Alice
+    after = await retrieve_routed(store, None, req(query))
+    assert after.no_relevant_memory and after.items == [] and after.abstention_reason == "no_match"
+    assert "No relevant memory" in after.context
+
+
+async def test_abstains_when_the_memory_is_about_someone_else(store, chat):
+    await _small_talk(chat)
+    query = "Where did Alice go hiking?"
+    before = await uniform(store, query)
+    assert "Alps" in before.items[0].text  # uniform: Bob's hike, as if it answered the question about Alice
+    after = await retrieve_routed(store, None, req(query))
+    assert after.no_relevant_memory and after.abstention_reason == "other_subject"
+    assert all(it.layer == "related" and "Bob" in (it.note or "") for it in after.items)
+    assert "No memory says this about Alice" in after.context
+
+
+# ---- multi-hop: one person crowds out the other --------------------------------------------------------
+
+
+async def test_multi_hop_retrieves_each_named_person(store, chat):
+    for i, thing in enumerate(["jazz", "sushi", "tennis", "poetry", "hiking", "chess"]):
+        await chat.say("alice", f"I really like {thing}, I like it, like a lot, like like.", days=i)
+    for h in range(1, 6):
+        await chat.say("bob", f"Meeting moved to {h} pm, see you there.", days=6 + h)
+    bob = await chat.say(
+        "bob", "Honestly, after a long week at the office full of meetings, I like jazz too.", days=12
+    )
+    query = "What do Alice and Bob both like?"
+    before = await uniform(store, query, k=4)
+    assert bob not in {s for it in before.items for s in it.source_message_ids}  # Alice crowds Bob out
+    after = await retrieve_routed(store, None, req(query, k=4))
+    assert after.query_type == "multi_hop"
+    assert bob in {s for it in after.items for s in it.source_message_ids}
+    assert "[set]" in next(x for x in after.layers if x.name == "derived").text
+
+
+# ---- factual: entity-focused rerank --------------------------------------------------------------------
+
+
+async def test_factual_entity_rerank_prefers_the_item_about_the_entity(store, chat, minilm):
+    """Semantic search ranks "named her bicycle ... name" above the cat line; the rerank wants the entity."""
+    lines = [("alice", "Alice named her new bicycle Lightning, what a great name."),
+             ("alice", "Alice: the naming of things is an art."), ("alice", "Our cat Mochi sleeps all day."),
+             ("bob", "Nice.")]  # fmt: skip
+    for d, (who, text) in enumerate(lines):
+        await chat.say(who, text, days=d)
+    msgs = await store.list_messages("c1")
+    await store.close()
+    vec_store = SQLiteStore(store.path.replace("router.db", "vectors.db"))
+    await vec_store.bootstrap()
+    await vec_store.upsert_messages(msgs, await minilm.embed([m.text for m in msgs]))
+    query = "What is the name of Alice's cat?"
+    for mode in ("hybrid", "embedding"):
+        before = await retrieve(vec_store, minilm, req(query, k=1, mode=mode))
+        assert "bicycle" in before.items[0].text  # uniform: semantically close, wrong entity
+    after = await retrieve_routed(
+        vec_store, minilm, req(query, k=1), classification=oracle("factual_extraction")
+    )
+    assert after.items[0].text.startswith("Our cat Mochi")
+    await vec_store.close()
+
+
+async def test_trace_shows_probabilities_strategy_rounds_and_scores(store, chat):
+    await _running_and_moving(chat, zh=False)
+    resp = await retrieve_routed(store, None, req("When did Alice move to Hangzhou?"))
+    steps = {t.step: t.detail for t in resp.trace}
+    assert set(steps["classify"]["probs"]) >= {"temporal_reasoning", "multi_hop", "abstention"}
+    assert steps["classify"]["strategies"] and "round1" in steps
+    assert all("score" in x for x in steps["round1"].get("top", [])) and resp.strategy.startswith("routed:")
+    assert abs(sum(resp.strategy_probs.values()) - 1.0) < 1e-3
