@@ -12,7 +12,7 @@ import logging
 import numpy as np
 
 from agents import graph
-from agents.stages import StageOutput, _decode_all
+from agents.stages import StageOutput, for_each_item
 from memstream.clients import Clients
 from retrieval.graph_protocols import GraphApplyStats, GraphStore
 from schemas import DistillResult
@@ -37,16 +37,13 @@ class GraphStage:
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()
         deleted = await self.clients.log.deletions()
-        for record in records:
-            for result in _decode_all(self.source, "graph", [record], out):
-                try:
-                    stats = await self.apply_result(result, deleted)
-                except Exception as exc:  # one bad result must not stop the chat
-                    out.dead_letter("graph", record, f"graph failed: {exc!r}", result.chat_id)
-                    continue
-                out.processed += 1
-                for name, value in stats.model_dump().items():
-                    out.metrics[f"graph_{name}"] = out.metrics.get(f"graph_{name}", 0.0) + value
+
+        async def handle(result: DistillResult) -> None:
+            stats = await self.apply_result(result, deleted)
+            for name, value in stats.model_dump().items():
+                out.metrics[f"graph_{name}"] = out.metrics.get(f"graph_{name}", 0.0) + value
+
+        await for_each_item(self.source, "graph", "graph", records, out, handle)
         return out
 
     async def apply_result(

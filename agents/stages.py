@@ -78,6 +78,20 @@ def _decode_all(spec: TopicSpec, stage: str, records: list[Record], out: StageOu
     return items
 
 
+async def for_each_item(
+    spec: TopicSpec, stage: str, label: str, records: list[Record], out: StageOutput, handle
+) -> None:
+    """Decode each record and ``await handle(item)``; a failure dead-letters that record, the rest go on."""
+    for record in records:
+        for item in _decode_all(spec, stage, [record], out):
+            try:
+                await handle(item)
+            except Exception as exc:  # one bad item must not stop the chat
+                out.dead_letter(stage, record, f"{label} failed: {exc!r}", getattr(item, "chat_id", None))
+                continue
+            out.processed += 1
+
+
 async def _embed(clients: Clients, texts: list[str]) -> np.ndarray | None:
     if clients.embedder is None or not texts:
         return None
@@ -219,16 +233,12 @@ class DistillStage:
 
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()
-        for record in records:
-            jobs = _decode_all(self.source, "distill", [record], out)
-            for job in jobs:
-                try:
-                    result = await self._distil(job)
-                except Exception as exc:
-                    out.dead_letter("distill", record, f"distiller failed: {exc!r}", job.chat_id)
-                    continue
-                out.emit(DISTILL_RESULTS, result.chat_id, result.result_id, result)
-                out.processed += 1
+
+        async def handle(job: DistillJob) -> None:
+            result = await self._distil(job)
+            out.emit(DISTILL_RESULTS, result.chat_id, result.result_id, result)
+
+        await for_each_item(self.source, "distill", "distiller", records, out, handle)
         return out
 
     async def _distil(self, job: DistillJob) -> DistillResult:
@@ -252,16 +262,12 @@ class ConsolidateStage:
 
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()
-        for record in records:
-            for result in _decode_all(self.source, "consolidate", [record], out):
-                try:
-                    decisions = await self._decide(result)
-                except Exception as exc:
-                    out.dead_letter("consolidate", record, f"consolidator failed: {exc!r}", result.chat_id)
-                    continue
-                for d in decisions:
-                    out.emit(MEMORY_DECISIONS, d.chat_id, d.decision_id, d)
-                out.processed += 1
+
+        async def handle(result: DistillResult) -> None:
+            for d in await self._decide(result):
+                out.emit(MEMORY_DECISIONS, d.chat_id, d.decision_id, d)
+
+        await for_each_item(self.source, "consolidate", "consolidator", records, out, handle)
         return out
 
     async def _decide(self, result: DistillResult) -> list[MemoryDecision]:

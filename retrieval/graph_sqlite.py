@@ -27,6 +27,7 @@ from retrieval.graph_protocols import (
     RelationEdge,
     Subgraph,
 )
+from retrieval.sqlite_util import open_sqlite
 from retrieval.text import has_cjk
 
 _SCHEMA = """
@@ -103,18 +104,9 @@ class GraphSQLiteStore:
     async def bootstrap(self) -> None:
         if self._conn is not None:
             return
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(_SCHEMA)
-        row = conn.execute("SELECT value FROM meta WHERE key = 'dim'").fetchone()
-        if row is not None and self.dim is not None and int(row[0]) != self.dim:
-            conn.close()
-            raise ValueError(f"graph store {self.path} holds {row[0]}-d vectors, embedder gives {self.dim}-d")
-        if row is not None:
-            self.dim = int(row[0])
+        conn, recorded = open_sqlite(self.path, _SCHEMA, self.dim, "graph store")
+        if recorded is not None:
+            self.dim = recorded
         self._conn = conn
 
     async def close(self) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 
 from retrieval.fusion import rrf
 from retrieval.protocols import Doc, Hit, SearchQuery
+from retrieval.sqlite_util import open_sqlite
 from retrieval.text import fts_query, tokenize
 from retrieval.vector_cache import ChatVectors as _ChatVectors
 from retrieval.vector_cache import Effects as _Effects
@@ -121,19 +122,9 @@ class SQLiteStore:
     async def bootstrap(self) -> None:
         if self._conn is not None:
             return
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA temp_store=MEMORY")
-        conn.executescript(_SCHEMA)
-        row = conn.execute("SELECT value FROM meta WHERE key = 'dim'").fetchone()
-        if row is not None and self.dim is not None and int(row[0]) != self.dim:
-            conn.close()
-            raise ValueError(f"store {self.path} holds {row[0]}-d vectors, embedder gives {self.dim}-d")
-        if row is not None:
-            self.dim, self._dim_recorded = int(row[0]), True
+        conn, recorded = open_sqlite(self.path, _SCHEMA, self.dim, "store")
+        if recorded is not None:
+            self.dim, self._dim_recorded = recorded, True
         self._conn = conn
 
     async def close(self) -> None:
