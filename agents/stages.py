@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from agents import consolidator, distiller, segmenter
+from agents import consolidator, distiller, segmenter, topic_audit
 from agents.indexer import apply_decisions
 from memstream.clients import Clients
 from schemas import (
@@ -109,6 +109,7 @@ class SegmentStage:
         self.cfg = clients.settings.segmenter
         self.pools: dict[str, segmenter.ChatPool] = {}
         self.deleted: set[tuple[str, str]] = set()
+        self._checks: dict[tuple[str, str], topic_audit.TopicCheck] = {}  # close-time checks of this batch
 
     def load_state(self, raw: str | None) -> None:
         self.pools = segmenter.load_pools(raw) if raw else {}
@@ -136,11 +137,67 @@ class SegmentStage:
             for event in events:
                 out.emit(TOPIC_SEGMENTS, event.chat_id, event.event_id, event)
                 touched[(event.chat_id, event.topic_id)] = event
-                if event.kind == TopicEventKind.CLOSED:
-                    await self._emit_job(event, out)
+                if event.kind != TopicEventKind.CLOSED:
+                    continue
+                for repair in await self._on_closed(event, out):  # after the CLOSED event, never instead
+                    out.emit(TOPIC_SEGMENTS, repair.chat_id, repair.event_id, repair)
+                    touched[(repair.chat_id, repair.topic_id)] = repair
             out.processed += 1
         await self._save_topics(touched)
         return out
+
+    async def _on_closed(self, event: TopicEvent, out: StageOutput) -> list[TopicEvent]:
+        """Close-time check (design doc 6.3): SPLIT at a semantic break, or MERGED into a near-duplicate
+        recently closed topic; distillation jobs go to the repaired topics. Returns the repair events."""
+        messages = await self.clients.store.get_messages(event.chat_id, event.message_ids)
+        repairs: list[TopicEvent] = []
+        audit = self.clients.settings.audit
+        if audit.close_check and messages:
+            try:
+                repairs = await self._close_check(event, messages)
+            except Exception as exc:  # a failed check never blocks the topic: it is distilled as closed
+                log.warning("close-time check failed", extra={"topic_id": event.topic_id, "error": repr(exc)})
+                repairs = []
+        if not repairs:
+            await self._emit_job(event, out, messages)
+        for repair in repairs:
+            by_id = {m.message_id: m for m in messages}
+            if repair.kind == TopicEventKind.MERGED:
+                by_id = {m.message_id: m for m in await self.clients.store.get_messages(
+                    repair.chat_id, repair.message_ids)}  # fmt: skip
+            await self._emit_job(repair, out, [by_id[m] for m in repair.message_ids if m in by_id])
+        return repairs
+
+    async def _close_check(self, event: TopicEvent, messages: list[ChatMessage]) -> list[TopicEvent]:
+        audit = self.clients.settings.audit
+        vectors = await _embed(self.clients, [m.text for m in messages])
+        view = topic_audit.TopicView(
+            chat_id=event.chat_id, topic_id=event.topic_id, messages=messages, weights=event.weights,
+            vectors=None if vectors is None else vectors.tolist(),
+        )  # fmt: skip
+        check = topic_audit.check_topic(view, audit)
+        self._checks[(event.chat_id, event.topic_id)] = check
+        if audit.split and check.split is not None:
+            return topic_audit.split_events(event, check.split)
+        if not audit.merge or vectors is None:
+            return []
+        recent = await self._recent_views(event, messages[0].ts, audit)
+        found = topic_audit.find_merges([*recent, view], audit, only={event.topic_id})
+        return [topic_audit.merge_event(event.chat_id, p, event.at, event.segmentation_version) for p in found]
+
+    async def _recent_views(self, event: TopicEvent, start, audit) -> list[topic_audit.TopicView]:
+        """Closed topics of the chat that ended within ``merge_gap_s`` before ``start``, with vectors."""
+        views = []
+        for t in await self.clients.store.list_topics(event.chat_id):
+            gap = (start - t.last_active_at).total_seconds()
+            if t.state != "closed" or t.topic_id == event.topic_id or gap > audit.merge_gap_s:
+                continue
+            msgs = await self.clients.store.get_messages(t.chat_id, t.message_ids)
+            vecs = await _embed(self.clients, [m.text for m in msgs])
+            if msgs and vecs is not None:
+                views.append(topic_audit.TopicView(chat_id=t.chat_id, topic_id=t.topic_id, messages=msgs,
+                                                   vectors=vecs.tolist()))  # fmt: skip
+        return views
 
     def _is_deleted(self, msg: ChatMessage) -> bool:
         return (msg.chat_id, "*") in self.deleted or (msg.chat_id, msg.sender) in self.deleted
@@ -166,8 +223,7 @@ class SegmentStage:
                 events.extend(evs)
         return events
 
-    async def _emit_job(self, event: TopicEvent, out: StageOutput) -> None:
-        messages = await self.clients.store.get_messages(event.chat_id, event.message_ids)
+    async def _emit_job(self, event: TopicEvent, out: StageOutput, messages: list[ChatMessage]) -> None:
         if not messages:
             return
         job = DistillJob(
@@ -180,8 +236,8 @@ class SegmentStage:
         out.emit(DISTILL_JOBS, job.chat_id, job.job_id, job)
 
     async def _save_topics(self, touched: dict[tuple[str, str], TopicEvent]) -> None:
-        for event in [e for e in touched.values() if e.kind == TopicEventKind.MERGED]:
-            await self._mark_merged(event)
+        split = {(e.chat_id, t) for e in touched.values() if e.kind == TopicEventKind.SPLIT
+                 for t in e.related_topic_ids}  # fmt: skip
         for (chat_id, topic_id), event in touched.items():
             pool = self.pools.get(chat_id)
             active = pool.topic(topic_id) if pool else None
@@ -195,23 +251,30 @@ class SegmentStage:
                     started_at=active.started_at,
                     last_active_at=active.last_active_at,
                 )
-            elif event.kind == TopicEventKind.CLOSED:
+            elif event.kind in (TopicEventKind.CLOSED, TopicEventKind.SPLIT, TopicEventKind.MERGED):
+                # closed topics, the parts of a split, the keeper of a close-time merge
                 msgs = await self.clients.store.get_messages(chat_id, event.message_ids)
                 if not msgs:
                     continue
+                check = self._checks.pop((chat_id, topic_id), None)
                 summary = TopicSummary(
                     chat_id=chat_id,
                     topic_id=topic_id,
-                    state="closed" if event.kind == TopicEventKind.CLOSED else "merged",
+                    state="split" if (chat_id, topic_id) in split else "closed",
                     message_ids=[m.message_id for m in msgs],
                     participants=sorted({m.display_name for m in msgs}),
-                    started_at=msgs[0].ts,
-                    last_active_at=msgs[-1].ts,
+                    started_at=min(m.ts for m in msgs),
+                    last_active_at=max(m.ts for m in msgs),
+                    segmentation_version=event.segmentation_version,
+                    cohesion=check.cohesion if check else None,
+                    weight=check.weight if check else 1.0,
                 )
             else:
                 continue
             await self.clients.store.upsert_topic(summary)
-
+        for event in [e for e in touched.values() if e.kind == TopicEventKind.MERGED]:
+            await self._mark_merged(event)  # after the loop: a topic closed and merged away in one batch
+        self._checks.clear()
 
     async def _mark_merged(self, event: TopicEvent) -> None:
         """Topics absorbed by a merge keep their stored summary, marked merged (never rewritten away)."""

@@ -13,9 +13,12 @@ from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, Field
 
 from memstream.clients import Clients, build_clients
+from memstream.resegment import list_versions
 from memstream.settings import Settings
 from retrieval.service import retrieve
 from schemas import ChatMessage, MemoryRecord, RetrieveRequest, RetrieveResponse, TopicSummary
+from schemas.segmentation import SegmentationVersion
+from streams.segmentation_ledger import open_ledger
 
 
 class Metrics:
@@ -71,9 +74,11 @@ def create_app(
         app.state.clients = clients or await build_clients(settings, embedder=embedder)
         app.state.metrics = Metrics()
         app.state.ingest_lock = asyncio.Lock()
+        app.state.segmentation_ledger = await open_ledger(app.state.clients.settings.data_dir)
         if app.state.clients.embedder is not None:  # load the model now, not on the first user's query
             await app.state.clients.embedder.embed(["warm-up"], is_query=True)
         yield
+        await app.state.segmentation_ledger.close()
         if clients is None:
             await app.state.clients.close()
 
@@ -145,11 +150,18 @@ def create_app(
         return IngestAccepted(accepted=len(batch.messages), new=new, processed=stats.processed)
 
     @app.get("/v1/chats/{chat_id}/topics", response_model=list[TopicSummary])
-    async def topics(chat_id: str, c: ClientsDep,
-                     state: Annotated[str | None, Query(pattern="^(active|closed|merged)$")] = None):
-        """Working memory (state=active) and episodic memory (state=closed) of a chat."""
+    async def topics(chat_id: str, c: ClientsDep, state: Annotated[
+                         str | None, Query(pattern="^(active|closed|merged|superseded|rolled_back)$")] = None):
+        """Working memory (state=active) and episodic memory (state=closed) of a chat. Topics replaced by a
+        re-segmentation (superseded) or made by a rolled-back one are listed only when asked for by state."""
         items = await c.store.list_topics(chat_id)
-        return [t for t in items if state is None or t.state == state]
+        hidden = ("superseded", "rolled_back")
+        return [t for t in items if t.state == state or (state is None and t.state not in hidden)]
+
+    @app.get("/v1/chats/{chat_id}/segmentation", response_model=list[SegmentationVersion])
+    async def segmentation(chat_id: str, c: ClientsDep, request: Request) -> list[SegmentationVersion]:
+        """The chat's segmentation versions (1 = streaming; re-segmentations, rolled back or not)."""
+        return await list_versions(c, request.app.state.segmentation_ledger, chat_id)
 
     @app.get("/v1/chats/{chat_id}/messages/{message_id}/reply-chain", response_model=ReplyChain)
     async def reply_chain(chat_id: str, message_id: str, c: ClientsDep,

@@ -13,7 +13,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from memstream.cli_audit import register as register_audit
 from memstream.cli_prod import register as register_prod
+from memstream.cli_segment import register as register_segment
 from memstream.settings import Settings
 
 app = typer.Typer(help="memstream: streaming memory for chat bots (segment, distil, consolidate, retrieve).",
@@ -21,6 +23,8 @@ app = typer.Typer(help="memstream: streaming memory for chat bots (segment, dist
 bench_app = typer.Typer(help="Benchmarks (results to JSON + PNG).", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 register_prod(app)  # worker + kafka bootstrap/produce/lag/delete/replay
+register_audit(app)  # audit of topic segmentation
+register_segment(app)  # resegment (versions, rollback) + topics
 console = Console(stderr=True)
 out = Console()
 

@@ -125,6 +125,47 @@ class RetrievalConfig(BaseModel):
     include_memories: bool = True
 
 
+class AuditConfig(BaseModel):
+    """Error detection and repair of topic segmentation (design doc 001, section 6; ``agents/topic_audit.py``).
+
+    Three levels: the segmenter's own real-time merge (``SegmenterConfig.merge_*``), a check when a topic
+    closes (cohesion, semantic break -> split; near-duplicate of a recently closed topic -> merge) and a
+    periodic audit of recently closed topics. Repairs are new events (SPLIT / MERGED), never rewrites.
+    Defaults were measured on the Ubuntu IRC dev set (``bench/audit_eval.py``, docs/BENCHMARKS.md).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    close_check: bool = True  # run the close-time check (cohesion and soft repair; the repairs below if on)
+    # Off by default, both measured on IRC dev with leave-files-out (docs/BENCHMARKS.md): split raised VI
+    # +0.17 and 1-1 +0.36 but cost 1.0 exact F1; merge cost 0.25 VI and 0.6 1-1. The audit reports their
+    # proposals either way; these flags gate applying them (close time and ``memstream audit --apply``).
+    split: bool = False  # split a topic at a semantic break no link or person crosses
+    merge: bool = False  # merge near-duplicate recently closed topics
+    # semantic break: adjacent windows of ``window`` primary messages whose centroids' cosine is below
+    # ``break_similarity``, no reply/addressee link crossing, senders' overlap (Jaccard) of the two windows
+    # at most ``participant_overlap_max``; parts of at least ``min_part`` messages, at most ``max_parts``
+    window: int = 5
+    break_similarity: float = 0.4
+    participant_overlap_max: float = 0.34
+    min_part: int = 5
+    max_parts: int = 4
+    # near-duplicates: centroid cosine, shared senders, gap between the end of one and the start of the other
+    merge_similarity: float = 0.8
+    merge_min_shared: int = 1
+    merge_gap_s: float = 900.0
+    merge_min_messages: int = 2
+    # soft repair: topics with at least ``suspicious_min_messages`` and a cohesion (mean pairwise cosine of
+    # the members) below ``suspicious_cohesion`` are reported suspicious with ``suspicious_weight``
+    suspicious_cohesion: float = 0.15
+    suspicious_min_messages: int = 3
+    suspicious_weight: float = 0.5
+    # the periodic audit: every ``audit_interval_s``, topics closed within ``audit_window_s``
+    audit_interval_s: float = 3600.0
+    audit_window_s: float = 86400.0
+    audit_apply: bool = False  # the timer emits repairs (else it only reports)
+
+
 class Settings(BaseSettings):
     """Backends are chosen by URL scheme, never by code changes:
 
@@ -147,6 +188,7 @@ class Settings(BaseSettings):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     graph: GraphConfig = Field(default_factory=GraphConfig)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
     api_host: str = "127.0.0.1"
     api_port: int = 8080
     log_level: str = "INFO"

