@@ -42,6 +42,7 @@ _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN_RE = re.compile(f"(?P<cjk>[{_CJK}]+)|(?P<word>[a-z0-9][a-z0-9_.+#/-]*[a-z0-9+#]|[a-z])")
 # "nick: text", "nick, text", "@nick text" at the start of a message (IRC tab completion, IM @-mentions).
 _LEAD_RE = re.compile(r"^\s*(?:@(?P<at>[^\s:,;@]{1,64})|(?P<nick>[^\s:,;@]{1,64})\s*[:,;>])")
+_NAME_TOKEN_RE = re.compile(r"[^\W\d][\w\-\[\]\\^{}`|]*")
 _AT_RE = re.compile(r"@([^\s:,;@]{1,64})")
 
 _STOP_EN = frozenset(
@@ -93,20 +94,34 @@ class Features:
     vector: np.ndarray | None
     question: bool = False
     length: float = 0.0  # characters / 200, capped at 1
+    named: tuple[str, ...] = ()  # known senders named anywhere in the text (not as the addressee)
 
 
 def features(msg: ChatMessage, vector: object, pool: ChatPool) -> Features:
     """Reduce a message (and its optional embedding) to what the signals read."""
+    to = addressees(msg, pool.names)
     return Features(
         sender=msg.sender,
         ts=msg.ts.timestamp(),
-        addressees=addressees(msg, pool.names),
+        addressees=to,
         keywords=keywords(msg.text),
         reply_to=msg.reply_to,
         vector=as_unit(vector),
         question="?" in msg.text or "\uff1f" in msg.text,
         length=min(1.0, len(msg.text) / 200),
+        named=named(msg.text, pool.names, {msg.sender, *to}),
     )
+
+
+def named(text: str, names: dict[str, str], skip: set[str]) -> tuple[str, ...]:
+    """Known senders whose name (3+ characters) appears as a token anywhere in ``text``."""
+    found: list[str] = []
+    for token in _NAME_TOKEN_RE.findall(text):
+        key = token.lower().rstrip("_")
+        sid = names.get(key) if len(key) >= 3 else None
+        if sid is not None and sid not in skip and sid not in found:
+            found.append(sid)
+    return tuple(found)
 
 
 def keywords(text: str) -> frozenset[str]:
@@ -205,9 +220,10 @@ def user_signal(topic: ActiveTopic, f: Features, pool: ChatPool, cfg: SegmenterC
 
 
 def score_topic(
-    topic: ActiveTopic, f: Features, pool: ChatPool, cfg: SegmenterConfig
+    topic: ActiveTopic, f: Features, pool: ChatPool, cfg: SegmenterConfig, link: float = 0.0
 ) -> tuple[float, dict[str, float]]:
-    """Affinity of one message to one topic: the total and its per-signal breakdown."""
+    """Affinity of one message to one topic: the total and its per-signal breakdown. ``link`` is the reply
+    linker's probability that the message answers one of the topic's messages (:mod:`agents.segment_link`)."""
     idle = max(0.0, f.ts - topic.last_ts)
     decay = 0.5 ** (idle / cfg.time_decay_half_life_s)
     reply = reply_signal(topic, f, pool, cfg)
@@ -216,9 +232,10 @@ def score_topic(
     sem = semantic_signal(topic, f.vector, cfg)
     mismatch = 1.0 if f.addressees and not any(a in topic.last_by_sender for a in f.addressees) else 0.0
     soft = cfg.w_user * user + cfg.w_semantic * sem + cfg.w_entity * ent
-    total = cfg.w_reply * reply + decay * (soft + cfg.w_time) - cfg.w_mismatch * mismatch
+    total = cfg.w_reply * reply + decay * (soft + cfg.w_time) - cfg.w_mismatch * mismatch + cfg.w_link * link
     parts = {
         "reply": reply,
+        "link": link,
         "user": user,
         "semantic": sem,
         "entity": ent,

@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 import numpy as np
 from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter
 
+from agents.reply_linker import LinkMsg
+from agents.segment_link import link_msg, read_links, remember
 from agents.segment_signals import (
     Features,
     Memo,
@@ -51,7 +53,7 @@ SEEN_MAX = 5000
 SENDERS_MAX = 1000
 KEYWORDS_MAX = 96
 RECENT_BEST_MAX = 64
-_SIGNALS = ("reply", "user", "semantic", "entity")
+_SIGNALS = ("reply", "link", "user", "semantic", "entity")
 
 
 class ActiveTopic(BaseModel):
@@ -121,6 +123,8 @@ class ChatPool(BaseModel):
     senders: dict[str, SenderSeen] = Field(default_factory=dict)
     names: dict[str, str] = Field(default_factory=dict)  # lowercased nick / display name / id -> sender id
     recent_best: list[float] = Field(default_factory=list)
+    window: list[LinkMsg] = Field(default_factory=list)  # the reply linker's recent messages (replaced, not mutated)
+    window_vectors: list[str] = Field(default_factory=list)  # their vectors, base64 float16 ("" = none)
     segmentation_version: int = 1
     last_at: datetime | None = None
     counters: dict[str, int] = Field(default_factory=dict)
@@ -198,10 +202,14 @@ def step(
     at = msg.ts
     events = _close_idle(pool, at, cfg)
     f = features(msg, vector, pool)
+    lm = link_msg(msg, f)
+    links = read_links(pool, lm, f, cfg)
     scored = sorted(
-        ((score_topic(t, f, pool, cfg), t) for t in pool.topics), key=lambda x: x[0][0], reverse=True
+        ((score_topic(t, f, pool, cfg, links.topic_mass.get(t.topic_id, 0.0)), t) for t in pool.topics),
+        key=lambda x: x[0][0],
+        reverse=True,
     )
-    threshold = effective_threshold(pool, f, cfg)
+    threshold = effective_threshold(pool, f, cfg) + cfg.w_link_self * links.p_self
     if scored:
         pool.recent_best = [*pool.recent_best, scored[0][0][0]][-RECENT_BEST_MAX:]
     replied = pool.msg_topic.get(msg.reply_to) if msg.reply_to else None
@@ -209,11 +217,13 @@ def step(
     if explicit is not None or (scored and scored[0][0][0] >= threshold):
         (score, parts), chosen = explicit or scored[0]  # an explicit reply has priority (design doc 3.2.1)
         others = [x for x in scored if x[1] is not chosen]
+        parent = msg.reply_to if explicit is not None else _parent_in(links, chosen)
         topic = pool.own(chosen)
         _attach(topic, msg, f, cfg)
         _remember(pool, msg, f, topic)
-        reason = max(_SIGNALS, key=lambda k: parts[k] * getattr(cfg, f"w_{k}"))  # the largest contribution
-        events.append(_event(pool, msg, TopicEventKind.EXTENDED, topic, [msg.message_id], score, reason))
+        reason = max(_SIGNALS, key=lambda k: parts[k] * _weight(cfg, k))  # the largest contribution
+        ev = _event(pool, msg, TopicEventKind.EXTENDED, topic, [msg.message_id], score, reason)
+        events.append(ev.model_copy(update={"parent_message_id": parent}))
         pool.bump("extended")
         events += _soft_members(pool, msg, others, threshold, score, cfg)
         events += _maybe_merge(pool, msg, topic, cfg)
@@ -224,11 +234,22 @@ def step(
         related = [replied] if replied else []  # a reply to a topic that is already closed
         reason = "reply-to-closed" if replied else "new"
         ev = _event(pool, msg, TopicEventKind.OPENED, topic, [msg.message_id], best, reason, None, related)
-        events.append(ev)
+        events.append(ev.model_copy(update={"parent_message_id": msg.reply_to or msg.message_id}))
         pool.bump("opened")
+    remember(pool, lm, f.vector, cfg)
     events += _evict(pool, msg, cfg)
     pool.last_at = max(pool.last_at, at) if pool.last_at else at
     return pool, events
+
+
+def _weight(cfg: SegmenterConfig, signal: str) -> float:
+    return getattr(cfg, f"w_{signal}")
+
+
+def _parent_in(links, topic: ActiveTopic) -> str | None:
+    """The most likely parent among the topic's messages (None if the linker is off)."""
+    best = links.best_in(set(topic.message_ids))
+    return best[0] if best else None
 
 
 def close_idle(pool: ChatPool, now: datetime, cfg: SegmenterConfig) -> tuple[ChatPool, list[TopicEvent]]:

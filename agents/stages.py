@@ -98,6 +98,23 @@ async def _embed(clients: Clients, texts: list[str]) -> np.ndarray | None:
     return await clients.embedder.embed(texts)
 
 
+def _with_inferred_parents(msgs: list[ChatMessage], stepped: list[list[TopicEvent]]) -> list[ChatMessage]:
+    parents = {
+        (e.chat_id, e.message_ids[0]): e.parent_message_id
+        for events in stepped
+        for e in events
+        if e.kind in (TopicEventKind.OPENED, TopicEventKind.EXTENDED)
+        and e.reason != "soft"
+        and e.parent_message_id not in (None, e.message_ids[0])
+    }
+    return [
+        m.model_copy(update={"metadata": {**m.metadata, "inferred_reply_to": parents[(m.chat_id, m.message_id)]}})
+        if not m.reply_to and (m.chat_id, m.message_id) in parents
+        else m
+        for m in msgs
+    ]
+
+
 class SegmentStage:
     """Raw messages -> stored turns, topic events, distillation jobs for closed topics."""
 
@@ -123,17 +140,18 @@ class SegmentStage:
         items = _decode_all(self.source, "segment", records, out)
         msgs = [m for m in items if isinstance(m, ChatMessage) and not self._is_deleted(m)]
         vectors = await _embed(self.clients, [m.text for m in msgs])
-        await self.clients.store.upsert_messages(msgs, vectors)
         by_key = {m.key: m for m in msgs}
         vec_by_key = {m.key: vectors[i] for i, m in enumerate(msgs)} if vectors is not None else {}
-        touched: dict[tuple[str, str], TopicEvent] = {}
+        stepped: list[list[TopicEvent]] = []
         for item in items:
             if isinstance(item, StreamControl):
-                events = self._flush(item)
+                stepped.append(self._flush(item))
             elif isinstance(item, ChatMessage) and item.key in by_key:
-                events = self._step(item, vec_by_key.get(item.key), out, records)
-            else:
-                continue
+                stepped.append(self._step(item, vec_by_key.get(item.key), out, records))
+        # stored with the inferred reply (the immediate layer's reply chain) before any job reads them
+        await self.clients.store.upsert_messages(_with_inferred_parents(msgs, stepped), vectors)
+        touched: dict[tuple[str, str], TopicEvent] = {}
+        for events in stepped:
             for event in events:
                 out.emit(TOPIC_SEGMENTS, event.chat_id, event.event_id, event)
                 touched[(event.chat_id, event.topic_id)] = event

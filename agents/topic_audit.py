@@ -158,7 +158,7 @@ def _links(msgs: list[ChatMessage]) -> list[tuple[int, int]]:
     asked: dict[str, int] = {}  # sender -> latest position that addressed them
     links: list[tuple[int, int]] = []
     for j, m in enumerate(msgs):
-        if m.reply_to in where and where[m.reply_to] < j:
+        if m.reply_to in where and where[m.reply_to] < j:  # explicit replies only: inferred ones are guesses
             links.append((where[m.reply_to], j))
         to = addressees(m, names)
         for sid in to:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from agents.segment_signals import resolve_name
 from agents.segmenter import ChatPool, flush, step
 from bench import metrics_seg as M
 from memstream.settings import SegmenterConfig
@@ -49,6 +50,8 @@ _SYS_EVENT_RE = re.compile(
     r"^(?:\[[^\]]*\]\s*)?has (?:joined|left|quit)|^is now known as|^sets mode|^changed the topic|^[Tt]opic",
 )
 _LEAD_RE = re.compile(r"^\s*@?([^\s:,;@]{1,64})\s*[:,;]")
+_FACTOID_RE = re.compile(r"^!\S+.*\|\s*@?([^\s:,;@|]{1,64})\s*$")
+_NICK_TOKEN_RE = re.compile(r"[A-Za-z_\[\]\\^{}`|][A-Za-z0-9_\-\[\]\\^{}`|]*")
 _DATE_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:_(\d{2}))?")
 
 
@@ -61,6 +64,7 @@ class IrcLine:
     minute: int | None  # minutes since midnight as printed, None for untimed lines
     ts: datetime = field(default_factory=lambda: datetime(1970, 1, 1, tzinfo=UTC))
     addressee: str | None = None
+    mentions: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -131,13 +135,20 @@ def assign_times(lines: list[IrcLine], file_name: str, anchor: int = 1000) -> No
 
 
 def assign_addressees(lines: list[IrcLine]) -> None:
-    """A leading ``nick:``/``nick,`` naming someone seen earlier in the log (speaking, joining, renaming)."""
+    """A leading ``nick:``/``nick,`` (or a bot factoid's trailing ``| nick``) naming someone seen earlier in the
+    log (speaking, joining, renaming; a unique prefix of a known nick counts); ``mentions``: known nicks named
+    anywhere else in the text."""
     known: dict[str, str] = {}
     for line in lines:
-        if line.kind != "system" and (m := _LEAD_RE.match(line.text)):
-            nick = known.get(m.group(1).lower().rstrip("_"))
+        if line.kind != "system":
+            lead = _LEAD_RE.match(line.text) or _FACTOID_RE.search(line.text)
+            nick = resolve_name(lead.group(1), known) if lead else None
             if nick is not None and nick != line.nick:
                 line.addressee = nick
+            for token in _NICK_TOKEN_RE.findall(line.text):
+                other = known.get(token.lower().rstrip("_")) if len(token) >= 3 else None
+                if other is not None and other not in (line.nick, line.addressee) and other not in line.mentions:
+                    line.mentions.append(other)
         known.setdefault(line.nick.lower().rstrip("_"), line.nick)
         if line.kind == "system" and (m := re.match(r"is now known as (\S+)", line.text)):
             known.setdefault(m.group(1).lower().rstrip("_"), m.group(1))
@@ -240,7 +251,8 @@ async def run_memstream(files: list[IrcFile], embedder, cfg: SegmenterConfig) ->
                         )
                 elif ev.kind in (TopicEventKind.OPENED, TopicEventKind.EXTENDED) and ev.reason != "soft":
                     group = members.setdefault(ev.topic_id, [])
-                    links.add((line.idx, antecedent(line, group)))
+                    parent = int(ev.parent_message_id) if ev.parent_message_id else antecedent(line, group)
+                    links.add((line.idx, parent))
                     group.append(line)
                     topic_of[line.idx] = ev.topic_id
         pool, _ = flush(pool)

@@ -174,7 +174,7 @@ def create_app(
             if not found:
                 break
             chain.append(found[0])
-            current = found[0].reply_to
+            current = found[0].parent_id  # explicit reply, else the segmenter's inferred one
         if not chain:
             raise HTTPException(404, f"message {message_id!r} not found in chat {chat_id!r}")
         return ReplyChain(chat_id=chat_id, message_id=message_id, chain=list(reversed(chain)))

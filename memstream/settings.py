@@ -57,6 +57,13 @@ class SegmenterConfig(BaseModel):
     # per-chat adaptive threshold (when enabled): the message's threshold times
     # clamp(1 + gain * (median recent best score - reference) / reference, min, max); off by default because
     # it did not help on IRC dev (the message cues above already adapt the bar per message)
+    # the reply linker (agents/reply_linker.py): its probability that the message answers a topic's message
+    # adds ``w_link`` times that to the topic's score; its probability of a new conversation raises the join
+    # threshold by ``w_link_self`` times it
+    use_linker: bool = True
+    linker_weights: str | None = None  # a weight file of your own (python -m bench.train_linker --out FILE)
+    w_link: float = 1.0
+    w_link_self: float = 0.5
     adaptive_gain: float = 0.25
     adaptive_reference: float = 0.9
     adaptive_min: float = 0.8

@@ -41,6 +41,12 @@ class ChatMessage(Contract):
     def display_name(self) -> str:
         return self.sender_name or self.sender
 
+    @property
+    def parent_id(self) -> str | None:
+        """The message this one answers: the explicit ``reply_to``, else the segmenter's inferred reply
+        (``metadata["inferred_reply_to"]``, set when the message is stored)."""
+        return self.reply_to or self.metadata.get("inferred_reply_to")
+
 
 class DeadLetter(Contract):
     """A payload that could not be processed, kept whole with the reason, so nothing is lost."""

@@ -42,6 +42,9 @@ class TopicEvent(Contract):
     score: float | None = None
     reason: str = ""
     segmentation_version: int = 1
+    # opened/extended: the message this one most likely answers (explicit reply_to, else the reply linker's
+    # best candidate in the topic; the message itself when it starts a topic)
+    parent_message_id: str | None = None
     at: datetime  # event time (the time of the message that caused it), never wall time
 
 

@@ -32,7 +32,7 @@ class TopicContext:
 
     def addressee(self, m: ChatMessage) -> str | None:
         speaker = m.display_name
-        replied = self.by_id.get(m.reply_to or "")
+        replied = self.by_id.get(m.parent_id or "")
         if replied is not None and replied.display_name != speaker:
             return replied.display_name
         mentioned = [self.name_of.get(x, x) for x in m.mentions] + MENTION_RE.findall(m.text)

@@ -43,13 +43,13 @@ def find_qa(ctx: TopicContext) -> tuple[list[QAPair], dict[str, str]]:
         if not question:
             continue
         answer = next(
-            (a for a in ctx.msgs[i + 1 :] if a.reply_to == q.message_id and a.sender != q.sender), None
+            (a for a in ctx.msgs[i + 1 :] if a.parent_id == q.message_id and a.sender != q.sender), None
         )
         if answer is None:
             for a in ctx.msgs[i + 1 : i + 6]:
                 if a.sender == q.sender:
                     continue
-                if not (a.reply_to and a.reply_to != q.message_id) and a.message_id not in answered:
+                if not (a.parent_id and a.parent_id != q.message_id) and a.message_id not in answered:
                     answer = a
                 break
         text = answer_part(answer, ctx.names) if answer is not None else ""

@@ -46,12 +46,13 @@ def message_line(m: ChatMessage) -> str:
 
 
 def reply_chain(by_id: dict[str, ChatMessage], trigger_id: str, depth: int) -> list[ChatMessage]:
-    """The trigger and its ancestors through ``reply_to``, oldest first (cycles and gaps stop the walk)."""
+    """The trigger and its ancestors through ``reply_to`` (or the inferred reply), oldest first (cycles and
+    gaps stop the walk)."""
     chain: list[ChatMessage] = []
     current: str | None = trigger_id
     while current and current in by_id and len(chain) < depth and by_id[current] not in chain:
         chain.append(by_id[current])
-        current = by_id[current].reply_to
+        current = by_id[current].parent_id
     return list(reversed(chain))
 
 
@@ -99,8 +100,8 @@ async def short_term(store, req: RetrieveRequest, cfg: ContextConfig, count) -> 
     if trigger:
         current = trigger[0]
         msgs = {current.message_id: current}
-        while current.reply_to and current.reply_to not in msgs and len(msgs) < cfg.reply_depth:
-            found = await store.get_messages(req.chat_id, [current.reply_to])
+        while current.parent_id and current.parent_id not in msgs and len(msgs) < cfg.reply_depth:
+            found = await store.get_messages(req.chat_id, [current.parent_id])
             if not found:
                 break
             current = msgs.setdefault(found[0].message_id, found[0])

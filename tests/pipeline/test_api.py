@@ -68,3 +68,21 @@ def test_unknown_chat_is_an_explicit_empty_result(client):
     assert r.status_code == 200
     body = r.json()
     assert body["no_relevant_memory"] is True and body["items"] == [] and body["context"]
+
+
+def test_reply_chain_follows_inferred_replies_in_a_busy_group(client):
+    """No explicit reply_to anywhere: the segmenter's reply linker infers who answers whom (IRC style)."""
+    batch = [
+        msg("irc", "1", "alice", 0, "how do I reinstall grub after installing windows?"),
+        msg("irc", "2", "carol", 0.2, "anyone tried the new nvidia driver on ubuntu 24.04?"),
+        msg("irc", "3", "bob", 0.4, "alice: boot a live usb and run grub-install /dev/sda"),
+        msg("irc", "4", "dave", 0.6, "carol: yes, 550 works fine here"),
+        msg("irc", "5", "alice", 0.8, "bob: thanks, grub is back"),
+    ]
+    r = client.post("/v1/messages", json={"messages": batch, "flush": True})
+    assert r.status_code == 202, r.text
+    chain = client.get("/v1/chats/irc/messages/5/reply-chain").json()["chain"]
+    assert [m["message_id"] for m in chain] == ["1", "3", "5"]
+    assert chain[-1]["metadata"]["inferred_reply_to"] == "3" and chain[-1]["reply_to"] is None
+    other = client.get("/v1/chats/irc/messages/4/reply-chain").json()["chain"]
+    assert [m["message_id"] for m in other] == ["2", "4"]

@@ -197,7 +197,7 @@ def test_vectors_pull_a_message_to_the_similar_topic():
         msg(1, "bob", "second subject there", at=10),
         msg(2, "carol", "more words", at=20),
     ]
-    _, events = run(lines, vectors=[a, b, a])
+    _, events = run(lines, vectors=[a, b, a], cfg=SegmenterConfig(use_linker=False))  # the vector signal alone
     topics = topic_of(events)
     assert topics["m2"] == topics["m0"] != topics["m1"]
 
@@ -240,7 +240,7 @@ def test_near_duplicate_topics_merge():
 
 
 def test_soft_membership_weights_a_close_runner_up():
-    cfg = SegmenterConfig(soft_ratio=0.5)
+    cfg = SegmenterConfig(soft_ratio=0.5, use_linker=False)  # the linker would favour one of the two
     lines = [
         msg(0, "alice", "printer on floor two is jammed", at=0),
         msg(1, "bob", "printer toner is empty on floor three", at=5),

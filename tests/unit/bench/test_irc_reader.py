@@ -117,3 +117,31 @@ async def test_lines_missing_from_the_annotation_are_not_scored(tmp_path):
     assert 6 not in f.annotated and f.annotated == [2, 3, 4, 5, 7, 8, 9]
     report = await irc.run_irc(tmp_path, tmp_path / "out")
     assert set(report["systems"]) == set(irc.SYSTEMS)
+
+
+def test_factoid_prefix_and_inline_mentions(tmp_path):
+    log = (
+        "[10:00] <Hikaru79> my sound is gone after the upgrade\n"
+        "[10:01] <ubottu> hi all\n"
+        "[10:02] <bob> !alsa | Hikaru79\n"
+        "[10:03] <carol> hik: try alsamixer, as ubottu said\n"
+    )
+    (tmp_path / "2009-01-01_10.ascii.txt").write_text(log)
+    (tmp_path / "2009-01-01_10.annotation.txt").write_text("0 2 -\n0 3 -\n1 1 -\n")
+    f = irc.read_irc_file(tmp_path / "2009-01-01_10.ascii.txt", tmp_path / "2009-01-01_10.annotation.txt")
+    assert [ln.addressee for ln in f.lines] == [None, None, "Hikaru79", "Hikaru79"]
+    assert f.lines[3].mentions == ["ubottu"]  # named mid-sentence, not the addressee
+
+
+def test_linker_training_learns_from_the_annotation(tmp_path):
+    from bench import train_linker
+
+    write(tmp_path)
+    files = irc.read_irc_dir(tmp_path)
+    exs = train_linker.examples(files[0], None)
+    assert exs and all(e.x.shape[0] == len(e.ids) and e.ids[-1] == e.line for e in exs)
+    assert any(e.gold[-1] for e in exs)  # some lines start a conversation (self-links)
+    w = train_linker.fit(exs, l2=0.1)
+    links = train_linker.predict(exs, w)
+    report = train_linker.score(files, links)
+    assert set(report) >= {"link_f1", "vi", "exact_f1"} and report["link_f1"] >= 50.0

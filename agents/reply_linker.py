@@ -1,0 +1,335 @@
+"""Implicit reply links: which earlier message does a chat message answer? (design doc 001, 3.2.1: the reply
+chain is the strongest signal; in IRC-style and busy IM groups most replies are implicit).
+
+A pure ranking model over the last ``window`` messages of the chat plus the message itself (a self-link means
+"starts a new conversation"). Each (message, candidate) pair is reduced to :func:`pair_features`; the score is
+a linear function of them and the best candidate wins. The weights ship as ``reply_linker_weights.json``,
+fitted by ``python -m bench.train_linker`` (a conditional-logit ranking model; leave-one-file-out figures in
+docs/BENCHMARKS.md). Without vectors the semantic features are zero and their ``no_vector`` twin is set, so
+one weight file serves both.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "FEATURES",
+    "LinkMsg",
+    "LinkerWeights",
+    "default_weights",
+    "pair_features",
+    "rank",
+    "self_features",
+]
+
+_GREETING_RE = re.compile(r"\b(hi|hello|hey|anyone|anybody|somebody|someone|help|question)\b", re.I)
+_THANKS_RE = re.compile(r"\b(thanks?|thx|ty|cheers|works|worked|great|cool|ok|okay|yes|no|yeah|nope)\b|谢谢|好的", re.I)
+
+PAIR_FEATURES = (
+    "prev",  # the candidate is the message right before
+    "log_dist",  # log1p(messages in between)
+    "log_gap_min",  # log1p(minutes between them)
+    "addresses_cand_sender",  # the message addresses the candidate's sender
+    "addresses_cand_sender_latest",  # ... and the candidate is that sender's latest message
+    "cand_addresses_sender",  # the candidate addressed the message's sender
+    "cand_addresses_sender_latest",  # ... and is the latest message addressed to them
+    "same_sender",
+    "same_sender_no_other",  # same sender and nobody else spoke in between
+    "cand_sender_latest",  # the candidate is its sender's latest message
+    "addressee_mismatch",  # the message addresses someone, not the candidate's sender
+    "same_addressee",  # both address the same third person
+    "cand_question",
+    "cand_no_addressee",
+    "msg_no_addressee",
+    "keyword_overlap",  # Jaccard of content words
+    "keyword_any",
+    "cosine",  # embedding cosine (0 without vectors)
+    "no_vector",
+    "sender_spoke_since",  # the message's sender spoke after the candidate
+    "cand_sender_spoke_since",  # the candidate's sender spoke again after it
+    "cand_sender_new",  # the candidate was its sender's first message in the window
+    "msg_thanks",  # a short acknowledgement ("thanks", "ok", "works") ...
+    "msg_thanks_x_cand_addresses",  # ... answering someone who addressed the sender
+    "pair_talked",  # the two senders addressed each other earlier in the window
+    "cand_sender_last_addressed_sender",  # the candidate's sender's latest addressee is the message's sender
+    "sender_last_addressed_cand_sender",  # the message's sender last addressed the candidate's sender
+    "latest_involving_sender",  # the latest message by or to the message's sender
+    "mentions_cand_sender",  # the candidate's sender is named anywhere in the message
+    "cand_mentions_sender",
+    "keyword_best",  # the candidate has the window's largest keyword overlap (> 0)
+    "cosine_gap",  # cosine minus the window's best cosine (0 for the best)
+    "addressed_x_cand_question",  # addressing the candidate's sender, and the candidate asks a question
+    "addressed_x_keyword",  # addressing the candidate's sender, and they share content words
+    "cand_sender_rank",  # log1p(how many later messages its sender wrote before this one)
+    "dist_1",  # one message in between
+    "dist_2",
+    "dist_3_5",
+    "dist_6_10",
+    "cand_sender_recent",  # the candidate's sender wrote one of the last five messages
+    "cand_long",  # the candidate's length (characters / 200, capped at 1)
+    "cand_greeting",  # the candidate reads like an opener ("hi", "anyone", "help")
+    "same_thread_as_sender",  # the candidate is in the topic where the sender last spoke (segmenter state)
+    "same_thread_as_addressee",  # ... where the person addressed last spoke
+)
+SELF_FEATURES = (
+    "self_bias",
+    "self_addressed",  # the message addresses someone (rarely a conversation start)
+    "self_question",
+    "self_greeting",
+    "self_sender_new",  # the sender has not spoken in the window
+    "self_long",
+    "self_was_addressed",  # someone addressed the sender recently (they are answering)
+    "self_gap_min",  # log1p(minutes since the previous message)
+)
+FEATURES = PAIR_FEATURES + SELF_FEATURES
+
+
+class LinkMsg(BaseModel):
+    """What the linker remembers of one message (kept in the segmenter's checkpoint, so small)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    message_id: str
+    sender: str
+    ts: float
+    addressees: tuple[str, ...] = ()
+    keywords: frozenset[str] = Field(default_factory=frozenset)
+    question: bool = False
+    length: float = 0.0
+    thanks: bool = False
+    greeting: bool = False
+    mentions: tuple[str, ...] = ()  # senders named anywhere in the text (not only as the addressee)
+
+
+def text_cues(text: str) -> dict[str, bool]:
+    short = len(text) < 60
+    return {
+        "thanks": short and bool(_THANKS_RE.search(text)),
+        "greeting": bool(_GREETING_RE.search(text)),
+    }
+
+
+class LinkerWeights(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    weights: dict[str, float]
+    window: int = 60
+    meta: dict[str, object] = Field(default_factory=dict)
+
+    def vector(self) -> np.ndarray:
+        return np.asarray([self.weights.get(name, 0.0) for name in FEATURES], dtype=np.float64)
+
+
+@cache
+def default_weights(path: str | None = None) -> LinkerWeights:
+    """The shipped weights, or a weight file fitted on your own annotated chats (``python -m
+    bench.train_linker --out FILE``, then ``SegmenterConfig.linker_weights = FILE``)."""
+    if path:
+        raw = Path(path).read_text(encoding="utf-8")
+    else:
+        raw = resources.files("agents").joinpath("reply_linker_weights.json").read_text()
+    return LinkerWeights.model_validate(json.loads(raw))
+
+
+@dataclass(frozen=True, slots=True)
+class Threads:
+    """What the segmenter knows at this point: each recent message's topic, and where people last spoke."""
+
+    topic_of: dict[str, str]
+    sender_topic: str | None = None
+    addressee_topics: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """Per-message facts about the window, computed once for all candidates."""
+
+    latest_by_sender: dict[str, int]  # sender -> index in the window of their latest message
+    latest_to: dict[str, int]  # sender -> index of the latest message addressing them
+    last_addressee: dict[str, str]  # sender -> whom their latest addressed message addressed
+    talked: frozenset[tuple[str, str]]  # (a, b): a addressed b in the window
+    count_after: list[int]  # messages by the same sender after each window message
+    best_keywords: float
+    best_cosine: float
+    latest_involving: int
+    last_other: int  # index of the latest message not by the message's sender
+    first_by_sender: dict[str, int]
+
+
+def _context(msg: LinkMsg, window: list[LinkMsg], cosines: np.ndarray | None) -> _Context:
+    latest_by_sender: dict[str, int] = {}
+    latest_to: dict[str, int] = {}
+    last_addressee: dict[str, str] = {}
+    talked: set[tuple[str, str]] = set()
+    involving = -1
+    for i, m in enumerate(window):
+        latest_by_sender[m.sender] = i
+        for a in m.addressees:
+            latest_to[a] = i
+            talked.add((m.sender, a))
+        if m.addressees:
+            last_addressee[m.sender] = m.addressees[0]
+        if m.sender == msg.sender or msg.sender in m.addressees:
+            involving = i
+    last_other = max((i for i, m in enumerate(window) if m.sender != msg.sender), default=-1)
+    first_by_sender: dict[str, int] = {}
+    for i, m in enumerate(window):
+        first_by_sender.setdefault(m.sender, i)
+    seen: dict[str, int] = {}
+    count_after = [0] * len(window)
+    for i in range(len(window) - 1, -1, -1):
+        s = window[i].sender
+        count_after[i] = seen.get(s, 0)
+        seen[s] = count_after[i] + 1
+    best_kw = max((_overlap(msg, m) for m in window), default=0.0)
+    best_cos = float(np.nanmax(cosines)) if cosines is not None and np.isfinite(cosines).any() else 0.0
+    return _Context(
+        latest_by_sender,
+        latest_to,
+        last_addressee,
+        frozenset(talked),
+        count_after,
+        best_kw,
+        best_cos,
+        involving,
+        last_other,
+        first_by_sender,
+    )
+
+
+def _overlap(a: LinkMsg, b: LinkMsg) -> float:
+    if not a.keywords or not b.keywords:
+        return 0.0
+    return len(a.keywords & b.keywords) / len(a.keywords | b.keywords)
+
+
+def pair_features(
+    msg: LinkMsg, window: list[LinkMsg], i: int, ctx: _Context, cosine: float | None, threads: Threads | None = None
+) -> np.ndarray:
+    """Features of ``msg`` answering ``window[i]`` (``window`` = the earlier messages, oldest first)."""
+    c = window[i]
+    n = len(window)
+    x = np.zeros(len(FEATURES), dtype=np.float64)
+    f = dict.fromkeys(PAIR_FEATURES, 0.0)
+    f["prev"] = float(i == n - 1)
+    f["log_dist"] = math.log1p(n - 1 - i)
+    f["log_gap_min"] = math.log1p(max(0.0, msg.ts - c.ts) / 60.0)
+    addr = c.sender in msg.addressees
+    f["addresses_cand_sender"] = float(addr)
+    f["addresses_cand_sender_latest"] = float(addr and ctx.latest_by_sender.get(c.sender) == i)
+    to_me = msg.sender in c.addressees
+    f["cand_addresses_sender"] = float(to_me)
+    f["cand_addresses_sender_latest"] = float(to_me and ctx.latest_to.get(msg.sender) == i)
+    same = c.sender == msg.sender
+    f["same_sender"] = float(same)
+    f["same_sender_no_other"] = float(same and ctx.last_other < i)
+    f["cand_sender_latest"] = float(ctx.latest_by_sender.get(c.sender) == i)
+    f["addressee_mismatch"] = float(bool(msg.addressees) and not addr)
+    f["same_addressee"] = float(bool(set(msg.addressees) & set(c.addressees)) and not addr and not to_me)
+    f["cand_question"] = float(c.question)
+    f["cand_no_addressee"] = float(not c.addressees)
+    f["msg_no_addressee"] = float(not msg.addressees)
+    overlap = _overlap(msg, c)
+    f["keyword_overlap"] = overlap
+    f["keyword_any"] = float(overlap > 0)
+    f["keyword_best"] = float(overlap > 0 and overlap >= ctx.best_keywords)
+    if cosine is None:
+        f["no_vector"] = 1.0
+    else:
+        f["cosine"] = cosine
+        f["cosine_gap"] = cosine - ctx.best_cosine
+    f["sender_spoke_since"] = float(ctx.latest_by_sender.get(msg.sender, -1) > i)
+    f["cand_sender_spoke_since"] = float(ctx.latest_by_sender.get(c.sender, -1) > i)
+    f["cand_sender_new"] = float(ctx.first_by_sender.get(c.sender) == i)
+    f["msg_thanks"] = float(msg.thanks)
+    f["msg_thanks_x_cand_addresses"] = float(msg.thanks and to_me)
+    f["pair_talked"] = float(
+        c.sender != msg.sender and ((c.sender, msg.sender) in ctx.talked or (msg.sender, c.sender) in ctx.talked)
+    )
+    f["cand_sender_last_addressed_sender"] = float(ctx.last_addressee.get(c.sender) == msg.sender)
+    f["sender_last_addressed_cand_sender"] = float(ctx.last_addressee.get(msg.sender) == c.sender != msg.sender)
+    f["latest_involving_sender"] = float(ctx.latest_involving == i)
+    f["mentions_cand_sender"] = float(c.sender in msg.mentions and not addr)
+    f["cand_mentions_sender"] = float(msg.sender in c.mentions and not to_me)
+    f["addressed_x_cand_question"] = float(addr and c.question)
+    f["addressed_x_keyword"] = float(addr and overlap > 0)
+    f["cand_sender_rank"] = math.log1p(ctx.count_after[i])
+    dist = n - 1 - i
+    f["dist_1"] = float(dist == 1)
+    f["dist_2"] = float(dist == 2)
+    f["dist_3_5"] = float(3 <= dist <= 5)
+    f["dist_6_10"] = float(6 <= dist <= 10)
+    f["cand_sender_recent"] = float(ctx.latest_by_sender.get(c.sender, -1) >= n - 5)
+    f["cand_long"] = c.length
+    f["cand_greeting"] = float(c.greeting)
+    if threads is not None and (topic := threads.topic_of.get(c.message_id)) is not None:
+        f["same_thread_as_sender"] = float(topic == threads.sender_topic)
+        f["same_thread_as_addressee"] = float(topic in threads.addressee_topics)
+    for k, name in enumerate(PAIR_FEATURES):
+        x[k] = f[name]
+    return x
+
+
+def self_features(msg: LinkMsg, window: list[LinkMsg], ctx: _Context) -> np.ndarray:
+    x = np.zeros(len(FEATURES), dtype=np.float64)
+    base = len(PAIR_FEATURES)
+    prev_ts = window[-1].ts if window else msg.ts
+    values = (
+        1.0,
+        float(bool(msg.addressees)),
+        float(msg.question),
+        float(msg.greeting),
+        float(msg.sender not in ctx.latest_by_sender),
+        msg.length,
+        float(msg.sender in ctx.latest_to),
+        math.log1p(max(0.0, msg.ts - prev_ts) / 60.0),
+    )
+    x[base : base + len(values)] = values
+    return x
+
+
+def candidate_matrix(
+    msg: LinkMsg, window: list[LinkMsg], cosines: np.ndarray | None, threads: Threads | None = None
+) -> np.ndarray:
+    """One row per candidate: ``window[0..n-1]`` then the message itself (the self-link, last row)."""
+    ctx = _context(msg, window, cosines)
+    rows = [
+        pair_features(
+            msg, window, i, ctx, None if cosines is None or np.isnan(cosines[i]) else float(cosines[i]), threads
+        )
+        for i in range(len(window))
+    ]
+    rows.append(self_features(msg, window, ctx))
+    return np.vstack(rows)
+
+
+def rank(
+    msg: LinkMsg,
+    window: list[LinkMsg],
+    cosines: np.ndarray | None = None,
+    weights: LinkerWeights | None = None,
+    threads: Threads | None = None,
+) -> list[tuple[str, float]]:
+    """Candidates (message ids; ``msg.message_id`` = a new conversation) with softmax probabilities, best
+    first. ``window`` holds the earlier messages of the same chat, oldest first; ``cosines[i]`` is the
+    embedding cosine of ``msg`` to ``window[i]`` when vectors exist."""
+    weights = weights or default_weights()
+    window = window[-weights.window :]
+    if cosines is not None:
+        cosines = np.asarray(cosines)[-len(window) :] if window else None
+    scores = candidate_matrix(msg, window, cosines, threads) @ weights.vector()
+    probs = np.exp(scores - scores.max())
+    probs /= probs.sum()
+    ids = [w.message_id for w in window] + [msg.message_id]
+    order = np.argsort(-probs, kind="stable")
+    return [(ids[k], float(probs[k])) for k in order]

@@ -1,0 +1,116 @@
+"""The reply linker: ranking of candidate parents, and its use inside the streaming segmenter."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
+from agents.reply_linker import FEATURES, LinkMsg, default_weights, rank, text_cues
+from agents.segment_link import decode_vec, encode_vec
+from agents.segmenter import ChatPool, dump_pools, load_pools, step
+from memstream.settings import SegmenterConfig
+from schemas import ChatMessage, TopicEventKind
+
+T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
+
+
+def lm(i: int, sender: str, *, to: str | None = None, words: str = "", q: bool = False, text: str = "") -> LinkMsg:
+    return LinkMsg(
+        message_id=f"m{i}",
+        sender=sender,
+        ts=T0.timestamp() + 20 * i,
+        addressees=(to,) if to else (),
+        keywords=frozenset(words.split()),
+        question=q,
+        **text_cues(text),
+    )
+
+
+def best(msg: LinkMsg, window: list[LinkMsg], cosines=None) -> str:
+    return rank(msg, window, cosines)[0][0]
+
+
+def test_shipped_weights_cover_every_feature():
+    w = default_weights()
+    assert set(w.weights) == set(FEATURES)
+    assert w.window >= 20 and all(np.isfinite(v) for v in w.weights.values())
+
+
+def test_first_message_of_a_chat_starts_a_conversation():
+    ranking = rank(lm(0, "alice", words="grub boot", q=True), [])
+    assert ranking == [("m0", 1.0)]
+
+
+def test_addressing_someone_links_to_their_message_not_the_previous_line():
+    window = [
+        lm(0, "alice", words="grub boot windows", q=True),
+        lm(1, "carol", words="pizza lunch"),
+        lm(2, "dave", words="wifi driver broadcom", q=True),
+    ]
+    reply = lm(3, "bob", to="alice", words="grub install boot")
+    assert best(reply, window) == "m0"
+
+
+def test_a_thank_you_links_to_the_message_that_helped_the_sender():
+    window = [
+        lm(0, "alice", words="sound card alsa", q=True),
+        lm(1, "bob", to="alice", words="alsamixer unmute"),
+        lm(2, "carol", words="kernel panic boot", q=True),
+    ]
+    thanks = lm(3, "alice", to="bob", text="thanks, that worked")
+    assert best(thanks, window) == "m1"
+
+
+def test_probabilities_sum_to_one_and_missing_vectors_are_tolerated():
+    window = [lm(i, f"u{i % 3}", words=f"w{i}") for i in range(10)]
+    cos = np.full(10, np.nan)
+    cos[3] = 0.9
+    ranking = rank(lm(10, "u1", words="w3"), window, cos)
+    assert abs(sum(p for _, p in ranking) - 1.0) < 1e-9
+    assert {m for m, _ in ranking} == {f"m{i}" for i in range(11)}
+
+
+def test_vector_codec_round_trips_at_half_precision():
+    v = np.random.default_rng(0).normal(size=384).astype(np.float32)
+    v /= np.linalg.norm(v)
+    back = decode_vec(encode_vec(v))
+    assert back is not None and back.shape == v.shape and float(back @ v) > 0.999
+    assert decode_vec(encode_vec(None)) is None
+
+
+def msg(i: int, sender: str, text: str) -> ChatMessage:
+    return ChatMessage(chat_id="irc", message_id=f"m{i}", sender=sender, ts=T0 + timedelta(seconds=20 * i), text=text)
+
+
+def test_segmenter_events_carry_the_inferred_parent_and_survive_a_checkpoint():
+    cfg = SegmenterConfig()
+    chat = [
+        msg(0, "alice", "how do I reinstall grub after installing windows?"),
+        msg(1, "carol", "anyone tried the new nvidia driver on 24.04?"),
+        msg(2, "bob", "alice: boot a live cd and run grub-install /dev/sda"),
+        msg(3, "alice", "bob: thanks, grub is back"),
+    ]
+    pool, events = ChatPool(chat_id="irc"), []
+    for m in chat[:2]:
+        pool, evs = step(pool, m, None, cfg)
+        events += evs
+    pool = load_pools(dump_pools({"irc": pool}))["irc"]  # a worker restarts between messages
+    for m in chat[2:]:
+        pool, evs = step(pool, m, None, cfg)
+        events += evs
+    parents = {
+        e.message_ids[0]: e.parent_message_id
+        for e in events
+        if e.kind in (TopicEventKind.OPENED, TopicEventKind.EXTENDED) and e.reason != "soft"
+    }
+    assert parents["m0"] == "m0"  # starts a conversation
+    assert parents["m2"] == "m0" and parents["m3"] == "m2"
+    assert len(pool.window) == len(pool.window_vectors) == 4
+
+
+def test_linker_off_keeps_the_plain_segmenter():
+    cfg = SegmenterConfig(use_linker=False)
+    pool, events = step(ChatPool(chat_id="irc"), msg(0, "alice", "hello there"), None, cfg)
+    pool, events = step(pool, msg(1, "bob", "alice: hi"), None, cfg)
+    assert pool.window == [] and events[-1].parent_message_id is None
