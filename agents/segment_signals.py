@@ -95,9 +95,10 @@ class Features:
     question: bool = False
     length: float = 0.0  # characters / 200, capped at 1
     named: tuple[str, ...] = ()  # known senders named anywhere in the text (not as the addressee)
+    pace: float = 1.0  # the chat's pace: time windows are stretched by this (see :func:`pace_scale`)
 
 
-def features(msg: ChatMessage, vector: object, pool: ChatPool) -> Features:
+def features(msg: ChatMessage, vector: object, pool: ChatPool, cfg: SegmenterConfig | None = None) -> Features:
     """Reduce a message (and its optional embedding) to what the signals read."""
     to = addressees(msg, pool.names)
     return Features(
@@ -110,7 +111,18 @@ def features(msg: ChatMessage, vector: object, pool: ChatPool) -> Features:
         question="?" in msg.text or "\uff1f" in msg.text,
         length=min(1.0, len(msg.text) / 200),
         named=named(msg.text, pool.names, {msg.sender, *to}),
+        pace=pace_scale(pool.gaps, cfg),
     )
+
+
+def pace_scale(gaps: list[float], cfg: SegmenterConfig | None) -> float:
+    """Per-chat pace (design doc 6.4, dynamic thresholds): the median of the chat's recent gaps between
+    messages over ``pace_reference_s``, clamped to ``[pace_min, pace_max]``. A slow chat's silences are
+    longer, so its time decay and same-user window stretch; a fast chat's shrink. 1.0 when off or young."""
+    if cfg is None or not cfg.pace_adaptive or len(gaps) < 8:
+        return 1.0
+    ratio = statistics.median(gaps) / cfg.pace_reference_s
+    return min(cfg.pace_max, max(cfg.pace_min, ratio))
 
 
 def named(text: str, names: dict[str, str], skip: set[str]) -> tuple[str, ...]:
@@ -215,8 +227,9 @@ def user_signal(topic: ActiveTopic, f: Features, pool: ChatPool, cfg: SegmenterC
         return 0.0
     seen = pool.senders.get(f.sender)
     base = 1.0 if seen is not None and seen.topic_id == topic.topic_id else cfg.user_elsewhere
-    gap = max(0.0, f.ts - last) - cfg.user_window_s
-    return base if gap <= 0 else base * 0.5 ** (gap / cfg.user_window_s)
+    window = cfg.user_window_s * f.pace
+    gap = max(0.0, f.ts - last) - window
+    return base if gap <= 0 else base * 0.5 ** (gap / window)
 
 
 def score_topic(
@@ -225,7 +238,7 @@ def score_topic(
     """Affinity of one message to one topic: the total and its per-signal breakdown. ``link`` is the reply
     linker's probability that the message answers one of the topic's messages (:mod:`agents.segment_link`)."""
     idle = max(0.0, f.ts - topic.last_ts)
-    decay = 0.5 ** (idle / cfg.time_decay_half_life_s)
+    decay = 0.5 ** (idle / (cfg.time_decay_half_life_s * f.pace))
     reply = reply_signal(topic, f, pool, cfg)
     user = user_signal(topic, f, pool, cfg)
     ent = entity_signal(topic, f.keywords)

@@ -53,6 +53,7 @@ SEEN_MAX = 5000
 SENDERS_MAX = 1000
 KEYWORDS_MAX = 96
 RECENT_BEST_MAX = 64
+GAPS_MAX = 64
 _SIGNALS = ("reply", "link", "user", "semantic", "entity")
 
 
@@ -125,6 +126,7 @@ class ChatPool(BaseModel):
     recent_best: list[float] = Field(default_factory=list)
     window: list[LinkMsg] = Field(default_factory=list)  # the reply linker's recent messages (replaced, not mutated)
     window_vectors: list[str] = Field(default_factory=list)  # their vectors, base64 float16 ("" = none)
+    gaps: list[float] = Field(default_factory=list)  # seconds between recent messages (the chat's pace)
     segmentation_version: int = 1
     last_at: datetime | None = None
     counters: dict[str, int] = Field(default_factory=dict)
@@ -187,7 +189,7 @@ def affinity(
     topic: ActiveTopic, msg: ChatMessage, vector: object, pool: ChatPool, cfg: SegmenterConfig
 ) -> tuple[float, dict[str, float]]:
     """Affinity of ``msg`` (optionally with its embedding) to ``topic``: total and per-signal breakdown."""
-    return score_topic(topic, features(msg, vector, pool), pool, cfg)
+    return score_topic(topic, features(msg, vector, pool, cfg), pool, cfg)
 
 
 def step(
@@ -201,7 +203,7 @@ def step(
     pool = pool.fork()
     at = msg.ts
     events = _close_idle(pool, at, cfg)
-    f = features(msg, vector, pool)
+    f = features(msg, vector, pool, cfg)
     lm = link_msg(msg, f)
     links = read_links(pool, lm, f, cfg)
     scored = sorted(
@@ -237,6 +239,8 @@ def step(
         events.append(ev.model_copy(update={"parent_message_id": msg.reply_to or msg.message_id}))
         pool.bump("opened")
     remember(pool, lm, f.vector, cfg)
+    if pool.last_at is not None:
+        pool.gaps = [*pool.gaps, max(0.0, f.ts - pool.last_at.timestamp())][-GAPS_MAX:]
     events += _evict(pool, msg, cfg)
     pool.last_at = max(pool.last_at, at) if pool.last_at else at
     return pool, events

@@ -64,6 +64,14 @@ class SegmenterConfig(BaseModel):
     linker_weights: str | None = None  # a weight file of your own (python -m bench.train_linker --out FILE)
     w_link: float = 1.0
     w_link_self: float = 0.5
+    # per-chat pace: time_decay_half_life_s and user_window_s are multiplied by clamp(median recent gap /
+    # pace_reference_s, pace_min, pace_max) (agents/segment_signals.pace_scale). Off by default: on IRC dev,
+    # as is and with every timestamp stretched x0.5 / x3, it moved VI and exact F1 by under a point either
+    # way (docs/BENCHMARKS.md); the reply linker and the 15-minute idle close carry most of the time signal
+    pace_adaptive: bool = False
+    pace_reference_s: float = 10.0
+    pace_min: float = 0.5
+    pace_max: float = 4.0
     adaptive_gain: float = 0.25
     adaptive_reference: float = 0.9
     adaptive_min: float = 0.8

@@ -114,3 +114,35 @@ def test_linker_off_keeps_the_plain_segmenter():
     pool, events = step(ChatPool(chat_id="irc"), msg(0, "alice", "hello there"), None, cfg)
     pool, events = step(pool, msg(1, "bob", "alice: hi"), None, cfg)
     assert pool.window == [] and events[-1].parent_message_id is None
+
+
+def test_pace_scale_follows_the_chat_median_gap_within_bounds():
+    from agents.segment_signals import pace_scale
+
+    cfg = SegmenterConfig(pace_adaptive=True, pace_reference_s=10.0, pace_min=0.5, pace_max=4.0)
+    assert pace_scale([5.0] * 3, cfg) == 1.0  # too young to tell
+    assert pace_scale([20.0] * 10, cfg) == 2.0
+    assert pace_scale([1.0] * 10, cfg) == 0.5 and pace_scale([600.0] * 10, cfg) == 4.0
+    assert pace_scale([600.0] * 10, SegmenterConfig()) == 1.0  # off by default
+
+
+def test_pace_is_measured_per_chat_from_its_own_messages():
+    def chat(gap: float) -> list[ChatMessage]:
+        people = ["ann", "ben", "cid"]
+        return [
+            ChatMessage(chat_id="c", message_id=f"m{i}", sender=people[i % 3], ts=T0 + timedelta(seconds=gap * i),
+                        text=f"line {i}")
+            for i in range(12)
+        ]  # fmt: skip
+
+    def last_features(cfg: SegmenterConfig, gap: float):
+        from agents.segment_signals import features
+
+        pool = ChatPool(chat_id="c")
+        for m in chat(gap):
+            pool, _ = step(pool, m, None, cfg)
+        return features(chat(gap)[-1], None, pool, cfg)
+
+    on = SegmenterConfig(pace_adaptive=True, pace_reference_s=10.0)
+    assert last_features(on, 40.0).pace == 4.0 and last_features(on, 10.0).pace == 1.0
+    assert last_features(SegmenterConfig(), 40.0).pace == 1.0
