@@ -215,69 +215,64 @@ def _overlap(a: LinkMsg, b: LinkMsg) -> float:
 
 def pair_features(
     msg: LinkMsg, window: list[LinkMsg], i: int, ctx: _Context, cosine: float | None, threads: Threads | None = None
-) -> np.ndarray:
-    """Features of ``msg`` answering ``window[i]`` (``window`` = the earlier messages, oldest first)."""
+) -> list[float]:
+    """Features of ``msg`` answering ``window[i]`` (``window`` = the earlier messages, oldest first), in
+    :data:`PAIR_FEATURES` order (a flat list: this runs for every candidate of every message)."""
     c = window[i]
     n = len(window)
-    x = np.zeros(len(FEATURES), dtype=np.float64)
-    f = dict.fromkeys(PAIR_FEATURES, 0.0)
-    f["prev"] = float(i == n - 1)
-    f["log_dist"] = math.log1p(n - 1 - i)
-    f["log_gap_min"] = math.log1p(max(0.0, msg.ts - c.ts) / 60.0)
-    addr = c.sender in msg.addressees
-    f["addresses_cand_sender"] = float(addr)
-    f["addresses_cand_sender_latest"] = float(addr and ctx.latest_by_sender.get(c.sender) == i)
-    to_me = msg.sender in c.addressees
-    f["cand_addresses_sender"] = float(to_me)
-    f["cand_addresses_sender_latest"] = float(to_me and ctx.latest_to.get(msg.sender) == i)
-    same = c.sender == msg.sender
-    f["same_sender"] = float(same)
-    f["same_sender_no_other"] = float(same and ctx.last_other < i)
-    f["cand_sender_latest"] = float(ctx.latest_by_sender.get(c.sender) == i)
-    f["addressee_mismatch"] = float(bool(msg.addressees) and not addr)
-    f["same_addressee"] = float(bool(set(msg.addressees) & set(c.addressees)) and not addr and not to_me)
-    f["cand_question"] = float(c.question)
-    f["cand_no_addressee"] = float(not c.addressees)
-    f["msg_no_addressee"] = float(not msg.addressees)
-    overlap = _overlap(msg, c)
-    f["keyword_overlap"] = overlap
-    f["keyword_any"] = float(overlap > 0)
-    f["keyword_best"] = float(overlap > 0 and overlap >= ctx.best_keywords)
-    if cosine is None:
-        f["no_vector"] = 1.0
-    else:
-        f["cosine"] = cosine
-        f["cosine_gap"] = cosine - ctx.best_cosine
-    f["sender_spoke_since"] = float(ctx.latest_by_sender.get(msg.sender, -1) > i)
-    f["cand_sender_spoke_since"] = float(ctx.latest_by_sender.get(c.sender, -1) > i)
-    f["cand_sender_new"] = float(ctx.first_by_sender.get(c.sender) == i)
-    f["msg_thanks"] = float(msg.thanks)
-    f["msg_thanks_x_cand_addresses"] = float(msg.thanks and to_me)
-    f["pair_talked"] = float(
-        c.sender != msg.sender and ((c.sender, msg.sender) in ctx.talked or (msg.sender, c.sender) in ctx.talked)
-    )
-    f["cand_sender_last_addressed_sender"] = float(ctx.last_addressee.get(c.sender) == msg.sender)
-    f["sender_last_addressed_cand_sender"] = float(ctx.last_addressee.get(msg.sender) == c.sender != msg.sender)
-    f["latest_involving_sender"] = float(ctx.latest_involving == i)
-    f["mentions_cand_sender"] = float(c.sender in msg.mentions and not addr)
-    f["cand_mentions_sender"] = float(msg.sender in c.mentions and not to_me)
-    f["addressed_x_cand_question"] = float(addr and c.question)
-    f["addressed_x_keyword"] = float(addr and overlap > 0)
-    f["cand_sender_rank"] = math.log1p(ctx.count_after[i])
     dist = n - 1 - i
-    f["dist_1"] = float(dist == 1)
-    f["dist_2"] = float(dist == 2)
-    f["dist_3_5"] = float(3 <= dist <= 5)
-    f["dist_6_10"] = float(6 <= dist <= 10)
-    f["cand_sender_recent"] = float(ctx.latest_by_sender.get(c.sender, -1) >= n - 5)
-    f["cand_long"] = c.length
-    f["cand_greeting"] = float(c.greeting)
-    if threads is not None and (topic := threads.topic_of.get(c.message_id)) is not None:
-        f["same_thread_as_sender"] = float(topic == threads.sender_topic)
-        f["same_thread_as_addressee"] = float(topic in threads.addressee_topics)
-    for k, name in enumerate(PAIR_FEATURES):
-        x[k] = f[name]
-    return x
+    addr = c.sender in msg.addressees
+    to_me = msg.sender in c.addressees
+    same = c.sender == msg.sender
+    latest_c = ctx.latest_by_sender.get(c.sender, -1)
+    overlap = _overlap(msg, c)
+    topic = threads.topic_of.get(c.message_id) if threads is not None else None
+    return [
+        float(dist == 0),  # prev
+        math.log1p(dist),  # log_dist
+        math.log1p(max(0.0, msg.ts - c.ts) / 60.0),  # log_gap_min
+        float(addr),  # addresses_cand_sender
+        float(addr and latest_c == i),  # addresses_cand_sender_latest
+        float(to_me),  # cand_addresses_sender
+        float(to_me and ctx.latest_to.get(msg.sender) == i),  # cand_addresses_sender_latest
+        float(same),  # same_sender
+        float(same and ctx.last_other < i),  # same_sender_no_other
+        float(latest_c == i),  # cand_sender_latest
+        float(bool(msg.addressees) and not addr),  # addressee_mismatch
+        float(bool(set(msg.addressees) & set(c.addressees)) and not addr and not to_me),  # same_addressee
+        float(c.question),  # cand_question
+        float(not c.addressees),  # cand_no_addressee
+        float(not msg.addressees),  # msg_no_addressee
+        overlap,  # keyword_overlap
+        float(overlap > 0),  # keyword_any
+        0.0 if cosine is None else cosine,  # cosine
+        float(cosine is None),  # no_vector
+        float(ctx.latest_by_sender.get(msg.sender, -1) > i),  # sender_spoke_since
+        float(latest_c > i),  # cand_sender_spoke_since
+        float(ctx.first_by_sender.get(c.sender) == i),  # cand_sender_new
+        float(msg.thanks),  # msg_thanks
+        float(msg.thanks and to_me),  # msg_thanks_x_cand_addresses
+        float(not same and ((c.sender, msg.sender) in ctx.talked or (msg.sender, c.sender) in ctx.talked)),
+        float(ctx.last_addressee.get(c.sender) == msg.sender),  # cand_sender_last_addressed_sender
+        float(ctx.last_addressee.get(msg.sender) == c.sender != msg.sender),  # sender_last_addressed_cand_sender
+        float(ctx.latest_involving == i),  # latest_involving_sender
+        float(c.sender in msg.mentions and not addr),  # mentions_cand_sender
+        float(msg.sender in c.mentions and not to_me),  # cand_mentions_sender
+        float(overlap > 0 and overlap >= ctx.best_keywords),  # keyword_best
+        0.0 if cosine is None else cosine - ctx.best_cosine,  # cosine_gap
+        float(addr and c.question),  # addressed_x_cand_question
+        float(addr and overlap > 0),  # addressed_x_keyword
+        math.log1p(ctx.count_after[i]),  # cand_sender_rank
+        float(dist == 1),
+        float(dist == 2),
+        float(3 <= dist <= 5),
+        float(6 <= dist <= 10),
+        float(latest_c >= n - 5),  # cand_sender_recent
+        c.length,  # cand_long
+        float(c.greeting),  # cand_greeting
+        float(topic is not None and topic == threads.sender_topic),  # same_thread_as_sender
+        float(topic is not None and topic in threads.addressee_topics),  # same_thread_as_addressee
+    ]
 
 
 def self_features(msg: LinkMsg, window: list[LinkMsg], ctx: _Context) -> np.ndarray:
@@ -303,14 +298,16 @@ def candidate_matrix(
 ) -> np.ndarray:
     """One row per candidate: ``window[0..n-1]`` then the message itself (the self-link, last row)."""
     ctx = _context(msg, window, cosines)
-    rows = [
-        pair_features(
-            msg, window, i, ctx, None if cosines is None or np.isnan(cosines[i]) else float(cosines[i]), threads
-        )
-        for i in range(len(window))
-    ]
-    rows.append(self_features(msg, window, ctx))
-    return np.vstack(rows)
+    x = np.zeros((len(window) + 1, len(FEATURES)), dtype=np.float64)
+    if window:
+        x[:-1, : len(PAIR_FEATURES)] = [
+            pair_features(
+                msg, window, i, ctx, None if cosines is None or np.isnan(cosines[i]) else float(cosines[i]), threads
+            )
+            for i in range(len(window))
+        ]
+    x[-1] = self_features(msg, window, ctx)
+    return x
 
 
 def rank(
