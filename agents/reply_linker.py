@@ -159,6 +159,7 @@ class _Context:
     last_addressee: dict[str, str]  # sender -> whom their latest addressed message addressed
     talked: frozenset[tuple[str, str]]  # (a, b): a addressed b in the window
     count_after: list[int]  # messages by the same sender after each window message
+    overlaps: list[float]  # keyword overlap of the message with each window message
     best_keywords: float
     best_cosine: float
     latest_involving: int
@@ -191,7 +192,8 @@ def _context(msg: LinkMsg, window: list[LinkMsg], cosines: np.ndarray | None) ->
         s = window[i].sender
         count_after[i] = seen.get(s, 0)
         seen[s] = count_after[i] + 1
-    best_kw = max((_overlap(msg, m) for m in window), default=0.0)
+    overlaps = [_overlap(msg, m) for m in window]
+    best_kw = max(overlaps, default=0.0)
     best_cos = float(np.nanmax(cosines)) if cosines is not None and np.isfinite(cosines).any() else 0.0
     return _Context(
         latest_by_sender,
@@ -199,6 +201,7 @@ def _context(msg: LinkMsg, window: list[LinkMsg], cosines: np.ndarray | None) ->
         last_addressee,
         frozenset(talked),
         count_after,
+        overlaps,
         best_kw,
         best_cos,
         involving,
@@ -225,7 +228,7 @@ def pair_features(
     to_me = msg.sender in c.addressees
     same = c.sender == msg.sender
     latest_c = ctx.latest_by_sender.get(c.sender, -1)
-    overlap = _overlap(msg, c)
+    overlap = ctx.overlaps[i]
     topic = threads.topic_of.get(c.message_id) if threads is not None else None
     return [
         float(dist == 0),  # prev

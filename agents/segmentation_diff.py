@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.metrics_seg import variation_of_information
+from bench.metrics_seg import components, variation_of_information
 from schemas.segmentation import ChangeKind, SegmentationDiff, TopicChange
 
 __all__ = ["TopicSet", "diff_segmentations", "main_topics"]
@@ -97,25 +97,11 @@ def _groups(
     old: Sequence[TopicSet], new: Sequence[TopicSet], links: list[tuple[str, str]]
 ) -> list[tuple[list[str], list[str]]]:
     """Connected components of the old/new bipartite graph, in order of first appearance."""
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
     nodes = [f"o:{t.topic_id}" for t in old] + [f"n:{t.topic_id}" for t in new]
-    for node in nodes:
-        find(node)
-    for o, n in links:
-        ro, rn = find(f"o:{o}"), find(f"n:{n}")
-        if ro != rn:
-            parent[rn] = ro
+    roots = components(nodes, [(f"o:{o}", f"n:{n}") for o, n in links])
     comps: dict[str, tuple[list[str], list[str]]] = {}
     for node in [f"n:{t.topic_id}" for t in new] + [f"o:{t.topic_id}" for t in old]:
-        olds, news = comps.setdefault(find(node), ([], []))
+        olds, news = comps.setdefault(roots[node], ([], []))
         (olds if node.startswith("o:") else news).append(node[2:])
     return list(comps.values())
 

@@ -281,7 +281,7 @@ def _final_topic(topic_id: str, alias: dict[str, str]) -> str:
     return topic_id
 
 
-def _link_system(files: list[IrcFile], pick: Callable[[IrcFile, IrcLine, dict], int]) -> Output:
+def link_system(files: list[IrcFile], pick: Callable[[IrcFile, IrcLine, dict], int]) -> Output:
     """A baseline defined by one antecedent per annotated line; clusters are its connected components."""
     out = Output()
     for f in files:
@@ -344,9 +344,9 @@ async def run_irc(data_dir: Path, out_dir: Path, embedder=None, cfg: SegmenterCo
     mem, stats = await run_memstream(files, embedder, cfg)
     outputs = {
         "memstream": mem,
-        "previous-message": _link_system(files, _previous),
-        "reply-mention-only": _link_system(files, _reply_mention),
-        "time-window": _link_system(files, _time_window),
+        "previous-message": link_system(files, _previous),
+        "reply-mention-only": link_system(files, _reply_mention),
+        "time-window": link_system(files, _time_window),
     }
     report = {
         "systems": {name: score(files, outputs[name]) for name in SYSTEMS},

@@ -11,12 +11,15 @@ self-link ``(i, i)`` marking a conversation start. Every score is a percentage (
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
+from typing import TypeVar
 
 import numpy as np
 
 Clusters = Mapping[str, list[set[int]]]
 Links = Mapping[str, set[tuple[int, int]]]
+
+H = TypeVar("H", bound=Hashable)
 
 
 def parse_links(lines: Iterable[str]) -> set[tuple[int, int]]:
@@ -36,29 +39,37 @@ def parse_links(lines: Iterable[str]) -> set[tuple[int, int]]:
     return pairs
 
 
-def clusters_from_links(links: Iterable[tuple[int, int]], cutoff: int | None = None) -> list[set[int]]:
-    """Connected components of the link graph, keeping messages ``>= cutoff`` (default: the smallest
-    linked message, i.e. the first annotated line); earlier lines only connect."""
-    links = list(links)
-    parent: dict[int, int] = {}
+def components(nodes: Iterable[H], edges: Iterable[tuple[H, H]]) -> dict[H, H]:
+    """Union-find: every node (edge ends included) -> one representative of its connected component."""
+    parent: dict[H, H] = {}
 
-    def find(x: int) -> int:
+    def find(x: H) -> H:
         parent.setdefault(x, x)
         while parent[x] != x:
             parent[x] = parent[parent[x]]
             x = parent[x]
         return x
 
-    for a, b in links:
+    for node in nodes:
+        find(node)
+    for a, b in edges:
         ra, rb = find(a), find(b)
         if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
+            parent[rb] = ra
+    return {node: find(node) for node in list(parent)}
+
+
+def clusters_from_links(links: Iterable[tuple[int, int]], cutoff: int | None = None) -> list[set[int]]:
+    """Connected components of the link graph, keeping messages ``>= cutoff`` (default: the smallest
+    linked message, i.e. the first annotated line); earlier lines only connect."""
+    links = list(links)
+    roots = components((), links)
     if cutoff is None:
         cutoff = min((max(a, b) for a, b in links), default=0)
     groups: dict[int, set[int]] = {}
-    for node in list(parent):
+    for node, root in roots.items():
         if node >= cutoff:
-            groups.setdefault(find(node), set()).add(node)
+            groups.setdefault(root, set()).add(node)
     return sorted(groups.values(), key=min)
 
 

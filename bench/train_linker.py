@@ -25,7 +25,6 @@ from agents.segment_link import link_msg, threads
 from agents.segment_signals import features
 from agents.segmenter import ChatPool, step
 from bench import irc
-from bench import metrics_seg as M
 from memstream.settings import SegmenterConfig
 
 WINDOW = 60
@@ -108,21 +107,10 @@ def predict(examples_: list[Example], w: np.ndarray) -> dict[str, set[tuple[int,
 
 
 def score(files: list[irc.IrcFile], links: dict[str, set[tuple[int, int]]]) -> dict[str, float]:
-    auto = {}
-    for f in files:
-        system = {(ln.idx, ln.idx) for ln in f.lines if ln.kind == "system" and ln.idx >= f.cutoff}
-        auto[f.name] = links.get(f.name, set()) | {x for x in system if x[0] in set(f.annotated)}
-    p, r, f1 = M.link_prf({f.name: f.gold_links for f in files}, auto)
-    gold = {f.name: f.gold_clusters() for f in files}
-    clusters = {}
-    for f in files:
-        keep = set(f.annotated)
-        comps = ({n for n in c if n in keep} for c in M.clusters_from_links(auto[f.name], f.cutoff))
-        clusters[f.name] = [c for c in comps if c]
-    ep, er, ef = M.exact_match(gold, clusters)
-    out = {"link_p": p, "link_r": r, "link_f1": f1, "vi": M.variation_of_information(gold, clusters),
-           "one_to_one": M.one_to_one(gold, clusters), "exact_f1": ef}
-    return {k: round(v, 2) for k, v in out.items()}
+    """The benchmark's metrics for these links (conversations = their connected components)."""
+    parent = {name: dict(pairs) for name, pairs in links.items()}
+    system = irc.link_system(files, lambda f, line, _: parent.get(f.name, {}).get(line.idx, line.idx))
+    return irc.score(files, system)
 
 
 async def build(files: list[irc.IrcFile], embedder) -> dict[str, list[Example]]:

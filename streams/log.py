@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Self
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -73,15 +73,17 @@ def open_durable_sqlite(path: Path, schema: str) -> sqlite3.Connection:
     return db
 
 
-class FileLog:
-    """SQLite-file implementation of :class:`EventLog` (WAL, synchronous=FULL: a commit survives a kill)."""
+class DurableSQLite:
+    """One SQLite file opened by :func:`open_durable_sqlite` with the subclass's ``schema``."""
 
-    def __init__(self, path: Path) -> None:
+    schema: str = ""
+
+    def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._db: sqlite3.Connection | None = None
 
-    async def open(self) -> FileLog:
-        self._db = open_durable_sqlite(self.path, _SCHEMA)
+    async def open(self) -> Self:
+        self._db = open_durable_sqlite(self.path, self.schema)
         return self
 
     async def close(self) -> None:
@@ -92,8 +94,14 @@ class FileLog:
     @property
     def db(self) -> sqlite3.Connection:
         if self._db is None:
-            raise RuntimeError("FileLog is not open; call await log.open() first")
+            raise RuntimeError(f"{type(self).__name__} is not open; call await .open() first")
         return self._db
+
+
+class FileLog(DurableSQLite):
+    """SQLite-file implementation of :class:`EventLog` (WAL, synchronous=FULL: a commit survives a kill)."""
+
+    schema = _SCHEMA
 
     def _append(self, items: list[Produce]) -> int:
         added = 0

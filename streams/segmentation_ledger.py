@@ -8,13 +8,12 @@ to an action history.
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from schemas.segmentation import SegmentationVersion
-from streams.log import open_durable_sqlite
+from streams.log import DurableSQLite
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS segmentation_versions (
@@ -39,27 +38,10 @@ class VersionLedger(Protocol):
     async def close(self) -> None: ...
 
 
-class SQLiteVersionLedger:
+class SQLiteVersionLedger(DurableSQLite):
     """:class:`VersionLedger` in one SQLite file (WAL, synchronous=FULL, like the log)."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._db: sqlite3.Connection | None = None
-
-    async def open(self) -> SQLiteVersionLedger:
-        self._db = open_durable_sqlite(self.path, _SCHEMA)
-        return self
-
-    async def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
-
-    @property
-    def db(self) -> sqlite3.Connection:
-        if self._db is None:
-            raise RuntimeError("SQLiteVersionLedger is not open; call await ledger.open() first")
-        return self._db
+    schema = _SCHEMA
 
     async def versions(self, chat_id: str) -> list[SegmentationVersion]:
         rows = self.db.execute(
