@@ -35,6 +35,8 @@ __all__ = [
 _GREETING_RE = re.compile(r"\b(hi|hello|hey|anyone|anybody|somebody|someone|help|question)\b", re.I)
 _THANKS_RE = re.compile(r"\b(thanks?|thx|ty|cheers|works|worked|great|cool|ok|okay|yes|no|yeah|nope)\b|谢谢|好的", re.I)
 
+_COMMAND_RE = re.compile(r"\s*[!/][a-z]\w*", re.I)
+
 PAIR_FEATURES = (
     "prev",  # the candidate is the message right before
     "log_dist",  # log1p(messages in between)
@@ -80,6 +82,19 @@ PAIR_FEATURES = (
     "cand_greeting",  # the candidate reads like an opener ("hi", "anyone", "help")
     "same_thread_as_sender",  # the candidate is in the topic where the sender last spoke (segmenter state)
     "same_thread_as_addressee",  # ... where the person addressed last spoke
+    # from the links already inferred for the window (each message's chosen parent and its sender)
+    "cand_answered_sender",  # the candidate answered the message's sender (implicitly or not)
+    "cand_answers_my_latest",  # ... it answered the sender's latest message
+    "my_latest_answered_cand",  # the sender's latest message answered the candidate
+    "linked_pair",  # the two senders answered each other earlier in the window
+    "cand_has_reply",  # someone already answered the candidate
+    "cand_replied_by_sender",  # the message's sender already answered the candidate
+    "cand_root",  # the candidate started a conversation
+    "cand_latest_answered_sender",  # the candidate is its sender's latest, and it answered the message's sender
+    "cand_thanks",  # the candidate is a short acknowledgement
+    "cand_open_question",  # the candidate asks a question nobody answered yet
+    "cand_command",  # the candidate is a bot command ("!factoid", "/cmd")
+    "rare_overlap",  # content words shared with the candidate that are rare in the window
 )
 SELF_FEATURES = (
     "self_bias",
@@ -91,7 +106,10 @@ SELF_FEATURES = (
     "self_was_addressed",  # someone addressed the sender recently (they are answering)
     "self_gap_min",  # log1p(minutes since the previous message)
 )
-FEATURES = PAIR_FEATURES + SELF_FEATURES
+# Messages that address nobody get a second set of pair weights: who they answer is read from other cues
+# (content, who answered whom) than for addressed ones, and one linear model serves both badly.
+PLAIN_FEATURES = tuple(f"plain_{name}" for name in PAIR_FEATURES)
+FEATURES = PAIR_FEATURES + SELF_FEATURES + PLAIN_FEATURES
 
 
 class LinkMsg(BaseModel):
@@ -109,6 +127,9 @@ class LinkMsg(BaseModel):
     thanks: bool = False
     greeting: bool = False
     mentions: tuple[str, ...] = ()  # senders named anywhere in the text (not only as the addressee)
+    command: bool = False
+    parent: str | None = None  # the parent chosen for it (its own id = started a conversation)
+    parent_sender: str | None = None  # that parent's sender (None when unknown or a new conversation)
 
 
 def text_cues(text: str) -> dict[str, bool]:
@@ -116,6 +137,7 @@ def text_cues(text: str) -> dict[str, bool]:
     return {
         "thanks": short and bool(_THANKS_RE.search(text)),
         "greeting": bool(_GREETING_RE.search(text)),
+        "command": bool(_COMMAND_RE.match(text)),
     }
 
 
@@ -165,6 +187,10 @@ class _Context:
     latest_involving: int
     last_other: int  # index of the latest message not by the message's sender
     first_by_sender: dict[str, int]
+    my_latest: LinkMsg | None  # the sender's latest message in the window
+    replied_by: dict[str, frozenset[str]]  # message id -> senders who answered it in the window
+    linked: frozenset[tuple[str, str]]  # (a, b): a answered b in the window
+    rare: list[float]  # per window message: shared content words, each weighted 1 / its count in the window
 
 
 def _context(msg: LinkMsg, window: list[LinkMsg], cosines: np.ndarray | None) -> _Context:
@@ -192,7 +218,20 @@ def _context(msg: LinkMsg, window: list[LinkMsg], cosines: np.ndarray | None) ->
         s = window[i].sender
         count_after[i] = seen.get(s, 0)
         seen[s] = count_after[i] + 1
+    replied: dict[str, set[str]] = {}
+    linked: set[tuple[str, str]] = set()
+    for m in window:
+        if m.parent is not None and m.parent != m.message_id:
+            replied.setdefault(m.parent, set()).add(m.sender)
+            if m.parent_sender is not None:
+                linked.add((m.sender, m.parent_sender))
+    mine = latest_by_sender.get(msg.sender)
     overlaps = [_overlap(msg, m) for m in window]
+    df: dict[str, int] = {}
+    for m in window:
+        for kw in m.keywords & msg.keywords:
+            df[kw] = df.get(kw, 0) + 1
+    rare = [sum(1.0 / df[kw] for kw in m.keywords & msg.keywords) for m in window]
     best_kw = max(overlaps, default=0.0)
     best_cos = float(np.nanmax(cosines)) if cosines is not None and np.isfinite(cosines).any() else 0.0
     return _Context(
@@ -207,6 +246,10 @@ def _context(msg: LinkMsg, window: list[LinkMsg], cosines: np.ndarray | None) ->
         involving,
         last_other,
         first_by_sender,
+        None if mine is None else window[mine],
+        {k: frozenset(v) for k, v in replied.items()},
+        frozenset(linked),
+        rare,
     )
 
 
@@ -230,6 +273,9 @@ def pair_features(
     latest_c = ctx.latest_by_sender.get(c.sender, -1)
     overlap = ctx.overlaps[i]
     topic = threads.topic_of.get(c.message_id) if threads is not None else None
+    answered_me = not same and c.parent_sender == msg.sender
+    mine = ctx.my_latest
+    replied_by = ctx.replied_by.get(c.message_id, frozenset())
     return [
         float(dist == 0),  # prev
         math.log1p(dist),  # log_dist
@@ -275,6 +321,18 @@ def pair_features(
         float(c.greeting),  # cand_greeting
         float(topic is not None and topic == threads.sender_topic),  # same_thread_as_sender
         float(topic is not None and topic in threads.addressee_topics),  # same_thread_as_addressee
+        float(answered_me),  # cand_answered_sender
+        float(not same and mine is not None and c.parent == mine.message_id),  # cand_answers_my_latest
+        float(mine is not None and mine.parent == c.message_id),  # my_latest_answered_cand
+        float(not same and ((msg.sender, c.sender) in ctx.linked or (c.sender, msg.sender) in ctx.linked)),
+        float(bool(replied_by)),  # cand_has_reply
+        float(msg.sender in replied_by),  # cand_replied_by_sender
+        float(c.parent == c.message_id),  # cand_root
+        float(answered_me and latest_c == i),  # cand_latest_answered_sender
+        float(c.thanks),  # cand_thanks
+        float(c.question and not replied_by),  # cand_open_question
+        float(c.command),  # cand_command
+        min(ctx.rare[i], 3.0),  # rare_overlap
     ]
 
 
@@ -310,6 +368,8 @@ def candidate_matrix(
             for i in range(len(window))
         ]
     x[-1] = self_features(msg, window, ctx)
+    if not msg.addressees:
+        x[:-1, len(PAIR_FEATURES) + len(SELF_FEATURES) :] = x[:-1, : len(PAIR_FEATURES)]
     return x
 
 

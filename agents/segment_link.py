@@ -98,10 +98,16 @@ def threads(pool: ChatPool, lm: LinkMsg) -> Threads:
     return Threads(pool.msg_topic, seen.topic_id if seen is not None else None, to)
 
 
-def remember(pool: ChatPool, lm: LinkMsg, vector: np.ndarray | None, cfg: SegmenterConfig) -> None:
-    """Append the message to the pool's window (bounded by the linker's window)."""
+def remember(
+    pool: ChatPool, lm: LinkMsg, vector: np.ndarray | None, cfg: SegmenterConfig, parent: str | None = None
+) -> None:
+    """Append the message, with the parent chosen for it, to the pool's window (bounded by the linker's
+    window); later messages read who answered whom from it."""
     if not cfg.use_linker:
         return
+    if parent is not None:
+        sender = next((m.sender for m in reversed(pool.window) if m.message_id == parent), None)
+        lm = lm.model_copy(update={"parent": parent, "parent_sender": sender})
     keep = default_weights(cfg.linker_weights).window
     pool.window = [*pool.window, lm][-keep:]
     pool.window_vectors = [*pool.window_vectors, encode_vec(vector)][-keep:]

@@ -236,9 +236,10 @@ def step(
         related = [replied] if replied else []  # a reply to a topic that is already closed
         reason = "reply-to-closed" if replied else "new"
         ev = _event(pool, msg, TopicEventKind.OPENED, topic, [msg.message_id], best, reason, None, related)
-        events.append(ev.model_copy(update={"parent_message_id": msg.reply_to or msg.message_id}))
+        parent = msg.reply_to or msg.message_id
+        events.append(ev.model_copy(update={"parent_message_id": parent}))
         pool.bump("opened")
-    remember(pool, lm, f.vector, cfg)
+    remember(pool, lm, f.vector, cfg, parent)
     if pool.last_at is not None:
         pool.gaps = [*pool.gaps, max(0.0, f.ts - pool.last_at.timestamp())][-GAPS_MAX:]
     events += _evict(pool, msg, cfg)

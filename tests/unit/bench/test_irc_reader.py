@@ -145,3 +145,22 @@ def test_linker_training_learns_from_the_annotation(tmp_path):
     links = train_linker.predict(exs, w)
     report = train_linker.score(files, links)
     assert set(report) >= {"link_f1", "vi", "exact_f1"} and report["link_f1"] >= 50.0
+
+
+def test_linker_training_refits_on_its_own_links_and_writes_a_loadable_weight_file(tmp_path, capsys):
+    import json
+
+    from agents.reply_linker import FEATURES, LinkerWeights
+    from bench import train_linker
+
+    data = tmp_path / "data"
+    data.mkdir()
+    write(data)
+    out = tmp_path / "w.json"
+    assert train_linker.main(["--data", str(data), "--embedder", "none", "--rounds", "2", "--out", str(out)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert {"round1_no-vector", "round2_no-vector"} <= set(report)
+    w = LinkerWeights.model_validate_json(out.read_text())
+    assert set(w.weights) == set(FEATURES) and w.meta["rounds"] == 2
+    # the examples come from the segmenter running with the linker, so the window carries chosen parents
+    assert any(w.weights[name] != 0.0 for name in ("cand_answered_sender", "linked_pair", "cand_root"))
