@@ -7,6 +7,7 @@ persists its output. This is what lets the same code run in-process and over Kaf
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -125,17 +126,37 @@ class SegmentStage:
         self.clients = clients
         self.cfg = clients.settings.segmenter
         self.pools: dict[str, segmenter.ChatPool] = {}
+        self._dirty: set[str] = set()  # chats whose pool changed since the last checkpoint
+        self._legacy = False  # loaded from a whole-state checkpoint: rewrite it per chat
         self.deleted: set[tuple[str, str]] = set()
         self._checks: dict[tuple[str, str], topic_audit.TopicCheck] = {}  # close-time checks of this batch
 
-    def load_state(self, raw: str | None) -> None:
-        self.pools = segmenter.load_pools(raw) if raw else {}
+    def load_state(self, parts: Mapping[str, str] | None) -> None:
+        """The checkpoint: one part per chat (``""``: an older checkpoint holding every chat at once)."""
+        parts = dict(parts or {})
+        legacy = parts.pop("", None)
+        self.pools = segmenter.load_pools(legacy) if legacy else {}
+        self.pools.update({chat: segmenter.ChatPool.model_validate_json(raw) for chat, raw in parts.items()})
+        self._legacy = legacy is not None
+        self._dirty = set(self.pools) if self._legacy else set()
 
-    def dump_state(self) -> str:
-        return segmenter.dump_pools(self.pools)
+    def dump_state(self) -> dict[str, str | None]:
+        """The pools that changed since the last call (each chat is its own part)."""
+        parts: dict[str, str | None] = {chat: self.pools[chat].model_dump_json() for chat in self._dirty}
+        if self._legacy:
+            parts[""] = None
+        self._dirty, self._legacy = set(), False
+        return parts
 
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()
+        before = dict(self.pools)  # pools are replaced, never mutated, when a message changes them
+        try:
+            return await self._process(records, out)
+        finally:
+            self._dirty |= {chat for chat, pool in self.pools.items() if before.get(chat) is not pool}
+
+    async def _process(self, records: list[Record], out: StageOutput) -> StageOutput:
         self.deleted = await self.clients.log.deletions()
         items = _decode_all(self.source, "segment", records, out)
         msgs = [m for m in items if isinstance(m, ChatMessage) and not self._is_deleted(m)]

@@ -236,11 +236,12 @@ class Pipeline:
         self.segment.pools = pools
         out = await self.segment.process(records)
         await send(out.produced)
-        for chat, pool in self.segment.pools.items():
+        for chat, raw in self.segment.dump_state().items():  # only the pools this batch changed
             version = last.get(chat)
-            if not await self.wm.put_pool(chat, pool.model_dump_json(), self.cfg.pool_ttl_s, version=version):
+            if raw is not None and not await self.wm.put_pool(chat, raw, self.cfg.pool_ttl_s, version=version):
                 # a redelivered batch (or a worker that lost the partition): the stored pool is newer
                 log.info("newer segmenter pool kept", extra={"chat_id": chat, "version": version})
+        for pool in self.segment.pools.values():
             await self._save_windows(pool)
         return out
 

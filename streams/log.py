@@ -3,7 +3,10 @@
 One SQLite file holds every topic as an append-only sequence of records with per-topic offsets, the
 committed offset of every consumer group, and each group's state checkpoint. A consumer commits its new
 offsets, the records it produced and its state in ONE transaction, so a crash at any point either keeps
-all of a batch's effects or none of them; a restart resumes from the last commit. Producers are
+all of a batch's effects or none of them; a restart resumes from the last commit. State is kept in parts
+(the segmenter: one per chat) and a commit writes only the parts its batch changed, so the cost of a
+commit follows the batch, not the number of chats ever seen. (A checkpoint from before parts existed
+is read as the single part ``""``.) Producers are
 idempotent: a record whose ``record_id`` is already in its topic is skipped (Kafka's equivalent is the
 deterministic event id that consumers de-duplicate on).
 """
@@ -11,6 +14,7 @@ deterministic event id that consumers de-duplicate on).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, Self
@@ -22,10 +26,17 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE UNIQUE INDEX IF NOT EXISTS records_id ON records(topic, record_id);
 CREATE TABLE IF NOT EXISTS consumer_offsets (
   grp TEXT NOT NULL, topic TEXT NOT NULL, offset INTEGER NOT NULL, PRIMARY KEY (grp, topic));
+CREATE TABLE IF NOT EXISTS consumer_state_parts (
+  grp TEXT NOT NULL, part TEXT NOT NULL, state TEXT NOT NULL, PRIMARY KEY (grp, part));
 CREATE TABLE IF NOT EXISTS consumer_state (grp TEXT PRIMARY KEY, state TEXT NOT NULL);
+INSERT OR IGNORE INTO consumer_state_parts(grp, part, state) SELECT grp, '', state FROM consumer_state;
+DELETE FROM consumer_state;
 CREATE TABLE IF NOT EXISTS deletion_ledger (
   chat_id TEXT NOT NULL, sender TEXT NOT NULL, at TEXT NOT NULL, PRIMARY KEY (chat_id, sender));
 """
+
+
+StateParts = Mapping[str, str | None]  # part -> serialized state (None: drop the part)
 
 
 @dataclass(frozen=True)
@@ -57,10 +68,10 @@ class EventLog(Protocol):
     async def committed(self, group: str, topic: str) -> int: ...
 
     async def commit(
-        self, group: str, offsets: dict[str, int], produced: list[Produce], state: str | None = None
+        self, group: str, offsets: dict[str, int], produced: list[Produce], state: StateParts | None = None
     ) -> int: ...
 
-    async def load_state(self, group: str) -> str | None: ...
+    async def load_state(self, group: str) -> dict[str, str]: ...
 
 
 def open_durable_sqlite(path: Path, schema: str) -> sqlite3.Connection:
@@ -145,9 +156,10 @@ class FileLog(DurableSQLite):
         return int(row[0]) if row else 0
 
     async def commit(
-        self, group: str, offsets: dict[str, int], produced: list[Produce], state: str | None = None
+        self, group: str, offsets: dict[str, int], produced: list[Produce], state: StateParts | None = None
     ) -> int:
-        """Atomically: append ``produced``, move ``group``'s offsets, save its state."""
+        """Atomically: append ``produced``, move ``group``'s offsets, save the state parts given (a part
+        set to None is dropped; parts not given are kept)."""
         with self._txn():
             added = self._append(produced)
             for topic, offset in offsets.items():
@@ -156,17 +168,20 @@ class FileLog(DurableSQLite):
                     "ON CONFLICT(grp, topic) DO UPDATE SET offset=excluded.offset",
                     (group, topic, offset),
                 )
-            if state is not None:
-                self.db.execute(
-                    "INSERT INTO consumer_state(grp, state) VALUES (?,?) "
-                    "ON CONFLICT(grp) DO UPDATE SET state=excluded.state",
-                    (group, state),
-                )
+            for part, value in (state or {}).items():
+                if value is None:
+                    self.db.execute("DELETE FROM consumer_state_parts WHERE grp=? AND part=?", (group, part))
+                else:
+                    self.db.execute(
+                        "INSERT INTO consumer_state_parts(grp, part, state) VALUES (?,?,?) "
+                        "ON CONFLICT(grp, part) DO UPDATE SET state=excluded.state",
+                        (group, part, value),
+                    )
         return added
 
-    async def load_state(self, group: str) -> str | None:
-        row = self.db.execute("SELECT state FROM consumer_state WHERE grp=?", (group,)).fetchone()
-        return row[0] if row else None
+    async def load_state(self, group: str) -> dict[str, str]:
+        rows = self.db.execute("SELECT part, state FROM consumer_state_parts WHERE grp=?", (group,))
+        return dict(rows.fetchall())
 
     async def reset_derived(self, derived_topics: list[str]) -> None:
         """For replay: drop derived topics, every consumer offset and state (source topics are kept)."""
@@ -174,7 +189,7 @@ class FileLog(DurableSQLite):
             for topic in derived_topics:
                 self.db.execute("DELETE FROM records WHERE topic=?", (topic,))
             self.db.execute("DELETE FROM consumer_offsets")
-            self.db.execute("DELETE FROM consumer_state")
+            self.db.execute("DELETE FROM consumer_state_parts")
 
     async def record_deletion(self, chat_id: str, sender: str, at: str) -> None:
         """Deletion ledger: ``sender='*'`` means the whole chat. Replay honours it."""

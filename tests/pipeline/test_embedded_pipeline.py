@@ -191,3 +191,62 @@ async def test_deleted_user_does_not_come_back_after_replay(tmp_path):
                                                               if r["sender"] == "bob"} for m in mems)
     finally:
         await clients.close()
+
+
+async def _ingest(data_dir: Path, rows: list[dict], *, flush: bool = True) -> None:
+    clients = await build_clients(Settings(data_dir=data_dir, embedder="none"))
+    try:
+        await ingest(clients, write_jsonl(data_dir.parent / f"{data_dir.name}-{len(rows)}.jsonl", rows), flush=flush)
+    finally:
+        await clients.close()
+
+
+def state_parts(data_dir: Path) -> dict[str, str]:
+    with sqlite3.connect(data_dir / "log" / "log.db") as con:
+        return dict(con.execute("SELECT part, state FROM consumer_state_parts WHERE grp='segmenter'"))
+
+
+def _split(rows: list[dict]) -> tuple[list[dict], list[dict], list[dict]]:
+    """Messages 0-19 of every chat; 20-29 of chat-1 only; the rest (every chat, so the last run's flush
+    closes them all)."""
+    n = {id(r): int(r["message_id"].split("-m")[1]) for r in rows}
+    early = [r for r in rows if n[id(r)] < 20]
+    later_1 = [r for r in rows if r["chat_id"] == "chat-1" and 20 <= n[id(r)] < 30]
+    return early, later_1, [r for r in rows if r not in early and r not in later_1]
+
+
+async def test_the_checkpoint_rewrites_only_the_chats_a_batch_changed(tmp_path):
+    rows = make_messages(3, 40)
+    early, later_1, rest = _split(rows)
+    await _ingest(tmp_path / "whole", rows)
+    split = tmp_path / "split"
+    await _ingest(split, early, flush=False)
+    assert set(state_parts(split)) == {"chat-0", "chat-1", "chat-2"}  # one part per chat
+    with sqlite3.connect(split / "log" / "log.db") as con:  # record every later write of a part
+        con.executescript(
+            "CREATE TABLE writes(part TEXT);"
+            "CREATE TRIGGER w_upd AFTER UPDATE ON consumer_state_parts BEGIN INSERT INTO writes VALUES (new.part); END;"
+            "CREATE TRIGGER w_ins AFTER INSERT ON consumer_state_parts BEGIN INSERT INTO writes VALUES (new.part); END;"
+        )
+    await _ingest(split, later_1, flush=False)
+    with sqlite3.connect(split / "log" / "log.db") as con:
+        assert {p for (p,) in con.execute("SELECT part FROM writes")} == {"chat-1"}
+    await _ingest(split, rest)
+    assert await snapshot(split) == await snapshot(tmp_path / "whole")  # resuming per chat loses nothing
+
+
+async def test_a_checkpoint_written_before_state_parts_resumes_the_same(tmp_path):
+    from agents.segmenter import ChatPool, dump_pools
+
+    rows = make_messages(3, 40)
+    early, later_1, rest = _split(rows)
+    await _ingest(tmp_path / "whole", rows)
+    old = tmp_path / "old"
+    await _ingest(old, early, flush=False)
+    pools = {chat: ChatPool.model_validate_json(raw) for chat, raw in state_parts(old).items()}
+    with sqlite3.connect(old / "log" / "log.db") as con:  # rewrite it as the older version kept it
+        con.execute("DELETE FROM consumer_state_parts")
+        con.execute("INSERT INTO consumer_state(grp, state) VALUES ('segmenter', ?)", (dump_pools(pools),))
+    await _ingest(old, later_1 + rest)
+    assert set(state_parts(old)) == {"chat-0", "chat-1", "chat-2"}  # migrated to one part per chat
+    assert await snapshot(old) == await snapshot(tmp_path / "whole")

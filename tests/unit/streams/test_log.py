@@ -1,3 +1,5 @@
+import sqlite3
+
 from streams.log import FileLog, Produce
 
 
@@ -16,11 +18,11 @@ async def test_commit_is_atomic_and_survives_reopen(tmp_path):
     path = tmp_path / "log.db"
     log = await FileLog(path).open()
     await log.append([Produce("in", "k", f"r{i}", "{}") for i in range(3)])
-    await log.commit("g", {"in": 2}, [Produce("out", "k", "o1", "{}")], state='{"s": 1}')
+    await log.commit("g", {"in": 2}, [Produce("out", "k", "o1", "{}")], state={"chat-a": '{"s": 1}'})
     await log.close()
     log = await FileLog(path).open()
     assert await log.committed("g", "in") == 2
-    assert await log.load_state("g") == '{"s": 1}'
+    assert await log.load_state("g") == {"chat-a": '{"s": 1}'}
     assert await log.end_offset("out") == 1
     assert await log.committed("other", "in") == 0
     await log.close()
@@ -29,12 +31,38 @@ async def test_commit_is_atomic_and_survives_reopen(tmp_path):
 async def test_reset_derived_keeps_source_topics_and_ledger(tmp_path):
     log = await FileLog(tmp_path / "log.db").open()
     await log.append([Produce("raw", "k", "a", "{}"), Produce("derived", "k", "b", "{}")])
-    await log.commit("g", {"raw": 1}, [], state="x")
+    await log.commit("g", {"raw": 1}, [], state={"chat": "x"})
     await log.record_deletion("chat", "*", "2024-01-01T00:00:00+00:00")
     await log.reset_derived(["derived"])
     assert await log.end_offset("raw") == 1
     assert await log.end_offset("derived") == 0
     assert await log.committed("g", "raw") == 0
-    assert await log.load_state("g") is None
+    assert await log.load_state("g") == {}
     assert await log.deletions() == {("chat", "*")}
+    await log.close()
+
+
+async def test_state_parts_are_written_only_when_given_and_dropped_with_none(tmp_path):
+    log = await FileLog(tmp_path / "log.db").open()
+    await log.commit("g", {}, [], state={"a": "1", "b": "1"})
+    await log.commit("g", {}, [], state={"b": "2"})  # a batch that touched only chat b
+    assert await log.load_state("g") == {"a": "1", "b": "2"}
+    await log.commit("g", {}, [], state={"a": None})
+    assert await log.load_state("g") == {"b": "2"}
+    assert await log.load_state("other") == {}
+    await log.close()
+
+
+async def test_a_whole_state_checkpoint_from_an_older_version_is_read_as_one_part(tmp_path):
+    path = tmp_path / "log.db"
+    db = sqlite3.connect(path)  # the layout before state parts
+    db.execute("CREATE TABLE consumer_state (grp TEXT PRIMARY KEY, state TEXT NOT NULL)")
+    db.execute("INSERT INTO consumer_state VALUES ('segmenter', '{\"chat\": {}}')")
+    db.commit()
+    db.close()
+    log = await FileLog(path).open()
+    assert await log.load_state("segmenter") == {"": '{"chat": {}}'}
+    await log.close()
+    log = await FileLog(path).open()  # migrated once, not duplicated on the next open
+    assert await log.load_state("segmenter") == {"": '{"chat": {}}'}
     await log.close()
