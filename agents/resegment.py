@@ -15,7 +15,7 @@ new record versions (ADD decisions) while invalidating what the rolled-back vers
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -151,6 +151,38 @@ def plan_resegment(
     return ResegmentPlan(chat_id, version, list(old), new, diff, skipped_active)
 
 
+def plan_repairs(
+    chat_id: str, version: int, topics: Mapping[str, TopicSummary], splits: Sequence[Any], merges: Sequence[Any]
+) -> ResegmentPlan:
+    """The audit's repairs (``topic_audit`` split and merge proposals) as segmentation ``version``: each split
+    topic becomes its parts, each merge group one topic; a topic is repaired at most once per version and
+    proposals naming a topic no longer current are skipped."""
+    old: list[TopicSummary] = []
+    new: list[NewTopic] = []
+
+    def take(ids: list[str]) -> bool:
+        group = [topics.get(t) for t in ids]
+        if any(t is None or t.state != "closed" or t in old for t in group):
+            return False
+        old.extend(t for t in group if t is not None)
+        return True
+
+    for split in splits:
+        if take([split.topic_id]):
+            for ids, people in zip(split.parts, split.participants, strict=True):
+                tid = stable_id(chat_id, ids[0], f"v{version}", prefix="t-")
+                new.append(NewTopic(tid, list(ids), {}, list(people)))
+    for merge in merges:
+        if take([merge.keep_topic_id, *merge.merged_topic_ids]):
+            tid = stable_id(chat_id, merge.message_ids[0], f"v{version}", prefix="t-")
+            new.append(NewTopic(tid, list(merge.message_ids), {}, list(merge.participants)))
+    diff = diff_segmentations(
+        [TopicSet(t.topic_id, tuple(t.message_ids)) for t in old],
+        [TopicSet(t.topic_id, tuple(t.message_ids)) for t in new],
+    )
+    return ResegmentPlan(chat_id, version, old, new, diff)
+
+
 def _segment(
     chat_id: str, version: int, messages: Sequence[ChatMessage], vectors, cfg: SegmenterConfig
 ) -> list[TopicEvent]:
@@ -194,8 +226,10 @@ def _related(ids: Sequence[str], others: Sequence[TopicSummary] | Sequence[NewTo
     return [t.topic_id for t in others if mine.intersection(t.message_ids)]
 
 
-def version_events(plan: ResegmentPlan, by_id: dict[str, ChatMessage]) -> list[TopicEvent]:
-    """One CLOSED event per created topic, naming the superseded topics it replaces."""
+def version_events(
+    plan: ResegmentPlan, by_id: dict[str, ChatMessage], kind: str = "resegment"
+) -> list[TopicEvent]:
+    """One CLOSED event per created topic, naming the superseded topics it replaces (reason ``kind:vN``)."""
     events = []
     for t in plan.created:
         msgs = [by_id[m] for m in t.message_ids if m in by_id]
@@ -203,7 +237,7 @@ def version_events(plan: ResegmentPlan, by_id: dict[str, ChatMessage]) -> list[T
             continue
         events.append(
             TopicEvent(
-                event_id=stable_id(plan.chat_id, "resegment", plan.version, t.topic_id, prefix="te-"),
+                event_id=stable_id(plan.chat_id, kind, plan.version, t.topic_id, prefix="te-"),
                 kind=TopicEventKind.CLOSED,
                 chat_id=plan.chat_id,
                 topic_id=t.topic_id,
@@ -211,7 +245,7 @@ def version_events(plan: ResegmentPlan, by_id: dict[str, ChatMessage]) -> list[T
                 weights=dict(t.weights),
                 related_topic_ids=_related(t.message_ids, plan.superseded),
                 participants=list(t.participants),
-                reason=f"resegment:v{plan.version}",
+                reason=f"{kind}:v{plan.version}",
                 segmentation_version=plan.version,
                 at=max(m.ts for m in msgs),
             )

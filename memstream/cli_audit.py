@@ -23,8 +23,8 @@ def audit(
         bool,
         typer.Option(
             "--apply",
-            help="Emit the repairs (SPLIT/MERGED events, distillation "
-            "jobs) and distil them; default: report only.",
+            help="Apply the repairs: lower the weight of suspicious topics, and make the enabled split/merge "
+            "repairs a new segmentation version (undo: memstream resegment --rollback); default: report only.",
         ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the reports as JSON.")] = False,
@@ -38,10 +38,10 @@ def audit(
     except Exception as exc:
         console.print(f"[red]error:[/red] bad settings: {exc}")
         raise typer.Exit(2) from exc
-    reports, produced = asyncio.run(_run(settings, chat, apply))
+    reports, versions = asyncio.run(_run(settings, chat, apply))
     if as_json:
-        out.print_json(json.dumps({"reports": [r.model_dump(mode="json") for r in reports],
-                                   "applied": apply, "records": produced}))  # fmt: skip
+        out.print_json(json.dumps({"reports": [r.model_dump(mode="json") for r in reports], "applied": apply,
+                                   "versions": versions}))  # fmt: skip
         return
     table = Table("chat", "topics", "singletons", "mean cohesion", "suspicious", "splits", "merges")
     for r in reports:
@@ -55,8 +55,10 @@ def audit(
         for m in r.merges:
             out.print(f"[bold]merge[/bold] {r.chat_id}/{m.keep_topic_id} + {', '.join(m.merged_topic_ids)}: "
                       f"{m.reason}")  # fmt: skip
-    if apply:
-        console.print(f"applied: {produced} records appended to the log")
+    for v in versions:
+        console.print(f"applied to {v['chat_id']} as segmentation version {v['version']}: "
+                      f"{len(v['superseded'])} topics -> {len(v['created'])} "
+                      f"(undo: memstream resegment --chat {v['chat_id']} --rollback)")  # fmt: skip
     off = [k for k in ("split", "merge") if not getattr(settings.audit, k)]
     if off:
         console.print(
@@ -64,18 +66,24 @@ def audit(
         )
 
 
-async def _run(settings: Settings, chat: str | None, apply: bool) -> tuple[list, int]:
+async def _run(settings: Settings, chat: str | None, apply: bool) -> tuple[list, list[dict]]:
     from agents.audit_stage import AuditStage
     from memstream.clients import build_clients
-    from streams.runner import EmbeddedRunner
+    from memstream.resegment import apply_audit
+    from streams.segmentation_ledger import open_ledger
 
     clients = await build_clients(settings)
     try:
-        reports, output = await AuditStage(clients).run(chat, apply=apply)
-        if apply and output.produced:
-            await clients.log.append(output.produced)
-            await EmbeddedRunner(clients).run_until_idle()  # distil the repaired topics
-        return reports, len(output.produced)
+        if not apply:
+            return (await AuditStage(clients).run(chat))[0], []
+        ledger = await open_ledger(settings.data_dir)
+        try:
+            reports, applied = await apply_audit(clients, ledger, chat)
+        finally:
+            await ledger.close()
+        versions = [{"chat_id": r.chat_id, "version": r.version, "superseded": r.superseded,
+                     "created": r.created} for r in applied]  # fmt: skip
+        return reports, versions
     finally:
         await clients.close()
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from agents import resegment as core
+from agents.audit_stage import AuditStage
+from agents.topic_audit import AuditReport
 from memstream.clients import Clients
 from memstream.settings import SegmenterConfig
 from schemas import ChatMessage, DistillJob, MemoryDecision, TopicEvent, TopicSummary
@@ -28,6 +30,7 @@ from streams.topics import DISTILL_JOBS, MEMORY_DECISIONS, TOPIC_SEGMENTS
 __all__ = [
     "ResegmentReport",
     "RollbackReport",
+    "apply_audit",
     "SegmentationError",
     "current_version",
     "list_versions",
@@ -184,13 +187,48 @@ async def resegment(
     return report
 
 
-async def _apply(clients, ledger, plan, msgs, entries, report, since, until, cfg, reason, progress) -> None:
+async def apply_audit(
+    clients: Clients, ledger: VersionLedger, chat_id: str | None = None, *, progress: Progress | None = None
+) -> tuple[list[AuditReport], list[ResegmentReport]]:
+    """Audit ``chat_id`` (default: every chat) and apply its repairs. Suspicious topics get their lower weight
+    in place (a soft repair, nothing is lost); the split and merge repairs enabled in the settings are applied
+    as a new segmentation version of the chat (kind ``audit``), exactly like a re-segmentation: the repaired
+    topics are superseded, the new ones distilled, and ``rollback`` undoes it."""
+    reports, _ = await AuditStage(clients).run(chat_id, apply=True)
+    cfg = clients.settings.audit
+    applied = []
+    for r in reports:
+        splits, merges = (r.splits if cfg.split else []), (r.merges if cfg.merge else [])
+        if not splits and not merges:
+            continue
+        topics = {t.topic_id: t for t in await clients.store.list_topics(r.chat_id)}
+        entries = await list_versions(clients, ledger, r.chat_id)
+        version = max(e.version for e in entries) + 1
+        plan = core.plan_repairs(r.chat_id, version, topics, splits, merges)
+        msgs = await clients.store.get_messages(r.chat_id, [m for t in plan.old for m in t.message_ids])
+        if not plan.created or not msgs:
+            continue
+        since = min(m.ts for m in msgs)
+        report = ResegmentReport(
+            r.chat_id, version, since, None, plan.diff, applied=False, messages=len(msgs),
+            superseded=[t.topic_id for t in plan.superseded], created=[t.topic_id for t in plan.created],
+        )  # fmt: skip
+        why = "; ".join([s.reason for s in splits] + [m.reason for m in merges])
+        await _apply(clients, ledger, plan, msgs, entries, report, since, None, clients.settings.segmenter,
+                     f"audit: {why}", progress, kind="audit")  # fmt: skip
+        applied.append(report)
+    return reports, applied
+
+
+async def _apply(
+    clients, ledger, plan, msgs, entries, report, since, until, cfg, reason, progress, kind="resegment"
+) -> None:
     at = _now()
     by_id = {m.message_id: m for m in msgs}
     if not await ledger.versions(plan.chat_id):
         await ledger.save(entries[0], "recorded", "the streaming segmentation")
     entry = SegmentationVersion(
-        chat_id=plan.chat_id, version=plan.version, since=since, until=until, reason=reason,
+        chat_id=plan.chat_id, version=plan.version, kind=kind, since=since, until=until, reason=reason,
         settings=cfg.model_dump(), superseded_topic_ids=report.superseded, new_topic_ids=report.created,
         diff=plan.diff, created_at=at,
     )  # fmt: skip
@@ -199,7 +237,7 @@ async def _apply(clients, ledger, plan, msgs, entries, report, since, until, cfg
     gone, made = core.version_summaries(plan, by_id)
     for summary in [*gone, *made]:  # superseded first: the new topics tag the turns last
         await clients.store.upsert_topic(summary)
-    events = core.version_events(plan, by_id)
+    events = core.version_events(plan, by_id, kind)
     live = await clients.store.list_memories(plan.chat_id)
     hidden = core.topic_level_records(live, report.superseded)
     why = f"segmentation version {plan.version} superseded the topic"

@@ -15,7 +15,7 @@ from pydantic import Field
 from schemas.base import Contract
 
 ChangeKind = Literal["unchanged", "modified", "split", "merge", "reshaped", "new", "dropped"]
-VersionKind = Literal["stream", "resegment"]
+VersionKind = Literal["stream", "resegment", "audit"]  # audit: `memstream audit --apply` repairs
 VersionStatus = Literal["active", "rolled_back", "discarded"]
 
 

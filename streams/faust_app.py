@@ -411,15 +411,24 @@ def create_app(settings: Settings, cfg: WorkerConfig | None = None) -> faust.App
         @app.timer(interval=settings.audit.audit_interval_s, on_leader=True, name="memstream.audit")
         async def audit() -> None:
             from agents.audit_stage import AuditStage
+            from memstream.resegment import apply_audit
+            from streams.segmentation_ledger import open_ledger
 
+            applied = []
             try:
                 pipeline = await runtime.ready()
-                reports, out = await AuditStage(pipeline.clients).run(apply=settings.audit.audit_apply)
-                await runtime.send(out.produced)
+                if settings.audit.audit_apply:  # repairs as segmentation versions, appended to Kafka
+                    ledger = await open_ledger(settings.data_dir)
+                    try:
+                        reports, applied = await apply_audit(pipeline.clients, ledger)
+                    finally:
+                        await ledger.close()
+                else:
+                    reports, _ = await AuditStage(pipeline.clients).run()
             except Exception:  # the next tick tries again; the audit never stops a worker
                 log.exception("segmentation audit failed")
                 return
-            log.info("segmentation audit", extra={"chats": len(reports), "records": len(out.produced)})
+            log.info("segmentation audit", extra={"chats": len(reports), "versions": len(applied)})
 
     @app.on_before_shutdown.connect
     async def _close(sender, **kwargs) -> None:

@@ -1,5 +1,6 @@
 """Close-time repair and the audit on the embedded pipeline: a topic glued from two unrelated conversations
-is split by new SPLIT events after its CLOSED event, and its parts are distilled instead of it."""
+is split by new SPLIT events after its CLOSED event (close-time check), or by `memstream audit --apply` as a
+segmentation version that `resegment --rollback` undoes; either way its parts are distilled instead of it."""
 
 from __future__ import annotations
 
@@ -108,33 +109,51 @@ def test_audit_cli_reports_then_applies_the_split(tmp_path, minilm, audit_env):
     body = json.loads(report.stdout)
     (chat,) = body["reports"]
     assert chat["chat_id"] == "g1" and [s["topic_id"] for s in chat["splits"]] == [original]
-    assert body["applied"] is False and body["records"] == 0
+    assert body["applied"] is False and body["versions"] == []
 
     table = runner.invoke(cli_app, ["audit", "--data-dir", data, "--chat", "g1"])
     assert table.exit_code == 0 and "split" in table.output and "g1" in table.output
 
     applied = runner.invoke(cli_app, ["audit", "--data-dir", data, "--apply", "--json"])
     assert applied.exit_code == 0, applied.output
-    assert json.loads(applied.stdout)["records"] == 4  # two SPLIT events, two distillation jobs
+    (version,) = json.loads(applied.stdout)["versions"]  # the repair is segmentation version 2 of the chat
+    assert version["chat_id"] == "g1" and version["version"] == 2
+    assert version["superseded"] == [original] and len(version["created"]) == 2
+    parts = version["created"]
 
-    async def after():
+    async def state():
         clients = await build_clients(Settings(data_dir=tmp_path / "data", embedder="none"), embedder=None)
         try:
             evs = [
                 decode(TOPIC_SEGMENTS, r.value) for r in await clients.log.read(TOPIC_SEGMENTS.name, 0, 99)
             ]
-            return evs, {t.topic_id: t.state for t in await clients.store.list_topics("g1")}
+            topics = {t.topic_id: t for t in await clients.store.list_topics("g1")}
+            live = {m.topic_id for m in await clients.store.list_memories("g1") if m.kind == "summary"}
+            return evs, topics, live
         finally:
             await clients.close()
 
-    events, states = asyncio.run(after())
-    splits = [e for e in events if e.kind == TopicEventKind.SPLIT]
-    assert [e.topic_id for e in splits] == [f"{original}.p0", f"{original}.p1"]
-    assert all(e.reason.startswith("audit:") for e in splits)
-    assert states == {original: "split", f"{original}.p0": "closed", f"{original}.p1": "closed"}
+    events, topics, live = asyncio.run(state())
+    repaired = [e for e in events if e.reason == "audit:v2"]  # new versioned events after the original
+    assert sorted(e.topic_id for e in repaired) == sorted(parts)
+    assert all(e.kind == TopicEventKind.CLOSED and e.related_topic_ids == [original] for e in repaired)
+    assert sorted(len(e.message_ids) for e in repaired) == [6, 6]
+    assert topics[original].state == "superseded" and topics[original].message_ids == [f"m{i}" for i in range(12)]
+    assert all(topics[p].state == "closed" and topics[p].segmentation_version == 2 for p in parts)
+    assert set(parts) <= live and original not in live  # the parts are distilled, the glued summary hidden
+
+    listed = runner.invoke(cli_app, ["resegment", "--data-dir", data, "--chat", "g1", "--list", "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert [(v["version"], v["kind"]) for v in json.loads(listed.stdout)] == [(1, "stream"), (2, "audit")]
 
     again = runner.invoke(cli_app, ["audit", "--data-dir", data, "--json"])
     assert json.loads(again.stdout)["reports"][0]["splits"] == []  # the parts are whole conversations
+
+    undo = runner.invoke(cli_app, ["resegment", "--data-dir", data, "--chat", "g1", "--rollback", "--embedder", "none"])
+    assert undo.exit_code == 0, undo.output
+    _, topics, live = asyncio.run(state())
+    assert topics[original].state == "closed" and all(topics[p].state == "rolled_back" for p in parts)
+    assert original in live and not set(parts) & live
 
 
 def test_audit_cli_on_an_empty_data_dir(tmp_path):

@@ -8,6 +8,7 @@ import pytest
 
 from agents.resegment import (
     hide_decisions,
+    plan_repairs,
     plan_resegment,
     plan_rollback,
     restore_decisions,
@@ -167,3 +168,28 @@ def test_rollback_plan_restores_what_the_version_invalidated():
     restored = [recs[0].model_copy(update={"memory_id": restore_id("sa", 2), "valid_to": None})]
     again = plan_rollback(entry, topics, recs + restored)
     assert [r.memory_id for r in again.restore_records] == ["f-old"]  # never restored twice
+
+
+def test_audit_repairs_become_a_version_with_each_topic_repaired_once():
+    from agents.topic_audit import MergeProposal, SplitProposal
+
+    topics = {t.topic_id: t for t in [
+        topic("a", ["1", "2", "3", "4"]), topic("b", ["5", "6"]), topic("c", ["7"]),
+        topic("d", ["8", "9"], state="superseded"),
+    ]}  # fmt: skip
+    split = SplitProposal(topic_id="a", parts=[["1", "2"], ["3", "4"]], part_topic_ids=["a.p0", "a.p1"],
+                          participants=[["u1"], ["u2"]], breaks=[], reason="semantic break")  # fmt: skip
+
+    def merge(keep: str, *others: str) -> MergeProposal:
+        ids = [m for t in (keep, *others) for m in topics[t].message_ids]
+        return MergeProposal(keep_topic_id=keep, merged_topic_ids=list(others), message_ids=ids,
+                             participants=["u1"], similarity=0.9, shared_participants=["u1"], gap_s=60,
+                             reason="near duplicate")  # fmt: skip
+
+    plan = plan_repairs("c", 3, topics, [split], [merge("b", "c"), merge("a", "b"), merge("b", "d")])
+    assert [t.topic_id for t in plan.superseded] == ["a", "b", "c"]  # a merge touching a repaired or
+    assert [t.message_ids for t in plan.created] == [["1", "2"], ["3", "4"], ["5", "6", "7"]]  # stale topic: skipped
+    assert len({t.topic_id for t in plan.created}) == 3 and not {"a", "b", "c"} & {t.topic_id for t in plan.created}
+    assert plan.diff.count("split") == 1 and plan.diff.count("merge") == 1
+    again = plan_repairs("c", 4, topics, [split], [])
+    assert {t.topic_id for t in again.created}.isdisjoint(t.topic_id for t in plan.created)  # ids per version
