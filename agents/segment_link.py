@@ -1,7 +1,7 @@
 """The reply linker inside the streaming segmenter: infer each message's implicit parent, turn the link
 distribution into a per-topic ``link`` signal, and keep the chat's recent-message window.
 
-The window lives in the :class:`~agents.segmenter.ChatPool` checkpoint: one small :class:`LinkMsg` per
+The window lives in the :class:`~agents.segment_state.ChatPool` checkpoint: one small :class:`LinkMsg` per
 recent message and its vector as base64 float16 (about 1 KB at 384 dimensions), so a restored worker links
 exactly as the one that stopped.
 """
@@ -19,7 +19,7 @@ from agents.reply_linker import LinkMsg, Threads, default_weights, rank, text_cu
 
 if TYPE_CHECKING:
     from agents.segment_signals import Features
-    from agents.segmenter import ChatPool
+    from agents.segment_state import ChatPool
     from memstream.settings import SegmenterConfig
     from schemas import ChatMessage
 

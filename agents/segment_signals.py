@@ -34,7 +34,7 @@ import numpy as np
 import rjieba
 
 if TYPE_CHECKING:
-    from agents.segmenter import ActiveTopic, ChatPool
+    from agents.segment_state import ActiveTopic, ChatPool
     from memstream.settings import SegmenterConfig
     from schemas import ChatMessage
 
