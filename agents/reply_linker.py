@@ -226,12 +226,15 @@ def _context(msg: LinkMsg, window: list[LinkMsg], cosines: np.ndarray | None) ->
             if m.parent_sender is not None:
                 linked.add((m.sender, m.parent_sender))
     mine = latest_by_sender.get(msg.sender)
-    overlaps = [_overlap(msg, m) for m in window]
+    shared = [m.keywords & msg.keywords for m in window]  # content words in common, once per candidate
+    overlaps = [
+        len(sh) / len(m.keywords | msg.keywords) if sh else 0.0 for sh, m in zip(shared, window, strict=True)
+    ]
     df: dict[str, int] = {}
-    for m in window:
-        for kw in m.keywords & msg.keywords:
+    for sh in shared:
+        for kw in sh:
             df[kw] = df.get(kw, 0) + 1
-    rare = [sum(1.0 / df[kw] for kw in m.keywords & msg.keywords) for m in window]
+    rare = [sum(1.0 / df[kw] for kw in sh) for sh in shared]
     best_kw = max(overlaps, default=0.0)
     best_cos = float(np.nanmax(cosines)) if cosines is not None and np.isfinite(cosines).any() else 0.0
     return _Context(
@@ -251,12 +254,6 @@ def _context(msg: LinkMsg, window: list[LinkMsg], cosines: np.ndarray | None) ->
         frozenset(linked),
         rare,
     )
-
-
-def _overlap(a: LinkMsg, b: LinkMsg) -> float:
-    if not a.keywords or not b.keywords:
-        return 0.0
-    return len(a.keywords & b.keywords) / len(a.keywords | b.keywords)
 
 
 def pair_features(

@@ -161,11 +161,13 @@ def plan_repairs(
     new: list[NewTopic] = []
 
     def take(ids: list[str]) -> bool:
-        group = [topics.get(t) for t in ids]
-        if any(t is None or t.state != "closed" or t in old for t in group):
+        if any(t not in topics or topics[t].state != "closed" or t in taken for t in ids):
             return False
-        old.extend(t for t in group if t is not None)
+        taken.update(ids)
+        old.extend(topics[t] for t in ids)
         return True
+
+    taken: set[str] = set()
 
     for split in splits:
         if take([split.topic_id]):

@@ -150,13 +150,6 @@ class SegmentStage:
 
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()
-        before = dict(self.pools)  # pools are replaced, never mutated, when a message changes them
-        try:
-            return await self._process(records, out)
-        finally:
-            self._dirty |= {chat for chat, pool in self.pools.items() if before.get(chat) is not pool}
-
-    async def _process(self, records: list[Record], out: StageOutput) -> StageOutput:
         self.deleted = await self.clients.log.deletions()
         items = _decode_all(self.source, "segment", records, out)
         msgs = [m for m in items if isinstance(m, ChatMessage) and not self._is_deleted(m)]
@@ -249,7 +242,9 @@ class SegmentStage:
             record = next((r for r in records if msg.message_id in r.value), records[0])
             out.dead_letter("segment", record, f"segmenter failed: {exc!r}", msg.chat_id)
             return []
-        self.pools[msg.chat_id] = pool
+        if pool is not self.pools.get(msg.chat_id):  # a changed pool is a new object (a seen message: same)
+            self.pools[msg.chat_id] = pool
+            self._dirty.add(msg.chat_id)
         return events
 
     def _flush(self, control: StreamControl) -> list[TopicEvent]:
@@ -259,6 +254,7 @@ class SegmentStage:
             if chat_id in self.pools:
                 pool, evs = segmenter.flush(self.pools[chat_id], control.at)
                 self.pools[chat_id] = pool
+                self._dirty.add(chat_id)
                 events.extend(evs)
         return events
 

@@ -215,10 +215,15 @@ def _split(rows: list[dict]) -> tuple[list[dict], list[dict], list[dict]]:
     return early, later_1, [r for r in rows if r not in early and r not in later_1]
 
 
-async def test_the_checkpoint_rewrites_only_the_chats_a_batch_changed(tmp_path):
+async def _whole_run(tmp_path: Path) -> tuple[list[dict], list[dict], list[dict]]:
+    """Ingest every message in one run into ``whole`` (the reference); returns :func:`_split`'s parts."""
     rows = make_messages(3, 40)
-    early, later_1, rest = _split(rows)
     await _ingest(tmp_path / "whole", rows)
+    return _split(rows)
+
+
+async def test_the_checkpoint_rewrites_only_the_chats_a_batch_changed(tmp_path):
+    early, later_1, rest = await _whole_run(tmp_path)
     split = tmp_path / "split"
     await _ingest(split, early, flush=False)
     assert set(state_parts(split)) == {"chat-0", "chat-1", "chat-2"}  # one part per chat
@@ -238,9 +243,7 @@ async def test_the_checkpoint_rewrites_only_the_chats_a_batch_changed(tmp_path):
 async def test_a_checkpoint_written_before_state_parts_resumes_the_same(tmp_path):
     from agents.segmenter import ChatPool, dump_pools
 
-    rows = make_messages(3, 40)
-    early, later_1, rest = _split(rows)
-    await _ingest(tmp_path / "whole", rows)
+    early, later_1, rest = await _whole_run(tmp_path)
     old = tmp_path / "old"
     await _ingest(old, early, flush=False)
     pools = {chat: ChatPool.model_validate_json(raw) for chat, raw in state_parts(old).items()}
