@@ -8,95 +8,38 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
-import numpy as np
-
-from agents import consolidator, distiller, segmenter, topic_audit
+from agents import distiller, segmenter, topic_audit
+from agents.consolidate_stage import ConsolidateStage
 from agents.indexer import apply_decisions
+from agents.stage_io import StageOutput, decode_all, embed, for_each_item
 from memstream.clients import Clients
 from schemas import (
     ChatMessage,
-    DeadLetter,
     DistillJob,
     DistillResult,
-    MemoryDecision,
     TopicEvent,
     TopicEventKind,
     TopicSummary,
     stable_id,
 )
 from schemas.messages import StreamControl
-from streams.codec import DecodeError, decode, encode
-from streams.log import Produce, Record
+from streams.log import Record
 from streams.topics import (
-    DEAD_LETTERS,
     DISTILL_JOBS,
     DISTILL_RESULTS,
     MEMORY_DECISIONS,
     RAW_MESSAGES,
     TOPIC_SEGMENTS,
-    TopicSpec,
 )
 
 log = logging.getLogger("memstream.stages")
 
 
-@dataclass
-class StageOutput:
-    produced: list[Produce] = field(default_factory=list)
-    dead: int = 0
-    processed: int = 0
-    metrics: dict[str, float] = field(default_factory=dict)
+_decode_all = decode_all  # older names, still imported by the audit and graph stages
+_embed = embed
 
-    def emit(self, spec: TopicSpec, key: str, record_id: str, model) -> None:
-        self.produced.append(Produce(spec.name, key, record_id, encode(model)))
-
-    def dead_letter(self, stage: str, record: Record, error: str, chat_id: str | None = None) -> None:
-        dl = DeadLetter(
-            dead_letter_id=stable_id(stage, record.topic, record.record_id, prefix="dl-"),
-            stage=stage,
-            topic=record.topic,
-            offset=record.offset,
-            error=error,
-            payload=record.value,
-            chat_id=chat_id,
-            at=datetime.now(UTC),
-        )
-        self.emit(DEAD_LETTERS, chat_id or "-", dl.dead_letter_id, dl)
-        self.dead += 1
-        log.warning("dead-lettered", extra={"stage": stage, "offset": record.offset, "error": error})
-
-
-def _decode_all(spec: TopicSpec, stage: str, records: list[Record], out: StageOutput) -> list:
-    items = []
-    for record in records:
-        try:
-            items.append(decode(spec, record.value))
-        except DecodeError as exc:
-            out.dead_letter(stage, record, str(exc))
-    return items
-
-
-async def for_each_item(
-    spec: TopicSpec, stage: str, label: str, records: list[Record], out: StageOutput, handle
-) -> None:
-    """Decode each record and ``await handle(item)``; a failure dead-letters that record, the rest go on."""
-    for record in records:
-        for item in _decode_all(spec, stage, [record], out):
-            try:
-                await handle(item)
-            except Exception as exc:  # one bad item must not stop the chat
-                out.dead_letter(stage, record, f"{label} failed: {exc!r}", getattr(item, "chat_id", None))
-                continue
-            out.processed += 1
-
-
-async def _embed(clients: Clients, texts: list[str]) -> np.ndarray | None:
-    if clients.embedder is None or not texts:
-        return None
-    return await clients.embedder.embed(texts)
+__all__ = ["ConsolidateStage", "DistillStage", "IndexStage", "SegmentStage", "StageOutput", "for_each_item"]
 
 
 def _with_inferred_parents(msgs: list[ChatMessage], stepped: list[list[TopicEvent]]) -> list[ChatMessage]:
@@ -346,49 +289,6 @@ class DistillStage:
             self.llm_calls += calls
             return result
         return distiller.distill_extractive(job, cfg)
-
-
-class ConsolidateStage:
-    """Distillation results -> memory-update decisions against the chat's live memories."""
-
-    group = "consolidator"
-    source = DISTILL_RESULTS
-
-    def __init__(self, clients: Clients) -> None:
-        self.clients = clients
-        self.llm_calls = 0
-
-    async def process(self, records: list[Record]) -> StageOutput:
-        out = StageOutput()
-
-        async def handle(result: DistillResult) -> None:
-            for d in await self._decide(result):
-                out.emit(MEMORY_DECISIONS, d.chat_id, d.decision_id, d)
-
-        await for_each_item(self.source, "consolidate", "consolidator", records, out, handle)
-        return out
-
-    async def _decide(self, result: DistillResult) -> list[MemoryDecision]:
-        cfg = self.clients.settings.consolidator
-        candidates = consolidator.candidates_from_result(result)
-        if not candidates:
-            return []
-        vectors = await _embed(self.clients, [c.text for c in candidates])
-        similar = []
-        for i, cand in enumerate(candidates):
-            if vectors is None:
-                similar.append([])
-                continue
-            similar.append(
-                await self.clients.store.similar_memories(cand.chat_id, vectors[i], k=cfg.similar_k)
-            )
-        if cfg.mode == "llm" and self.clients.llm is not None:
-            decisions, calls = await consolidator.decide_llm(
-                candidates, similar, self.clients.llm, cfg, source_event_id=result.result_id
-            )
-            self.llm_calls += calls
-            return decisions
-        return consolidator.decide_batch(candidates, similar, cfg, result.result_id)
 
 
 class IndexStage:

@@ -19,7 +19,8 @@ import numpy as np
 from elasticsearch import ApiError, AsyncElasticsearch
 
 from retrieval import es_queries as Q
-from retrieval.protocols import Hit, SearchQuery
+from retrieval.es_lookup import find_memories as _find_memories
+from retrieval.protocols import Hit, MemoryFilter, SearchQuery
 from schemas import ChatMessage, DecisionOp, MemoryDecision, MemoryRecord, TopicSummary
 
 RRFMode = Literal["server", "client", "auto"]
@@ -333,6 +334,9 @@ class ESStore:
         query = Q.build_chat_query(chat_id, live_only=live_only)
         rows = await self._scan("memories", query, ["valid_from_epoch", "seq", "memory_id"], chat_id)
         return [MemoryRecord.model_validate(r["record"]) for r in rows]
+
+    async def find_memories(self, chat_id: str, query: MemoryFilter) -> list[MemoryRecord]:
+        return await _find_memories(self, chat_id, query)
 
     async def similar_memories(
         self, chat_id: str, vector: np.ndarray, *, k: int = 10, subject: str | None = None

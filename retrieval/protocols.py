@@ -58,6 +58,22 @@ class SearchQuery(BaseModel):
     candidates: int = 20
 
 
+class MemoryFilter(BaseModel):
+    """A filter-only lookup of memory records within one chat (no ranking).
+
+    ``attribute``: records filling that slot; ``message_ids``: records derived from any of those messages;
+    ``state``: ``live`` (valid now), ``invalidated`` (superseded or deleted versions) or ``all``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    kinds: list[DocKind] | None = None
+    attribute: str | None = None
+    message_ids: list[str] | None = None
+    state: Literal["live", "invalidated", "all"] = "live"
+    limit: int = Field(default=1000, ge=1, le=100_000)
+
+
 class Hit(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -91,6 +107,8 @@ class MemoryStore(Protocol):
     async def similar_memories(
         self, chat_id: str, vector: np.ndarray, *, k: int = 10, subject: str | None = None
     ) -> list[tuple[MemoryRecord, float]]: ...
+
+    async def find_memories(self, chat_id: str, query: MemoryFilter) -> list[MemoryRecord]: ...
 
     async def search(self, query: SearchQuery) -> list[Hit]: ...
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,8 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.deletion import Forgotten
 from retrieval.fusion import rrf
-from retrieval.protocols import Doc, Hit, SearchQuery
+from retrieval.protocols import Doc, Hit, MemoryFilter, SearchQuery
+from retrieval.sqlite_delete import forget_chat, forget_user
+from retrieval.sqlite_lookup import find_memories as _find_memories
 from retrieval.sqlite_util import open_sqlite
 from retrieval.text import fts_query, tokenize
 from retrieval.vector_cache import ChatVectors as _ChatVectors
@@ -354,6 +357,9 @@ class SQLiteStore:
         rows = self.db.execute(sql + " ORDER BY valid_from, rowid", (chat_id,)).fetchall()
         return [MemoryRecord.model_validate_json(r[0]) for r in rows]
 
+    async def find_memories(self, chat_id: str, query: MemoryFilter) -> list[MemoryRecord]:
+        return _find_memories(self.db, chat_id, query)
+
     async def similar_memories(
         self, chat_id: str, vector: np.ndarray, *, k: int = 10, subject: str | None = None
     ) -> list[tuple[MemoryRecord, float]]:
@@ -488,59 +494,22 @@ class SQLiteStore:
         ).fetchall()
         return sorted(r[0] for r in rows)
 
-    def _delete_docs(self, db: sqlite3.Connection, chat_id: str, where: str, args: tuple) -> int:
-        """Remove matching docs of one chat with their FTS rows and vectors; returns how many."""
-        rows = db.execute(
-            f"SELECT rid, doc_id FROM docs WHERE chat_id = ? AND {where}", (chat_id, *args)
-        ).fetchall()
-        for chunk in _chunks(rows):
-            rids, doc_ids = [r[0] for r in chunk], [r[1] for r in chunk]
-            db.execute(f"DELETE FROM docs_fts WHERE rowid IN ({_marks(rids)})", rids)
-            db.execute(
-                f"DELETE FROM vectors WHERE chat_id = ? AND doc_id IN ({_marks(doc_ids)})",
-                (chat_id, *doc_ids),
-            )
-            db.execute(f"DELETE FROM docs WHERE chat_id = ? AND rid IN ({_marks(rids)})", (chat_id, *rids))
-        return len(rows)
-
     async def delete_chat(self, chat_id: str) -> int:
         """Remove everything of a chat; returns the number of messages, docs and topics removed."""
-        with self._write() as (db, fx):
-            fx.stale.add(chat_id)
-            count = self._delete_docs(db, chat_id, "1", ())
-            for table in ("messages", "topics"):
-                count += db.execute(f"DELETE FROM {table} WHERE chat_id = ?", (chat_id,)).rowcount
-            for table in ("memories", "decisions", "vectors"):
-                db.execute(f"DELETE FROM {table} WHERE chat_id = ?", (chat_id,))
-        return count
+        return (await forget_chat(self, chat_id)).removed
 
     async def delete_user(self, chat_id: str | None, sender: str) -> int:
-        """Remove a sender's messages and turn docs and the memory records they spoke (all versions).
+        """Remove a sender's messages and everything derived from them (:mod:`retrieval.sqlite_delete`);
+        ``chat_id`` None means every chat. Returns the number of messages and docs removed."""
+        chats = [chat_id] if chat_id is not None else await self.chats()
+        return sum([(await forget_user(self, chat, sender)).removed for chat in chats])
 
-        ``chat_id`` None means every chat. A memory's ``speaker`` may be the sender id or one of the
-        display names the sender used. Returns the number of messages and docs removed.
-        """
-        count = 0
-        for chat in [chat_id] if chat_id is not None else await self.chats():
-            with self._write() as (db, fx):
-                fx.stale.add(chat)
-                names = db.execute(  # the display names this sender used (turn docs' speaker)
-                    "SELECT DISTINCT speaker FROM docs WHERE chat_id = ? AND kind = 'turn' AND sender = ?",
-                    (chat, sender),
-                ).fetchall()
-                speakers = sorted({sender, *(n for (n,) in names if n)})
-                count += self._delete_docs(db, chat, "kind = 'turn' AND sender = ?", (sender,))
-                count += self._delete_docs(
-                    db, chat, f"kind != 'turn' AND speaker IN ({_marks(speakers)})", tuple(speakers)
-                )
-                db.execute(
-                    f"DELETE FROM memories WHERE chat_id = ? AND speaker IN ({_marks(speakers)})",
-                    (chat, *speakers),
-                )
-                count += db.execute(
-                    "DELETE FROM messages WHERE chat_id = ? AND sender = ?", (chat, sender)
-                ).rowcount
-        return count
+    async def forget_user(self, chat_id: str, sender: str, message_ids: Collection[str] = ()) -> Forgotten:
+        """:meth:`delete_user` in one chat, also for ``message_ids`` known from elsewhere; what went."""
+        return await forget_user(self, chat_id, sender, message_ids)
+
+    async def forget_chat(self, chat_id: str) -> Forgotten:
+        return await forget_chat(self, chat_id)
 
     async def export_chat(self, chat_id: str) -> dict[str, Any]:
         """Everything stored for a chat as JSON-ready data: messages, all memory versions, topics."""

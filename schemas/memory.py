@@ -114,6 +114,7 @@ class MemoryRecord(Contract):
     speaker: str | None = None
     subject: str | None = None
     attribute: str | None = None
+    value: str | None = None  # the slot's value (``attribute``), so what replaced it can be traced
     entities: list[str] = Field(default_factory=list)
     topic_id: str | None = None
     valid_from: datetime

@@ -88,6 +88,7 @@ def make_record(
         speaker=c.speaker,
         subject=c.subject,
         attribute=c.attribute,
+        value=c.value,
         entities=list(c.entities),
         topic_id=c.topic_id,
         valid_from=c.event_time,

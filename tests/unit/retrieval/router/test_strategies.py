@@ -50,7 +50,7 @@ async def test_knowledge_update_puts_the_new_address_first_and_says_what_it_repl
     assert after.query_type == "knowledge_update"
     top = after.items[0]
     assert top.item_id == "mem-new" and "Hangzhou" in top.text
-    assert top.note and "replaced" in top.note and "Beijing" in top.note
+    assert top.note and "previously" in top.note and "Beijing" in top.note and "until" in top.note
     stale = next(it for it in after.items if it.source_message_ids == [old])
     assert after.items.index(stale) > 0 and "superseded" in (stale.note or "")
 

@@ -1,0 +1,157 @@
+"""Derived memories that carry a superseded statement: rewrite or invalidate them (pure).
+
+When a fact is superseded (UPDATE of a changed slot value, DELETE of a retracted or edited-away fact),
+the summaries, titles, Q&A pairs and tasks built from the same messages still say the old thing. Left
+live, they outrank the current fact ("小王住在北京" through the topic summary after 小王 moved to 杭州).
+
+:func:`derived_invalidations` turns each such record into a decision: a summary loses the sentences
+that state the old value (UPDATE to the rewritten text, a new version; DELETE when nothing is left); a
+title, Q&A pair, task or unslotted fact that states the old value — or was built only from the stale
+messages — is invalidated (DELETE). History is kept: invalidation sets ``valid_to``, nothing is removed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+from agents.consolidate.records import norm_text, value_in
+from schemas import DecisionOp, MemoryDecision, MemoryKind, MemoryRecord, stable_id
+
+__all__ = ["Staleness", "derived_invalidations", "stale_statements"]
+
+_SENTENCE_END = re.compile(r"(?<=[。！？!?；;])\s*|(?<=[.])\s+|\n+")
+_DERIVED = (MemoryKind.SUMMARY, MemoryKind.TITLE, MemoryKind.QA, MemoryKind.TASK, MemoryKind.DECISION)
+
+
+class Staleness:
+    """One superseded statement: its source messages, the old value and (if any) the value replacing it."""
+
+    __slots__ = ("at", "cause", "decision_id", "new_value", "old", "sources")
+
+    def __init__(self, old: MemoryRecord, decision: MemoryDecision) -> None:
+        self.old = old
+        self.sources = frozenset(old.source_message_ids)
+        self.new_value = decision.record.value if decision.record is not None else None
+        self.at = decision.at
+        self.decision_id = decision.decision_id
+        self.cause = decision.reason
+
+    def states_old(self, text: str) -> bool:
+        """The text states the superseded value (and not also its replacement: that is the new claim)."""
+        v = self.old.value
+        if not v or not value_in(text, v):
+            return False
+        return not (
+            self.new_value and value_in(text, self.new_value) and norm_text(self.new_value) != norm_text(v)
+        )
+
+
+def stale_statements(
+    decisions: Iterable[MemoryDecision], records: Mapping[str, MemoryRecord]
+) -> list[Staleness]:
+    """The facts these decisions supersede by value change or retraction (``records``: known by id)."""
+    out: list[Staleness] = []
+    for d in decisions:
+        if d.op not in (DecisionOp.UPDATE, DecisionOp.DELETE) or not d.target_memory_id:
+            continue
+        old = records.get(d.target_memory_id)
+        if old is None or old.kind != MemoryKind.FACT:
+            continue
+        changed = d.op == DecisionOp.DELETE or (
+            old.attribute is not None
+            and d.record is not None
+            and d.record.attribute == old.attribute
+            and not (old.value and value_in(d.record.text, old.value))
+        )
+        if changed:
+            out.append(Staleness(old, d))
+    return out
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in _SENTENCE_END.split(text) if s and s.strip()]
+
+
+def _rewrite_summary(r: MemoryRecord, stale: Sequence[Staleness]) -> str | None:
+    """The summary without its sentences stating a superseded value; None when nothing changes."""
+    kept = [s for s in _sentences(r.text) if not any(st.states_old(s) for st in stale)]
+    if len(kept) == len(_sentences(r.text)):
+        return None
+    return " ".join(s.strip() for s in kept)
+
+
+def _decision(
+    r: MemoryRecord, op: DecisionOp, st: Staleness, reason: str, text: str | None = None
+) -> MemoryDecision:
+    record = None
+    if op == DecisionOp.UPDATE and text is not None:
+        kept_ids = [m for m in r.source_message_ids if m not in st.sources] or list(r.source_message_ids)
+        record = r.model_copy(
+            update={
+                "memory_id": stable_id("mem", r.memory_id, "rewritten", st.decision_id),
+                "text": text,
+                "version": r.version + 1,
+                "valid_from": max(r.valid_from, st.at),
+                "valid_to": None,
+                "superseded_by": None,
+                "source_message_ids": kept_ids,
+                "source_event_id": st.decision_id,
+            }
+        )
+    return MemoryDecision(
+        decision_id=stable_id("decision", "derived", r.memory_id, st.decision_id),
+        op=op,
+        chat_id=r.chat_id,
+        target_memory_id=r.memory_id,
+        record=record,
+        reason=reason,
+        source_event_id=st.decision_id,
+        at=max(r.valid_from, st.at),
+    )
+
+
+def derived_invalidations(
+    stale: Sequence[Staleness], derived: Iterable[MemoryRecord]
+) -> list[MemoryDecision]:
+    """Decisions that rewrite or invalidate the live ``derived`` records carrying a ``stale`` statement.
+
+    ``derived`` are live records of the chat (summaries, titles, Q&A, tasks, facts) — typically those
+    sharing a source message with a stale fact, plus the records the same batch just wrote. A record is
+    touched at most once (by the first stale statement that hits it).
+    """
+    out: list[MemoryDecision] = []
+    seen: set[str] = set()
+    gone = {st.old.memory_id for st in stale}
+    for r in derived:
+        if r.memory_id in seen or r.memory_id in gone or not r.live:
+            continue
+        if r.kind == MemoryKind.FACT and r.attribute is not None:
+            continue  # another slot: the consolidator's own rules decide it
+        hits = [
+            st
+            for st in stale
+            if st.sources.intersection(r.source_message_ids)
+            or (r.topic_id is not None and r.topic_id == st.old.topic_id and st.states_old(r.text))
+        ]
+        if not hits:
+            continue
+        st = hits[0]
+        only_stale = set(r.source_message_ids) <= st.sources
+        old = st.old.value or st.old.text
+        if r.kind == MemoryKind.SUMMARY:
+            text = _rewrite_summary(r, hits)
+            if text is None and not only_stale:
+                continue
+            if not text:
+                out.append(_decision(r, DecisionOp.DELETE, st, f"summary states superseded '{old}' only"))
+            else:
+                out.append(_decision(r, DecisionOp.UPDATE, st, f"summary rewritten without '{old}'", text))
+        elif r.kind in _DERIVED or r.kind == MemoryKind.FACT:
+            if not (any(h.states_old(r.text) for h in hits) or (only_stale and r.kind != MemoryKind.FACT)):
+                continue
+            out.append(_decision(r, DecisionOp.DELETE, st, f"{r.kind.value} carries superseded '{old}'"))
+        else:
+            continue
+        seen.add(r.memory_id)
+    return out

@@ -1,0 +1,53 @@
+"""Filter-only lookups of memory records on Elasticsearch (the ``find_memories`` of :class:`ESStore`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from retrieval import es_queries as Q
+from retrieval.protocols import MemoryFilter
+from schemas import MemoryRecord
+
+if TYPE_CHECKING:
+    from retrieval.es_store import ESStore
+
+__all__ = ["find_memories"]
+
+
+def _state_clause(query: dict[str, Any], state: str) -> dict[str, Any]:
+    if state == "invalidated":
+        query["bool"].setdefault("filter", []).append({"exists": {"field": "valid_to"}})
+    return query
+
+
+async def find_memories(store: ESStore, chat_id: str, q: MemoryFilter) -> list[MemoryRecord]:
+    """Memory records of one chat matching ``q``, oldest first."""
+    if q.kinds is not None and not q.kinds or q.message_ids is not None and not q.message_ids:
+        return []
+    live_only = q.state == "live"
+    if q.attribute is not None:  # slots live on the memories index
+        query = _state_clause(
+            Q.build_chat_query(chat_id, live_only=live_only, terms={"attribute": [q.attribute]}), q.state
+        )
+        rows = await store._scan("memories", query, ["valid_from_epoch", "seq", "memory_id"], chat_id)
+        records = [MemoryRecord.model_validate(r["record"]) for r in rows]
+    else:
+        terms: dict[str, list[str]] = {}
+        if q.kinds is not None:
+            terms["kind"] = list(q.kinds)
+        if q.message_ids is not None:
+            terms["source_message_ids"] = list(dict.fromkeys(q.message_ids))
+        query = _state_clause(
+            Q.build_chat_query(chat_id, live_only=live_only, terms=terms, exclude={"kind": ["turn"]}), q.state
+        )
+        rows = await store._scan("docs", query, ["ts_epoch", "seq", "doc_id"], chat_id)
+        found = await store._mget("memories", chat_id, [r["doc_id"] for r in rows])
+        records = [
+            MemoryRecord.model_validate(found[r["doc_id"]]["record"]) for r in rows if r["doc_id"] in found
+        ]
+    if q.kinds is not None:
+        records = [r for r in records if r.kind.value in q.kinds]
+    if q.message_ids is not None:
+        wanted = set(q.message_ids)
+        records = [r for r in records if wanted.intersection(r.source_message_ids)]
+    return records[: q.limit]

@@ -1,0 +1,149 @@
+"""Currency (pure): what a superseded statement became, and a ranking where the current value comes first.
+
+A fact superseded by a changed value (UPDATE of a slot) or retracted (DELETE) leaves evidence behind: its
+own invalidated version (found by history searches) and, above all, the raw turn that stated it. Those
+may still match a question better than the new statement. :func:`apply_currency` runs after any
+strategy's ranking: each stale item is annotated ("superseded (until …) by: …" / "retracted") and placed
+below the current version, which is brought in when the search did not find it; the current version gets
+"previously: … (until …)", so a "now" question sees the newest value first and its history in the context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from retrieval.protocols import Doc
+from retrieval.router.candidates import Cand
+from retrieval.router.strategies import Ranking
+from schemas import MemoryKind, MemoryRecord
+
+__all__ = ["Succession", "apply_currency", "build_succession", "doc_from_record", "heads_to_fetch"]
+
+RETRACTED = ""
+
+
+@dataclass
+class Succession:
+    """The chat's invalidated facts, as links from old to new."""
+
+    successor: dict[str, str] = field(
+        default_factory=dict
+    )  # superseded memory id -> replacing id ("" retracted)
+    stale_sources: dict[str, str] = field(default_factory=dict)  # message id -> replacing memory id
+    records: dict[str, MemoryRecord] = field(default_factory=dict)  # invalidated facts by id
+
+    def head(self, memory_id: str) -> str:
+        """The live end of a chain of replacements (``""`` when it ends in a retraction)."""
+        seen: set[str] = set()
+        while memory_id in self.successor and memory_id not in seen:
+            seen.add(memory_id)
+            memory_id = self.successor[memory_id]
+        return memory_id
+
+    def stale_head(self, c: Cand) -> tuple[str, MemoryRecord] | None:
+        """For a stale item: (its current replacement id or ``""``, the superseded record); else None."""
+        if c.doc_id in self.successor:
+            return self.head(c.doc_id), self.records[c.doc_id]
+        if c.doc.kind != "turn":
+            return None  # a live derived record citing a stale message was rewritten or states other things
+        for m in c.doc.source_message_ids:
+            old = self.stale_sources.get(m)
+            if old is not None:
+                return self.head(old), self.records[old]
+        return None
+
+
+def is_value_change(r: MemoryRecord) -> bool:
+    """A fact invalidated because its value changed or it was retracted — not because of more detail."""
+    return (
+        r.kind == MemoryKind.FACT
+        and r.valid_to is not None
+        and (r.attribute is not None or not r.superseded_by)
+    )
+
+
+def build_succession(invalidated: Iterable[MemoryRecord]) -> Succession:
+    s = Succession()
+    for r in sorted(invalidated, key=lambda r: r.valid_from):
+        if not is_value_change(r):
+            continue
+        s.records[r.memory_id] = r
+        s.successor[r.memory_id] = r.superseded_by or RETRACTED
+        for m in r.source_message_ids:
+            s.stale_sources[m] = r.memory_id  # the newest stale statement of a message wins
+    return s
+
+
+def heads_to_fetch(succ: Succession, cands: Iterable[Cand], known: Mapping[str, Cand]) -> list[str]:
+    """Ids of current versions that stale candidates point to but the search did not bring."""
+    want: list[str] = []
+    for c in cands:
+        hit = succ.stale_head(c)
+        if hit and hit[0] and hit[0] not in known and hit[0] not in want:
+            want.append(hit[0])
+    return want
+
+
+def doc_from_record(r: MemoryRecord) -> Doc:
+    return Doc(
+        doc_id=r.memory_id, chat_id=r.chat_id, kind=r.kind.value, text=r.text, speaker=r.speaker,
+        ts=r.valid_from, valid_to=r.valid_to, topic_id=r.topic_id,
+        source_message_ids=list(r.source_message_ids), entities=list(r.entities),
+    )  # fmt: skip
+
+
+def _until(r: MemoryRecord) -> str:
+    return f"until {r.valid_to:%Y-%m-%d}" if r.valid_to else f"said {r.valid_from:%Y-%m-%d}"
+
+
+def _add_note(notes: dict[str, str], doc_id: str, note: str) -> None:
+    old = notes.get(doc_id)
+    if old is None:
+        notes[doc_id] = note
+    elif note.split(":")[0] not in old:
+        notes[doc_id] = f"{old}; {note}"
+
+
+def apply_currency(ranking: Ranking, succ: Succession, fetched: Mapping[str, Cand], k: int) -> Ranking:
+    """Stale items below their current version (brought in from ``fetched`` when missing), annotated."""
+    if not succ.successor:
+        return ranking
+    scores = {c.doc_id: s for c, s in ranking.scored}
+    cands = {c.doc_id: c for c, _ in ranking.scored}
+    notes = dict(ranking.notes)
+    order = [c.doc_id for c, _ in ranking.scored]
+    for doc_id in list(order):
+        c = cands[doc_id]
+        hit = succ.stale_head(c)
+        if hit is None:
+            continue
+        head, old = hit
+        if not head:
+            _add_note(notes, doc_id, f"retracted ({_until(old)}): no longer true")
+            continue
+        if head == doc_id:
+            continue
+        current = cands.get(head) or fetched.get(head)
+        if (
+            current is not None
+            and c.doc.kind == "turn"
+            and set(c.doc.source_message_ids) & set(current.doc.source_message_ids)
+        ):
+            continue  # the message itself now says the current thing (an edit)
+        if current is None:
+            _add_note(notes, doc_id, f"superseded ({_until(old)})")
+            continue
+        if head not in cands:
+            cands[head] = current
+            scores[head] = scores[doc_id]
+            order.append(head)
+        if scores[head] <= scores[doc_id]:
+            scores[head] = scores[doc_id] + 1e-3
+        scores[doc_id] = min(scores[doc_id], scores[head] - 1e-3)
+        _add_note(notes, doc_id, f"superseded ({_until(old)}) by: {current.doc.text[:100]}")
+        _add_note(notes, head, f"previously: {old.text[:100]} ({_until(old)})")
+    scored = sorted(
+        ((cands[i], scores[i]) for i in order), key=lambda cs: (-cs[1], order.index(cs[0].doc_id))
+    )
+    return Ranking(ranking.strategy, scored, notes, ranking.lines, ranking.chronological)
