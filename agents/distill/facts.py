@@ -9,6 +9,7 @@ from agents.distill.qa import answer_part, question_part
 from agents.distill.summary import GENERIC_WORDS
 from agents.extract.dates import annotate_dates, find_dates
 from agents.extract.entities import NOT_ENTITIES, find_entities
+from agents.extract.event_slots import all_slots
 from agents.extract.person import Rewrite, looks_like_name, to_third_person
 from agents.extract.slot_text import question_slot, short_answer_value, slot_sentence
 from agents.extract.slots import SlotMatch, find_slots, is_retraction
@@ -56,7 +57,7 @@ def distill_message(ctx: TopicContext, m: ChatMessage, question: ChatMessage | N
             )
         if is_question(sent):
             continue
-        slots = find_slots(sent, speaker, ctx.names)
+        slots = all_slots(sent, speaker, ctx.names)
         out.relations.extend(
             Relation(
                 subject=s.subject,

@@ -152,6 +152,7 @@ ZH_SLOTS: tuple[SlotRule, ...] = (
     ),
     _zh("likes", rf"(?:不再喜欢|不喜欢|不爱|讨厌){_ZH_VAL}{_ZH_TERM}", negated=True),
     _zh("likes", rf"(?:喜欢|热爱|爱上了?|迷上了?|爱(?=吃|喝|看|玩|听|打|踢|跑|弹|画|唱)){_ZH_VAL}{_ZH_TERM}"),
+    _zh("favorite", rf"最(?:喜欢|爱)的(?P<k>[\u4e00-\u9fff]{{1,4}}?)(?:是|换成了?|变成了?|改成了?){_ZH_VAL}{_ZH_TERM}"),
     _zh("age", r"(?:今年)?(?P<v>\d{1,3})岁"),
     _zh("birthday", r"生日(?:是|在)?(?P<v>\d{1,2}月\d{1,2}[日号])"),
     _zh("school", rf"(?<![现正存实])在{_ZH_VAL}(?:上学|读书|读研|读博|念书|上大学|读大学)"),
@@ -222,6 +223,7 @@ def _slot_from_match(
     value = (groups.get("v") or rule.value or "").strip(" ,.!?;:'\"") or None
     attribute = rule.attribute
     if value:
+        value = re.sub(r"^(?:now|currently|still) ", "", value)
         value = re.sub(r"^(?:to |the )", "", value) if attribute in ("likes", "dislikes") else value
         if attribute in ("likes", "dislikes") and any(w.lower() in _BAD_VALUES for w in value.split()[:2]):
             return None

@@ -1,0 +1,223 @@
+"""Slots of shared plans: when/where an event happens and who owns a task (English and Chinese).
+
+The person slots (:mod:`agents.extract.slots`) are about people; these are about the group's plans, the
+other thing that changes in a chat: "the weekly sync moves to Wednesday", "迁移推迟到6月3日", "聚餐改到五点半",
+"actually Carol takes the release notes", "发布说明交给小李". Each yields a :class:`SlotMatch` whose
+``subject`` is the event or task (its head noun: ``sync``, ``迁移``, ``release notes``) and whose
+``attribute`` is ``when``, ``where`` or ``owner``, so a later value supersedes the earlier one.
+
+Only statements about a plan count: a change cue ("moved to", "改到"), or a scheduling cue ("is on",
+"定在") without a past-tense cue — "we went to a concert last Friday" is narration, not a plan.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agents.extract.slots import SlotMatch
+from retrieval.text import has_cjk
+
+__all__ = ["all_slots", "find_plan_slots"]
+
+_EN_EVENTS = (
+    r"meeting|standup|stand-up|sync|check-in|retro|retrospective|review|demo|launch|release|migration|"
+    r"deadline|dinner|lunch|breakfast|brunch|party|interview|appointment|class|lesson|practice|training|"
+    r"game|match|flight|workshop|offsite|kickoff|kick-off|presentation|wedding|concert|rehearsal|exam|"
+    r"deployment|deploy|cutover|go-live|call|one-on-one|all-hands|barbecue|bbq|picnic|hike|trip|meetup|"
+    r"session|ceremony|recital|tournament|checkup|check-up|rollout|freeze|handover"
+)
+_EN_EVENT = re.compile(rf"(?i)\b(?P<ev>{_EN_EVENTS})s?\b")
+_ZH_EVENT = re.compile(
+    r"(?P<ev>周例会|周会|例会|晨会|站会|早会|电话会|视频会|评审会|复盘会|发布会|评审|复盘|开会|会议|上线|发版|发布|迁移|"
+    r"截止日期|截止|聚餐|团建|晚饭|午饭|饭局|派对|聚会|面试|体检|培训|比赛|演出|婚礼|演唱会|考试|部署|答辩|约会|"
+    r"分享会|读书会|年会|旅行|出差|航班|课)"
+)
+_ZH_CANON = {"开会": "会议", "周例会": "周会", "截止日期": "截止", "发版": "发布"}
+
+_MONTHS = r"Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?"
+_DAYS = (
+    r"Mon(?:day)?|Tue(?:s(?:day)?)?|Wed(?:nesday)?|Thu(?:rs(?:day)?)?|Fri(?:day)?|Sat(?:urday)?|Sun(?:day)?"
+)
+_EN_TIME = re.compile(
+    rf"(?i)\b(?:(?:next|this|every|each|coming) )?(?:{_DAYS})s?\b(?: (?:morning|afternoon|evening|night))?|"
+    rf"\b(?:{_MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?\b(?:,? \d{{4}})?|\b\d{{1,2}}(?:st|nd|rd|th)? of (?:{_MONTHS})\b|"
+    r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}\b|"
+    r"\b(?:at )?\d{1,2}(?::\d{2})? ?(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\b(?:noon|midnight)\b|"
+    r"\b(?:tomorrow|tonight|today)\b(?: (?:morning|afternoon|evening|night))?|\b(?:next|this) (?:week|month)\b|"
+    r"\bend of (?:the )?(?:week|month)\b"
+)
+_ZH_NUM = r"[零一二两三四五六七八九十\d]"
+_ZH_TIME = re.compile(
+    r"(?:下下|下个?|这个?|本|每个?)?(?:周|星期|礼拜)[一二三四五六日天]|"
+    rf"{_ZH_NUM}{{1,2}}月{_ZH_NUM}{{1,3}}[日号]?|(?<![月\d]){_ZH_NUM}{{1,3}}[号]|"
+    r"(?:大后天|后天|明天|今天|今晚|明晚|月底|月初|下个月|下周|这周|本周)|"
+    rf"(?:早上|上午|中午|下午|晚上|傍晚|凌晨)?{_ZH_NUM}{{1,3}}(?:点钟?|[:：]\d{{2}})(?:{_ZH_NUM}{{1,2}}分?|半|一刻|三刻)?|"
+    r"(?:早上|上午|中午|下午|晚上|傍晚)"
+)
+_JOIN = re.compile(r"^(?:\s*(?:at|@|,|on)?\s*|的|，)$", re.I)
+
+_EN_CHANGE = re.compile(
+    r"(?i)\b(?:mov(?:e|es|ed|ing)|reschedul(?:e|es|ed|ing)|postpon(?:e|es|ed|ing)|push(?:es|ed|ing)? (?:back )?|"
+    r"delay(?:s|ed|ing)?|shift(?:s|ed|ing)?|chang(?:e|es|ed|ing)|brought forward|bring(?:ing)? forward|"
+    r"switch(?:es|ed|ing)?|instead|now|actually|no longer|not .{1,30} anymore|correction)\b"
+)
+_EN_TARGET = re.compile(r"(?i)\b(?:to|until|till|for|instead(?: to)?|now(?: on| at)?)\s*$")
+_EN_SCHEDULE = re.compile(
+    r"(?i)\b(?:is|are|'s|will be|is going to be|scheduled|planned|set|happens?|takes? place|starts?|begins?|"
+    r"due|on|at|let's|we'll|we will|see you)\b"
+)
+_EN_PAST = re.compile(r"(?i)\b(?:went|was|were|had|did|attended|yesterday|last|ago|used to|enjoyed|loved)\b")
+_ZH_CHANGE = re.compile(
+    r"改到|改成|改在|改为|推迟|延期|延后|提前|挪到|换到|调到|调整到|不是.{0,8}了|现在是|变成"
+)
+_ZH_TARGET = re.compile(
+    r"(?:改到|改成|改在|改为|推迟到|延期到|延后到|提前到|挪到|换到|调到|调整到|变成|定在|定于|安排在|约在|是|在|到)\s*$"
+)
+_ZH_SCHEDULE = re.compile(r"定在|定于|安排在|约在|是|在|开|举行|见|集合|截止|上线|迁移|要|会")
+_ZH_PAST = re.compile(r"昨天|前天|上周|上个月|去年|以前|那次|当时")
+
+_ZH_PLACE = re.compile(
+    r"地点(?:改到|改成|换到|改在|改为|定在|在|是|还是)(?P<v>[\u4e00-\u9fffA-Za-z]{2,10}?)(?=[，。！？,.!?；;~]|$)|"
+    r"(?:改到|换到|改在|定在|约在)(?P<v2>[\u4e00-\u9fffA-Za-z]{2,8}?)(?:吃|聚|见|碰头|集合)"
+)
+_EN_PLACE = re.compile(
+    r"(?:\b(?:at|to) (?:the )?)(?P<v>[A-Z][\w'&-]*(?: (?:[A-Z][\w'&-]*|de|of|la))*(?: (?:Grill|Cafe|Café|Bar|Hall|Room|Park))?)"
+)
+
+_OWNER_VERBS = (
+    r"take over|take|handle|own|do|write|prepare|draft|lead|cover|run|finish|organi[sz]e|book|present"
+)
+_TASK = r"(?P<task>[a-z][\w-]*(?: [a-z][\w-]*){0,3}?)"
+_TASK_END = r"(?=\s*(?:\bby\b|\bon\b|\bfor\b|\bbefore\b|\btomorrow\b|\btoday\b|\bthis\b|\bnext\b|\binstead\b|\bnow\b|\bfrom\b|\band\b|[,.!?;]|$))"
+_EN_OWNER = (
+    re.compile(
+        rf"(?P<owner>\b[A-Z][a-z]+|\bI)(?:'ll| will| is going to| am going to| can| is gonna|'m gonna) "
+        rf"(?:{_OWNER_VERBS}) (?:the |our )?{_TASK}{_TASK_END}"
+    ),
+    re.compile(
+        rf"(?P<owner>\b[A-Z][a-z]+) (?:now )?(?:takes over|takes|is taking(?: over)?|handles|owns|is handling|"
+        rf"is doing|is writing|is on|does|writes|leads) (?:the |our )?{_TASK}{_TASK_END}"
+    ),
+    re.compile(
+        rf"\b(?:the |our )?{_TASK} (?:is|are) (?:now )?(?:on|with|owned by|assigned to) (?P<owner>[A-Z][a-z]+|me)\b"
+    ),
+    re.compile(
+        rf"(?i:give|assign|hand|pass)(?:ing|ed|s)? (?:the |our )?{_TASK} (?:over )?to (?P<owner>[A-Z][a-z]+|me)\b"
+    ),
+)
+_ZH_TASK = r"(?P<task>[\u4e00-\u9fffA-Za-z]{2,10}?)"
+
+
+def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
+    """Time expressions, adjacent ones joined ("周四晚上七点", "Wednesday at 3pm")."""
+    spans: list[tuple[int, int]] = []
+    for m in pattern.finditer(text):
+        if spans and _JOIN.match(text[spans[-1][1] : m.start()]):
+            spans[-1] = (spans[-1][0], m.end())
+        else:
+            spans.append((m.start(), m.end()))
+    return spans
+
+
+def _pick(text: str, spans: list[tuple[int, int]], target: re.Pattern[str]) -> tuple[int, int] | None:
+    """The value: the time right after a target cue ("to", "改到"), else the last one stated."""
+    for s, e in spans:
+        if target.search(text[max(0, s - 14) : s]):
+            return s, e
+    return spans[-1] if spans else None
+
+
+def _event(sentence: str, cjk: bool) -> re.Match[str] | None:
+    return (_ZH_EVENT if cjk else _EN_EVENT).search(sentence)
+
+
+def _key(ev: str, cjk: bool) -> str:
+    return _ZH_CANON.get(ev, ev) if cjk else ev.lower().replace("-", "")
+
+
+def find_plan_slots(sentence: str, speaker: str, names: frozenset[str] = frozenset()) -> list[SlotMatch]:
+    """``when``/``where`` of a named event and ``owner`` of a task stated in ``sentence``."""
+    cjk = has_cjk(sentence)
+    out = _owner_slots(sentence, speaker, names, cjk)
+    ev = _event(sentence, cjk)
+    if ev is None:
+        return out
+    change = (_ZH_CHANGE if cjk else _EN_CHANGE).search(sentence)
+    past = (_ZH_PAST if cjk else _EN_PAST).search(sentence)
+    if not change and (past or not (_ZH_SCHEDULE if cjk else _EN_SCHEDULE).search(sentence)):
+        return out
+    key = _key(ev["ev"], cjk)
+    spans = [
+        (s, e)
+        for s, e in _spans(_ZH_TIME if cjk else _EN_TIME, sentence)
+        if not (s < ev.end() and ev.start() < e)
+    ]
+    picked = _pick(sentence, spans, _ZH_TARGET if cjk else _EN_TARGET)
+    if picked is not None:
+        value = sentence[picked[0] : picked[1]].strip(" ,，")
+        value = re.sub(r"(?i)^at ", "", value)
+        out.append(SlotMatch("when", value, key, False, picked[0], picked[1]))
+    place = (_ZH_PLACE if cjk else _EN_PLACE).search(sentence)
+    if place is not None:
+        value = (place.groupdict().get("v") or place.groupdict().get("v2") or "").strip()
+        if value and value not in names and value.split()[0] not in names and not _EN_TIME.fullmatch(value):
+            out.append(SlotMatch("where", value, key, False, place.start(), place.end()))
+    return out
+
+
+def _owner_slots(sentence: str, speaker: str, names: frozenset[str], cjk: bool) -> list[SlotMatch]:
+    if cjk:
+        return _zh_owner_slots(sentence, speaker, names)
+    for pattern in _EN_OWNER:
+        m = pattern.search(sentence)
+        if m is None:
+            continue
+        owner = m["owner"]
+        owner = speaker if owner in ("I", "me") else owner
+        if _EN_TIME.fullmatch(owner) or (names and owner not in names and owner != speaker):
+            continue
+        task = re.sub(r"^(?:the|our) ", "", m["task"].lower())
+        if owner.lower() in ("it", "this", "that", "we", "you", "they", "he", "she") or len(task) < 3:
+            continue
+        if task.split()[0] in ("it", "that", "this", "them", "a", "an", "some", "my", "your", "best", "what"):
+            continue
+        return [SlotMatch("owner", owner, task, False, m.start(), m.end())]
+    return []
+
+
+def _zh_owner_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotMatch]:
+    people = sorted((n for n in names if n), key=len, reverse=True)
+    who = "|".join(re.escape(n) for n in people) or r"[\u4e00-\u9fff]{2,3}"
+    patterns = (
+        re.compile(
+            rf"{_ZH_TASK}(?:就|改|还是|现在)?(?:交给|由|让)(?P<owner>{who}|我)(?:来)?(?:负责|写|做|跟进|搞|弄)?"
+        ),
+        re.compile(
+            rf"(?P<owner>{who}|我)(?:来|会|现在)?(?:负责|接手|来写|来做|跟进)(?P<task>[\u4e00-\u9fffA-Za-z]{{2,10}})"
+        ),
+    )
+    for pattern in patterns:
+        m = pattern.search(sentence)
+        if m is None:
+            continue
+        task = re.sub(r"^(?:这个|那个|把|的)", "", m["task"]).rstrip("的就")
+        if len(task) < 2 or task in ("任务", "事情", "这事", "工作"):
+            continue
+        owner = speaker if m["owner"] == "我" else m["owner"]
+        return [SlotMatch("owner", owner, task, False, m.start(), m.end())]
+    return []
+
+
+def all_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotMatch]:
+    """Person slots (:func:`agents.extract.slots.find_slots`) plus the plan slots not overlapping them."""
+    from agents.extract.slots import find_slots
+
+    cjk = has_cjk(sentence)
+    found = [
+        f for f in find_slots(sentence, speaker, names) if not _event(f.subject, cjk)
+    ]  # "Dinner moved to…"
+    people = list(found)
+    for p in find_plan_slots(sentence, speaker, names):
+        if not any(p.start < f.end and f.start < p.end for f in people):
+            found.append(p)
+    return sorted(found, key=lambda f: f.start)
