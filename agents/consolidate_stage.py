@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agents import consolidator
-from agents.consolidate.derived import derived_invalidations, stale_statements
+from agents.consolidate.derived import Staleness, derived_invalidations, edited_away, stale_statements
 from agents.consolidate.records import same_subject
 from agents.stage_io import StageOutput, embed, for_each_item
 from memstream.clients import Clients
@@ -57,6 +57,13 @@ class ConsolidateStage:
             self.llm_calls += calls
         else:
             decisions = consolidator.decide_batch(candidates, similar, cfg, result.result_id)
+        if result.edited_message_ids:
+            query = MemoryFilter(message_ids=result.edited_message_ids)
+            stored = await self.clients.store.find_memories(result.chat_id, query)
+            texts = [c.text for c in candidates]
+            decisions += edited_away(
+                result.edited_message_ids, stored, decisions, texts, result.result_id, result.at
+            )
         return decisions + await self._derived(result.chat_id, decisions, similar)
 
     async def _similar(self, candidates: Sequence[CandidateFact], k: int) -> list[Pairs]:
@@ -85,15 +92,33 @@ class ConsolidateStage:
     async def _derived(
         self, chat_id: str, decisions: list[MemoryDecision], similar: Sequence[Pairs]
     ) -> list[MemoryDecision]:
-        """Rewrite or invalidate the summaries, titles, Q&A and tasks that state what these decisions made stale."""
+        """Rewrite or invalidate the summaries, titles, Q&A and tasks that state what is no longer true:
+        stored ones citing the messages these decisions made stale, and the ones this batch writes that
+        repeat a statement made stale earlier (a re-distilled topic, an edit)."""
+        store = self.clients.store
         known = {r.memory_id: r for pairs in similar for r, _ in pairs}
         known.update({d.record.memory_id: d.record for d in decisions if d.record is not None})
-        stale = stale_statements(decisions, known)
-        if not stale:
-            return []
-        sources = sorted({m for st in stale for m in st.sources})
-        stored = await self.clients.store.find_memories(chat_id, MemoryFilter(message_ids=sources))
         written = [d.record for d in decisions if d.record is not None and d.op != DecisionOp.NOOP]
         replaced = {d.target_memory_id for d in decisions if d.target_memory_id and d.op != DecisionOp.NOOP}
-        pool = [r for r in stored + written if r.memory_id not in replaced]
-        return derived_invalidations(stale, pool)
+        out: list[MemoryDecision] = []
+        stale = stale_statements(decisions, known)
+        if stale:
+            sources = sorted({m for st in stale for m in st.sources})
+            stored = await store.find_memories(chat_id, MemoryFilter(message_ids=sources))
+            out += derived_invalidations(stale, [r for r in stored + written if r.memory_id not in replaced])
+        derived = [r for r in written if r.kind != MemoryKind.FACT and r.memory_id not in replaced]
+        if derived:
+            query = MemoryFilter(
+                kinds=["fact"],
+                state="invalidated",
+                message_ids=sorted({m for r in derived for m in r.source_message_ids}),
+            )
+            earlier = []
+            for old in await store.find_memories(chat_id, query):
+                new = await store.get_memory(chat_id, old.superseded_by) if old.superseded_by else None
+                st = Staleness.of_record(old, new)
+                if st is not None:
+                    earlier.append(st)
+            done = {d.target_memory_id for d in out}
+            out += derived_invalidations(earlier, [r for r in derived if r.memory_id not in done])
+        return out

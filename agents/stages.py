@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from agents import distiller, segmenter, topic_audit
+from agents import distiller, edits, segmenter, topic_audit
 from agents.consolidate_stage import ConsolidateStage
 from agents.indexer import apply_decisions
 from agents.stage_io import StageOutput, decode_all, embed, for_each_item
@@ -96,6 +96,7 @@ class SegmentStage:
         self.deleted = await self.clients.log.deletions()
         items = _decode_all(self.source, "segment", records, out)
         msgs = [m for m in items if isinstance(m, ChatMessage) and not self._is_deleted(m)]
+        msgs, edited = await edits.split_edits(self.clients, msgs)
         vectors = await _embed(self.clients, [m.text for m in msgs])
         by_key = {m.key: m for m in msgs}
         vec_by_key = {m.key: vectors[i] for i, m in enumerate(msgs)} if vectors is not None else {}
@@ -119,6 +120,12 @@ class SegmentStage:
                     touched[(repair.chat_id, repair.topic_id)] = repair
             out.processed += 1
         await self._save_topics(touched)
+        for m in edited:  # after this batch's new messages and topics are stored
+            try:
+                await edits.apply_edit(self.clients, m, out)
+            except Exception as exc:  # one bad edit must not stop the chat
+                record = next((r for r in records if m.message_id in r.value), records[0])
+                out.dead_letter("segment", record, f"edit failed: {exc!r}", m.chat_id)
         return out
 
     async def _on_closed(self, event: TopicEvent, out: StageOutput) -> list[TopicEvent]:
@@ -287,8 +294,11 @@ class DistillStage:
         if cfg.mode == "llm" and self.clients.llm is not None:
             result, calls = await distiller.distill_llm(job, self.clients.llm, cfg)
             self.llm_calls += calls
-            return result
-        return distiller.distill_extractive(job, cfg)
+        else:
+            result = distiller.distill_extractive(job, cfg)
+        if job.edited_message_ids:
+            result = result.model_copy(update={"edited_message_ids": list(job.edited_message_ids)})
+        return result
 
 
 class IndexStage:

@@ -28,6 +28,9 @@ class DistillJob(Contract):
     topic_id: str
     messages: list[ChatMessage]
     at: datetime
+    # a re-distillation after these messages were edited or retracted: what they produced before is
+    # superseded by what they produce now
+    edited_message_ids: list[str] = Field(default_factory=list)
 
 
 class CandidateFact(Contract):
@@ -95,6 +98,7 @@ class DistillResult(Contract):
     source_message_ids: list[str]
     method: str = "extractive"
     at: datetime
+    edited_message_ids: list[str] = Field(default_factory=list)  # from the job (see DistillJob)
 
 
 class DecisionOp(StrEnum):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from typing import Any, Literal
 
@@ -36,6 +37,17 @@ class ChatMessage(Contract):
     @property
     def key(self) -> str:
         return f"{self.chat_id}\x1f{self.message_id}"
+
+    @property
+    def revision_key(self) -> str:
+        """The log record id of this version: the same message re-sent with the same text is the same
+        record (a no-op); with another text, or retracted, it is a new record (an edit)."""
+        body = f"{self.text}\x1f{bool(self.metadata.get('retracted'))}"
+        return f"{self.key}\x1f{hashlib.blake2b(body.encode(), digest_size=8).hexdigest()}"
+
+    @property
+    def retracted(self) -> bool:
+        return bool(self.metadata.get("retracted"))
 
     @property
     def display_name(self) -> str:

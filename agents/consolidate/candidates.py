@@ -47,9 +47,13 @@ def candidates_from_result(
     if result.title.strip() and result.source_message_ids:
         out.append(make((result.title,), MemoryKind.TITLE, result.title, result.source_message_ids,
                         entities=topic_entities, event_time=result.ended_at))  # fmt: skip
+    edited = set(result.edited_message_ids)
     for qa in result.qa_pairs:
         if qa.source_message_ids:
-            out.append(make(tuple(qa.source_message_ids), MemoryKind.QA, f"Q: {qa.question} A: {qa.answer}",
+            key = tuple(qa.source_message_ids) + (
+                (qa.answer,) if edited.intersection(qa.source_message_ids) else ()
+            )
+            out.append(make(key, MemoryKind.QA, f"Q: {qa.question} A: {qa.answer}",
                             qa.source_message_ids, event_time=when(qa.source_message_ids)))  # fmt: skip
     for task in result.tasks:
         if task.source_message_ids:

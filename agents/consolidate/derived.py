@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 
 from agents.consolidate.records import norm_text, value_in
 from schemas import DecisionOp, MemoryDecision, MemoryKind, MemoryRecord, stable_id
 
-__all__ = ["Staleness", "derived_invalidations", "stale_statements"]
+__all__ = ["Staleness", "derived_invalidations", "edited_away", "stale_statements"]
 
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])\s*|(?<=[.])\s+|\n+")
 _DERIVED = (MemoryKind.SUMMARY, MemoryKind.TITLE, MemoryKind.QA, MemoryKind.TASK, MemoryKind.DECISION)
@@ -29,13 +30,27 @@ class Staleness:
 
     __slots__ = ("at", "cause", "decision_id", "new_value", "old", "sources")
 
-    def __init__(self, old: MemoryRecord, decision: MemoryDecision) -> None:
+    def __init__(self, old: MemoryRecord, new_value: str | None, at: datetime, decision_id: str) -> None:
         self.old = old
         self.sources = frozenset(old.source_message_ids)
-        self.new_value = decision.record.value if decision.record is not None else None
-        self.at = decision.at
-        self.decision_id = decision.decision_id
-        self.cause = decision.reason
+        self.new_value = new_value
+        self.at = at
+        self.decision_id = decision_id
+
+    @classmethod
+    def of_decision(cls, old: MemoryRecord, d: MemoryDecision) -> Staleness:
+        return cls(old, d.record.value if d.record is not None else None, d.at, d.decision_id)
+
+    @classmethod
+    def of_record(cls, old: MemoryRecord, new: MemoryRecord | None) -> Staleness | None:
+        """An already invalidated fact (value changed or retracted), for records written after it."""
+        if old.kind != MemoryKind.FACT or old.valid_to is None or not old.value:
+            return None
+        if old.superseded_by and (
+            new is None or new.attribute != old.attribute or value_in(new.text, old.value)
+        ):
+            return None  # replaced by a more detailed version, not by another value
+        return cls(old, new.value if new else None, old.valid_to, stable_id("stale", old.memory_id))
 
     def states_old(self, text: str) -> bool:
         """The text states the superseded value (and not also its replacement: that is the new claim)."""
@@ -65,7 +80,7 @@ def stale_statements(
             and not (old.value and value_in(d.record.text, old.value))
         )
         if changed:
-            out.append(Staleness(old, d))
+            out.append(Staleness.of_decision(old, d))
     return out
 
 
@@ -154,4 +169,42 @@ def derived_invalidations(
         else:
             continue
         seen.add(r.memory_id)
+    return out
+
+
+def edited_away(
+    edited: Iterable[str],
+    stored: Iterable[MemoryRecord],
+    decisions: Sequence[MemoryDecision],
+    candidate_texts: Iterable[str],
+    result_id: str,
+    at: datetime,
+) -> list[MemoryDecision]:
+    """Live records built from messages since edited or retracted that the new text no longer produces.
+
+    ``stored`` are the chat's live records citing an edited message; a record survives when a decision of
+    this re-distillation already replaced it, confirmed it (NOOP) or states the same text as a candidate.
+    The rest are invalidated (DELETE, history kept).
+    """
+    edited = set(edited)
+    handled = {d.target_memory_id for d in decisions if d.target_memory_id}
+    handled |= {d.record.memory_id for d in decisions if d.record is not None}
+    same = {norm_text(t) for t in candidate_texts}
+    out = []
+    for r in stored:
+        if not r.live or r.memory_id in handled or norm_text(r.text) in same:
+            continue
+        if not edited.intersection(r.source_message_ids):
+            continue
+        out.append(
+            MemoryDecision(
+                decision_id=stable_id("decision", "edited", r.memory_id, result_id),
+                op=DecisionOp.DELETE,
+                chat_id=r.chat_id,
+                target_memory_id=r.memory_id,
+                reason="edited: its message now says otherwise (or was retracted)",
+                source_event_id=result_id,
+                at=max(at, r.valid_from),
+            )
+        )
     return out

@@ -68,6 +68,9 @@ class Collected:
     def fact_id(self, ctx: TopicContext, message_id: str) -> str:
         index = self.next_index[message_id]
         self.next_index[message_id] += 1
+        if message_id in ctx.job.edited_message_ids:  # an edited message's facts are new candidates
+            text = next((m.text for m in ctx.job.messages if m.message_id == message_id), "")
+            return stable_id(ctx.job.chat_id, ctx.job.topic_id, message_id, index, "edit", text)
         return stable_id(ctx.job.chat_id, ctx.job.topic_id, message_id, index)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from agents.extract.person import looks_like_name
 from agents.extract.slots import SlotMatch
 from retrieval.text import has_cjk
 
@@ -54,6 +55,7 @@ _ZH_TIME = re.compile(
     rf"(?:早上|上午|中午|下午|晚上|傍晚|凌晨)?{_ZH_NUM}{{1,3}}(?:点钟?|[:：]\d{{2}})(?:{_ZH_NUM}{{1,2}}分?|半|一刻|三刻)?|"
     r"(?:早上|上午|中午|下午|晚上|傍晚)"
 )
+_TIME_WORD = re.compile(rf"(?i)(?:{_MONTHS}|{_DAYS}|noon|midnight|tomorrow|tonight|today|next|this|\d)\b")
 _JOIN = re.compile(r"^(?:\s*(?:at|@|,|on)?\s*|的|，)$", re.I)
 
 _EN_CHANGE = re.compile(
@@ -160,7 +162,7 @@ def find_plan_slots(sentence: str, speaker: str, names: frozenset[str] = frozens
     place = (_ZH_PLACE if cjk else _EN_PLACE).search(sentence)
     if place is not None:
         value = (place.groupdict().get("v") or place.groupdict().get("v2") or "").strip()
-        if value and value not in names and value.split()[0] not in names and not _EN_TIME.fullmatch(value):
+        if value and value not in names and value.split()[0] not in names and not _TIME_WORD.match(value):
             out.append(SlotMatch("where", value, key, False, place.start(), place.end()))
     return out
 
@@ -174,7 +176,7 @@ def _owner_slots(sentence: str, speaker: str, names: frozenset[str], cjk: bool) 
             continue
         owner = m["owner"]
         owner = speaker if owner in ("I", "me") else owner
-        if _EN_TIME.fullmatch(owner) or (names and owner not in names and owner != speaker):
+        if _EN_TIME.fullmatch(owner) or not (owner in names or owner == speaker or looks_like_name(owner)):
             continue
         task = re.sub(r"^(?:the|our) ", "", m["task"].lower())
         if owner.lower() in ("it", "this", "that", "we", "you", "they", "he", "she") or len(task) < 3:

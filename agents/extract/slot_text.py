@@ -27,6 +27,9 @@ _EN_TEMPLATES = {  # slot -> (statement, negated statement)
     "name": ("{s}'s name is {v}", "{s}'s name is not {v}"),
     "pet_name": ("{s}'s {k} is named {v}", "{s}'s {k} is no longer named {v}"),
     "favorite": ("{s}'s favorite {k} is {v}", "{s}'s favorite {k} is no longer {v}"),
+    "when": ("The {s} is {v}", "The {s} is no longer {v}"),
+    "where": ("The {s} is at {v}", "The {s} is no longer at {v}"),
+    "owner": ("{v} is responsible for the {s}", "{v} is no longer responsible for the {s}"),
 }
 # fmt: on
 # fmt: off
@@ -39,6 +42,8 @@ _ZH_TEMPLATES = {
     "email": ("{s}的邮箱是{v}", "{s}的邮箱不再是{v}"), "hometown": ("{s}的老家在{v}", "{s}的老家不在{v}"),
     "name": ("{s}的名字是{v}", "{s}的名字不是{v}"), "pet_name": ("{s}的{k}叫{v}", "{s}的{k}不再叫{v}"),
     "favorite": ("{s}最喜欢的{k}是{v}", "{s}最喜欢的{k}不再是{v}"),
+    "when": ("{s}时间：{v}", "{s}不再是{v}"), "where": ("{s}地点：{v}", "{s}地点不再是{v}"),
+    "owner": ("{s}由{v}负责", "{s}不再由{v}负责"),
 }
 # fmt: on
 

@@ -10,17 +10,36 @@ below the current version, which is brought in when the search did not find it; 
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from retrieval.protocols import Doc
 from retrieval.router.candidates import Cand
 from retrieval.router.strategies import Ranking
+from retrieval.text import tokenize
 from schemas import MemoryKind, MemoryRecord
 
 __all__ = ["Succession", "apply_currency", "build_succession", "doc_from_record", "heads_to_fetch"]
 
 RETRACTED = ""
+
+
+def _norm(text: str | None) -> str:
+    return re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", text or "").lower())
+
+
+def value_in(text: str, value: str | None) -> bool:
+    return bool(value) and _norm(value) in _norm(text)
+
+
+def still_states(turn: str, old: MemoryRecord) -> bool:
+    """The turn (as it reads now: it may have been edited since) still states the superseded fact."""
+    if old.value:
+        return value_in(turn, old.value)
+    words = set(tokenize(old.text)) - set(tokenize(old.speaker or ""))
+    return bool(words) and len(words & set(tokenize(turn))) >= 0.6 * len(words)
 
 
 @dataclass
@@ -49,7 +68,7 @@ class Succession:
             return None  # a live derived record citing a stale message was rewritten or states other things
         for m in c.doc.source_message_ids:
             old = self.stale_sources.get(m)
-            if old is not None:
+            if old is not None and still_states(c.doc.text, self.records[old]):
                 return self.head(old), self.records[old]
         return None
 
