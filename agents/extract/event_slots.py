@@ -197,6 +197,7 @@ def _zh_owner_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[
         re.compile(
             rf"(?P<owner>{who}|我)(?:来|会|现在)?(?:负责|接手|来写|来做|跟进)(?P<task>[\u4e00-\u9fffA-Za-z]{{2,10}})"
         ),
+        re.compile(rf"{_ZH_TASK}(?:就|还是|现在)?(?P<owner>{who}|我)(?:来|会)?(?:负责|接手|跟进)"),
     )
     for pattern in patterns:
         m = pattern.search(sentence)
