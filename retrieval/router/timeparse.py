@@ -9,17 +9,25 @@
 - whether the question asks *for* a time (``when``, ``what year``, ``什么时候``) or asks for an order
   (``first ... or``, ``before or after``, ``先…还是…``) and which events it compares.
 
-Windows are closed intervals ``[since, until]`` in the timezone of ``now``. Nothing here does I/O.
+Windows are closed intervals ``[since, until]`` in the timezone of ``now`` (or of ``tz`` when given: a
+question asked at 00:30 +08:00 about ``yesterday`` means the local yesterday, whatever ``now``'s zone). Nothing
+here does I/O, and nothing raises on extreme input: an expression whose window leaves the ``datetime`` range
+(``10000 years ago``, ``999999999 days ago``, ``May 0000``) is ignored, and windows are clamped to
+[0001-01-02, 9999-12-30] UTC so that converting or padding them (:func:`widen`) cannot overflow.
 """
 
 from __future__ import annotations
 
+import calendar
 import re
-from datetime import datetime, timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta, tzinfo
 from typing import Literal
 
 from dateutil.relativedelta import relativedelta
 from pydantic import BaseModel, ConfigDict, Field
+
+from retrieval.router.timebounds import Span, bounded_int, day_of, safe, shift
 
 MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
           "november", "december"]  # fmt: skip
@@ -76,9 +84,9 @@ class TimeQuery(BaseModel):
 
 
 def cn_number(text: str) -> int | None:
-    """'12', '十二', '二十一', '三' -> int; None if not a number."""
+    """'12', '十二', '二十一', '三' -> int; None if not a number (or more than nine digits)."""
     if text.isdigit():
-        return int(text)
+        return bounded_int(text)
     if not text or any(c not in _CN_DIGITS and c != "十" for c in text):
         return None
     if "十" not in text:
@@ -87,24 +95,26 @@ def cn_number(text: str) -> int | None:
     return (_CN_DIGITS[tens] if tens else 1) * 10 + (_CN_DIGITS[ones] if ones else 0)
 
 
-def _day(now: datetime, d: datetime) -> tuple[datetime, datetime]:
-    start = d.replace(hour=0, minute=0, second=0, microsecond=0)
-    return start, start + timedelta(days=1) - timedelta(microseconds=1)
+def _end_of_day(d: datetime) -> datetime:
+    return d.replace(hour=23, minute=59, second=59, microsecond=999999)
 
 
-def _month(year: int, month: int, tz) -> tuple[datetime, datetime]:
-    start = datetime(year, month, 1, tzinfo=tz)
-    return start, start + relativedelta(months=1) - timedelta(microseconds=1)
+def _day(now: datetime, d: datetime) -> Span:
+    return d.replace(hour=0, minute=0, second=0, microsecond=0), _end_of_day(d)
 
 
-def _year(year: int, tz) -> tuple[datetime, datetime]:
-    start = datetime(year, 1, 1, tzinfo=tz)
-    return start, start.replace(year=year + 1) - timedelta(microseconds=1)
+def _month(year: int, month: int, tz) -> Span:
+    last = calendar.monthrange(year, month)[1]
+    return datetime(year, month, 1, tzinfo=tz), _end_of_day(datetime(year, month, last, tzinfo=tz))
 
 
-def _week(d: datetime) -> tuple[datetime, datetime]:
+def _year(year: int, tz) -> Span:
+    return datetime(year, 1, 1, tzinfo=tz), _end_of_day(datetime(year, 12, 31, tzinfo=tz))
+
+
+def _week(d: datetime) -> Span:
     start, _ = _day(d, d - timedelta(days=d.weekday()))
-    return start, start + timedelta(days=7) - timedelta(microseconds=1)
+    return start, shift(start, timedelta(days=7)) - timedelta(microseconds=1)
 
 
 def _month_index(name: str) -> int:
@@ -149,7 +159,9 @@ _RELATIVE_CN = [
 _AGO_EN = re.compile(
     r"\b(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten)\s+(day|week|month|year)s?\s+ago\b"
 )
-_AGO_CN = re.compile("([\\d一二两三四五六七八九十]+)\\s*(天|日|周|星期|礼拜|个月|年)(?:之|以)?前")
+_AGO_CN = re.compile(  # the lookbehind starts a match at the first digit only (linear on long digit runs)
+    "(?<![\\d一二两三四五六七八九十])([\\d一二两三四五六七八九十]+)\\s*(天|日|周|星期|礼拜|个月|年)(?:之|以)?前"
+)
 _WORDNUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
             "eight": 8, "nine": 9, "ten": 10}  # fmt: skip
 
@@ -164,7 +176,7 @@ _CN_DATE = re.compile(
 _CN_YEAR = re.compile("(\\d{4})年(?![\\d一二三四五六七八九十]{1,3}月)")
 
 
-def _ago(now: datetime, n: int, unit: str) -> tuple[datetime, datetime]:
+def _ago(now: datetime, n: int, unit: str) -> Span:
     """'3 days ago' -> that day; '2 months ago' -> that month; '1 year ago' -> that year."""
     point = now - relativedelta(**{unit: n})
     if unit == "days":
@@ -180,29 +192,36 @@ def _explicit_en(text: str, now: datetime) -> list[TimeWindow]:
     out: list[TimeWindow] = []
     taken: list[tuple[int, int]] = []
 
-    def add(m: re.Match, span: tuple[datetime, datetime]) -> None:
+    def add(m: re.Match, make: Callable[[], Span]) -> None:
         if any(a < m.end() and m.start() < b for a, b in taken):
+            return
+        span = safe(make)
+        if span is None:
             return
         taken.append(m.span())
         label = m.group(0).strip()
-        shift = _SHIFTED.search(text[: m.start()])
-        if shift:  # "the week before August 3" -> the 7 days up to August 3
+        shifted = _SHIFTED.search(text[: m.start()])
+        if shifted:  # "the week before August 3" -> the 7 days up to August 3
             size = {"day": timedelta(days=1), "weekend": timedelta(days=3), "week": timedelta(days=7),
-                    "month": timedelta(days=31)}[shift[1]]  # fmt: skip
-            span = (span[0] - size, span[0]) if shift[2] == "before" else (span[1], span[1] + size)
-            label = f"{shift.group(0).strip()} {label}"
+                    "month": timedelta(days=31)}[shifted[1]]  # fmt: skip
+            before = shifted[2] == "before"
+            span = (shift(span[0], -size), span[0]) if before else (span[1], shift(span[1], size))
+            label = f"{shifted.group(0).strip()} {label}"
         out.append(TimeWindow(since=span[0], until=span[1], label=label))
+
+    def on_day(year: int, month: int, day: int) -> Span:
+        return _day(now, datetime(year, month, day_of(year, month, day), tzinfo=now.tzinfo))
 
     for m in _DAY_MONTH_YEAR.finditer(text):
         month = _month_index(m[2])
         year = int(m[3]) if m[3] else _past_month(now, month)
-        add(m, _day(now, datetime(year, month, min(int(m[1]), 28 if month == 2 else 30), tzinfo=now.tzinfo)))
+        add(m, lambda y=year, mo=month, d=int(m[1]): on_day(y, mo, d))
     for m in _MONTH_DAY_YEAR.finditer(text):
         if m[1].lower() == "may" and not m[3]:
             continue  # "may 5 people come" is not a date without a year
         month = _month_index(m[1])
         year = int(m[3]) if m[3] else _past_month(now, month)
-        add(m, _day(now, datetime(year, month, min(int(m[2]), 28 if month == 2 else 30), tzinfo=now.tzinfo)))
+        add(m, lambda y=year, mo=month, d=int(m[2]): on_day(y, mo, d))
     for m in _MONTH_YEAR.finditer(text):
         if m[2].lower() == "may" and not (m[1] or m[3] or re.search(r"\b(in|of|since|during)\s+may\b", text)):
             continue  # the modal verb
@@ -210,15 +229,16 @@ def _explicit_en(text: str, now: datetime) -> list[TimeWindow]:
         year = int(m[3]) if m[3] else _past_month(now, month)
         if m[1] and m[1].strip() == "last" and not m[3] and month >= now.month:
             year = now.year - 1
-        add(m, _month(year, month, now.tzinfo))
+        add(m, lambda y=year, mo=month: _month(y, mo, now.tzinfo))
     for m in _YEAR.finditer(text):
-        add(m, _year(int(m[1] or m[2]), now.tzinfo))
+        add(m, lambda y=int(m[1] or m[2]): _year(y, now.tzinfo))
     for m in _AGO_EN.finditer(text):
-        n = int(m[1]) if m[1].isdigit() else _WORDNUM[m[1]]
-        add(m, _ago(now, n, m[2] + "s"))
+        n = bounded_int(m[1]) if m[1].isdigit() else _WORDNUM[m[1]]
+        if n is not None:
+            add(m, lambda n=n, unit=m[2] + "s": _ago(now, n, unit))
     for pattern, span in _RELATIVE_EN:
         for m in pattern.finditer(text):
-            add(m, span(now))
+            add(m, lambda span=span: span(now))
     return out
 
 
@@ -226,8 +246,11 @@ def _explicit_cn(text: str, now: datetime) -> list[TimeWindow]:
     out: list[TimeWindow] = []
     taken: list[tuple[int, int]] = []
 
-    def add(m: re.Match, span: tuple[datetime, datetime]) -> None:
+    def add(m: re.Match, make: Callable[[], Span]) -> None:
         if any(a < m.end() and m.start() < b for a, b in taken):
+            return
+        span = safe(make)
+        if span is None:
             return
         taken.append(m.span())
         out.append(TimeWindow(since=span[0], until=span[1], label=m.group(0)))
@@ -235,20 +258,25 @@ def _explicit_cn(text: str, now: datetime) -> list[TimeWindow]:
     for m in _AGO_CN.finditer(text):
         n = cn_number(m[1])
         if n:
-            add(m, _ago(now, n, _UNITS[m[2]]))
+            add(m, lambda n=n, unit=_UNITS[m[2]]: _ago(now, n, unit))
     for m in _CN_DATE.finditer(text):
         month, day = cn_number(m[2]), cn_number(m[3]) if m[3] else None
         if not month or not 1 <= month <= 12 or (m[2] and m.start() > 0 and text[m.start() - 1] in "个"):
             continue
         year = {"去": now.year - 1, "今": now.year, "前": now.year - 2}.get(m[1] or "", None)
         year = year or (int(m[1]) if m[1] and m[1].isdigit() else _past_month(now, month))
-        when = datetime(year, month, min(day or 1, 28 if month == 2 else 30), tzinfo=now.tzinfo)
-        add(m, _day(now, when) if day else _month(year, month, now.tzinfo))
+
+        def make(year: int = year, month: int = month, day: int | None = day) -> Span:
+            if not day:
+                return _month(year, month, now.tzinfo)
+            return _day(now, datetime(year, month, day_of(year, month, day), tzinfo=now.tzinfo))
+
+        add(m, make)
     for m in _CN_YEAR.finditer(text):
-        add(m, _year(int(m[1]), now.tzinfo))
+        add(m, lambda y=int(m[1]): _year(y, now.tzinfo))
     for pattern, span in _RELATIVE_CN:
         for m in pattern.finditer(text):
-            add(m, span(now))
+            add(m, lambda span=span: span(now))
     return out
 
 
@@ -301,8 +329,16 @@ def _events(text: str) -> list[str]:
     return [e.strip(" ，,?？") for e in m.groups()] if m else []
 
 
-def parse_time(text: str, now: datetime) -> TimeQuery:
-    """Parse the time cues of a question (``now`` is the reference for relative expressions; tz-aware)."""
+def parse_time(text: str, now: datetime, tz: tzinfo | None = None) -> TimeQuery:
+    """Parse the time cues of a question (``now`` is the reference for relative expressions; tz-aware).
+
+    Windows are local to ``tz`` when given (the asker's zone), else to ``now``'s own zone.
+    """
+    if tz is not None:
+        try:
+            now = now.astimezone(tz)
+        except (OverflowError, ValueError):
+            pass  # at the very edge of the datetime range: stay in now's own zone
     low = text.lower()
     windows = _explicit_en(low, now) + _explicit_cn(text, now)
     relation, anchor = _relation(low if relation_is_en(text) else text)
@@ -323,5 +359,9 @@ def relation_is_en(text: str) -> bool:
 
 
 def widen(window: TimeWindow, *, before: timedelta, after: timedelta) -> TimeWindow:
-    """A window padded on both sides: chats mention events some time after (or before) they happen."""
-    return TimeWindow(since=window.since - before, until=window.until + after, label=window.label)
+    """A window padded on both sides: chats mention events some time after (or before) they happen.
+
+    Saturates at the window bounds (0001-01-02 / 9999-12-30 UTC) rather than overflowing.
+    """
+    since, until = shift(window.since, -before), shift(window.until, after)
+    return TimeWindow(since=since, until=until, label=window.label)

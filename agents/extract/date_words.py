@@ -1,0 +1,189 @@
+"""Shared pieces of date resolution: the mention type, number words, calendar arithmetic, tense cues.
+
+Pure and clock-free. Calendar helpers may raise ``ValueError``/``OverflowError`` at the edges of the
+``datetime`` range (year 1 / 9999); :func:`agents.extract.dates.find_dates` drops such an expression instead.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import date, time, timedelta
+from typing import Literal
+
+__all__ = [
+    "MONTHS",
+    "WEEKDAYS",
+    "ZH_NUM",
+    "ZH_WEEKDAY",
+    "DateMention",
+    "Tense",
+    "add_months",
+    "month_end",
+    "parse_number",
+    "tense_of",
+    "week_start",
+    "zh_int",
+]
+
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+MONTHS = tuple(
+    "january february march april may june july august september october november december".split()
+)
+ZH_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6, "末": 5}
+ZH_NUM = "[零一两二三四五六七八九十]{1,3}"
+NUMBER_WORDS = dict(
+    zip(
+        "a an one two three four five six seven eight nine ten eleven twelve 零 一 两 二 三 四 五 六 七 八 九 十 几".split(),
+        [1, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0, 1, 2, 2, 3, 4, 5, 6, 7, 8, 9, 10, 3],
+        strict=True,
+    )
+) | {"a couple of": 2, "a couple": 2, "couple of": 2, "a few": 3, "few": 3, "several": 3}
+_MAX_DIGITS = 9  # longer numbers are out of any date range anyway (and int() refuses > 4300 digits)
+
+Tense = Literal["past", "future"]
+
+
+@dataclass(frozen=True)
+class DateMention:
+    """A date expression found in a sentence, resolved against the message time (in the message's zone).
+
+    ``clock`` is the time of day said with it (``明天下午三点``, ``Friday at 5pm``), if any.
+    """
+
+    start: int
+    end: int
+    day: date
+    grain: str  # day | week | weekend | month | year | season | absolute
+    approx: bool = False
+    season: str | None = None
+    clock: time | None = None
+
+    def label(self, cjk: bool) -> str | None:
+        d = self.day
+        if self.grain == "absolute":
+            return None
+        if cjk:
+            return {
+                "day": f"({'约' if self.approx else ''}{d.isoformat()})",
+                "week": f"({d.isoformat()}当周)",
+                "weekend": f"({d.isoformat()}周末)",
+                "month": f"({d.year}年{d.month}月)",
+                "year": f"({d.year}年)",
+                "season": f"({d.year}年{self.season})",
+            }[self.grain]
+        return {
+            "day": f"({'around' if self.approx else 'on'} {d.isoformat()})",
+            "week": f"(week of {d.isoformat()})",
+            "weekend": f"(weekend of {d.isoformat()})",
+            "month": f"(in {MONTHS[d.month - 1].title()} {d.year})",
+            "year": f"(in {d.year})",
+            "season": f"(in {self.season} {d.year})",
+        }[self.grain]
+
+
+# ---------------------------------------------------------------------------------------------- numbers
+
+
+def zh_int(raw: str) -> int:
+    """'三' -> 3, '十二' -> 12, '二十一' -> 21 (0 for anything else)."""
+    if raw == "十":
+        return 10
+    if raw.startswith("十"):
+        return 10 + NUMBER_WORDS.get(raw[1:], 0)
+    if "十" in raw:
+        tens, _, ones = raw.partition("十")
+        return NUMBER_WORDS.get(tens, 1) * 10 + NUMBER_WORDS.get(ones, 0)
+    return NUMBER_WORDS.get(raw, 0)
+
+
+def parse_number(token: str) -> int | None:
+    """Digits, English number words ('a couple of', 'three') or Chinese numerals; None when too large."""
+    token = token.lower().strip()
+    if token.isdigit():
+        return int(token) if len(token.lstrip("0")) <= _MAX_DIGITS else None
+    if token in NUMBER_WORDS:
+        return NUMBER_WORDS[token]
+    return zh_int(token) or None
+
+
+# ------------------------------------------------------------------------------------- calendar arithmetic
+
+
+def week_start(d: date) -> date:
+    """The Monday of ``d``'s week (weeks run Monday to Sunday, as in Chinese and ISO usage)."""
+    return d - timedelta(days=d.weekday())
+
+
+def add_months(d: date, n: int) -> date:
+    """The first day of the month ``n`` months after ``d``'s (ValueError outside years 1..9999)."""
+    index = d.year * 12 + d.month - 1 + n
+    return date(index // 12, index % 12 + 1, 1)
+
+
+def month_end(d: date) -> date:
+    return date(d.year, d.month, calendar.monthrange(d.year, d.month)[1])
+
+
+# ----------------------------------------------------------------------------------------------- tense
+
+_EN_FUTURE = re.compile(
+    r"\b(will|won't|shall|going to|gonna|plan(?:ning|s)? to|about to|upcoming|let's|see you|see ya|"
+    r"can't wait|looking forward|hope to|want to|wanna|would like to|need to|have to|has to|gotta|should|"
+    r"must|are you free|how about|what about|tomorrow|next(?! to)|soon|later|coming)\b|'ll\b|"
+    r"\b(?:am|is|are|i'm|we're|you're|they're|he's|she's)\s+(?!going to\b)"
+    r"(?!(?:amaz|interest|bor|excit|noth|someth|anyth|everyth|morn|even|spr|dur|fascinat|relax|annoy|tir|"
+    r"surpris|inspir|charm|stunn|refresh|challeng|reward|satisfy|lov|sooth|th|k|r|s)ing\b)\w+ing\b",
+    re.I,
+)
+_EN_PAST = re.compile(
+    r"\b(was|were|did|didn't|had|went|got|saw|met|took|came|made|said|told|ate|ran|found|bought|left|spent|"
+    r"gave|felt|thought|began|won|lost|sent|brought|wrote|caught|taught|flew|drove|rode|swam|sang|slept|"
+    r"kept|held|heard|paid|sat|stood|wore|chose|broke|fell|forgot|built|ago|yesterday|last|earlier|already)\b",
+    re.I,
+)
+_EN_ED = re.compile(r"\b(?P<prev>[\w']+\s+)?(?P<word>[a-z]{2,}ed)\b", re.I)
+_NOT_PAST_ED = frozenset(
+    "need feed seed speed indeed bed red shed wed weed breed hundred sacred naked wicked bleed greed "
+    "proceed exceed succeed excited interested tired scared worried bored supposed used".split()
+)
+_ADJECTIVE_BEFORE = frozenset(
+    "am is are be been being 'm 're i'm we're you're they're so very really too get gets getting feel feels "
+    "feeling seem seems look looks will".split()
+)
+_ZH_FUTURE = re.compile(
+    r"要|(?<!开)会(?!议)|打算|准备|计划|将|想|吧|一起|(?<![看遇听梦撞])见(?![过了])|约|记得|别忘|能不能|可以|"
+    r"有空|安排|下周|下个|明天|后天|即将|到时"
+)
+_ZH_PAST = re.compile(
+    r"(?<![好对算行罢得为除])了(?!解)|(?<![不难通超])过(?![来去节年生日得])|刚才|刚刚|已经|那天|当时|昨|前天|上周|上个|曾"
+)
+_CLAUSE_END = re.compile(r"[,;:!?.，。；：！？\n]")
+
+
+def _en_past(text: str) -> bool:
+    if _EN_PAST.search(text):
+        return True
+    for m in _EN_ED.finditer(text):
+        prev = (m.group("prev") or "").strip().lower()
+        if m.group("word").lower() not in _NOT_PAST_ED and prev not in _ADJECTIVE_BEFORE:
+            return True
+    return False
+
+
+def _cue(text: str, cjk: bool) -> Tense | None:
+    if cjk:
+        return "future" if _ZH_FUTURE.search(text) else "past" if _ZH_PAST.search(text) else None
+    return "future" if _EN_FUTURE.search(text) else "past" if _en_past(text) else None
+
+
+def tense_of(sentence: str, start: int, end: int, cjk: bool) -> Tense | None:
+    """The tense around ``sentence[start:end]``: its clause's cues first, then the whole sentence's.
+
+    Future cues win over past ones (``I was going to … on Friday`` is a plan); None when there is no cue.
+    """
+    left = max((m.end() for m in _CLAUSE_END.finditer(sentence, 0, start)), default=0)
+    right_m = _CLAUSE_END.search(sentence, end)
+    clause = sentence[left : right_m.start() if right_m else len(sentence)]
+    return _cue(clause.replace(sentence[start:end], " "), cjk) or _cue(sentence, cjk)

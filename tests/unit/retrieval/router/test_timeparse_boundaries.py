@@ -1,0 +1,136 @@
+"""Query time windows over week/month/year boundaries, in the asker's zone, and on extreme input (issue 11.5)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta, timezone
+
+import pytest
+
+from retrieval.router.query import analyse
+from retrieval.router.timeparse import cn_number, parse_time, widen
+
+CST = timezone(timedelta(hours=8))
+EST = timezone(timedelta(hours=-5))
+MON_0030 = datetime(2024, 3, 11, 0, 30, tzinfo=CST)  # Monday local, still Sunday in UTC
+SUN = datetime(2024, 3, 10, 12, 0, tzinfo=CST)
+NEW_YEAR = datetime(2024, 1, 1, 9, 0, tzinfo=CST)
+MAR1 = datetime(2024, 3, 1, 9, 0, tzinfo=CST)
+MAR31 = datetime(2024, 3, 31, 9, 0, tzinfo=CST)
+AUG15 = datetime(2024, 8, 15, 12, 0, tzinfo=CST)
+
+
+def span(query: str, now: datetime, tz=None) -> tuple[date, date]:
+    w = parse_time(query, now, tz).window
+    assert w is not None, query
+    return w.since.date(), w.until.date()
+
+
+@pytest.mark.parametrize(
+    ("now", "query", "since", "until"),
+    [
+        (MON_0030, "昨天谁来了？", date(2024, 3, 10), date(2024, 3, 10)),
+        (MON_0030, "What did we say yesterday?", date(2024, 3, 10), date(2024, 3, 10)),
+        (MON_0030, "今天的会议说了什么", date(2024, 3, 11), date(2024, 3, 11)),
+        (MON_0030, "上周我们聊了什么", date(2024, 3, 4), date(2024, 3, 10)),
+        (SUN, "上周我们聊了什么", date(2024, 2, 26), date(2024, 3, 3)),
+        (SUN, "What happened this week?", date(2024, 3, 4), date(2024, 3, 10)),
+        (SUN, "What happened last week?", date(2024, 2, 26), date(2024, 3, 3)),
+        (NEW_YEAR, "What did we talk about last month?", date(2023, 12, 1), date(2023, 12, 31)),
+        (NEW_YEAR, "上个月我们聊了什么？", date(2023, 12, 1), date(2023, 12, 31)),
+        (NEW_YEAR, "Where did we go last year?", date(2023, 1, 1), date(2023, 12, 31)),
+        (NEW_YEAR, "去年我们去了哪里", date(2023, 1, 1), date(2023, 12, 31)),
+        (NEW_YEAR, "What did I say yesterday?", date(2023, 12, 31), date(2023, 12, 31)),
+        (MAR1, "What did I say yesterday?", date(2024, 2, 29), date(2024, 2, 29)),
+        (MAR1, "上个月我们聊了什么？", date(2024, 2, 1), date(2024, 2, 29)),
+        (MAR31, "What did we talk about last month?", date(2024, 2, 1), date(2024, 2, 29)),
+        (MAR31, "一个月前我们聊了什么", date(2024, 2, 1), date(2024, 2, 29)),
+        (AUG15, "Which team did John sign with on 31 May, 2023?", date(2023, 5, 31), date(2023, 5, 31)),
+        (AUG15, "What happened on 29 February 2024?", date(2024, 2, 29), date(2024, 2, 29)),
+        (AUG15, "5月31日的会议说了什么", date(2024, 5, 31), date(2024, 5, 31)),
+        (AUG15, "2023年2月29日发生了什么", date(2023, 2, 28), date(2023, 2, 28)),
+    ],
+)
+def test_windows_over_boundaries(now, query, since, until):
+    assert span(query, now) == (since, until)
+
+
+def test_windows_are_local_to_the_askers_zone():
+    utc = MON_0030.astimezone(UTC)  # 2024-03-10T16:30Z
+    assert span("昨天谁来了？", utc) == (date(2024, 3, 9), date(2024, 3, 9))
+    assert span("昨天谁来了？", utc, CST) == (date(2024, 3, 10), date(2024, 3, 10))
+    assert span("What happened today?", utc, CST) == (date(2024, 3, 11), date(2024, 3, 11))
+    assert parse_time("today", utc, CST).windows[0].since.utcoffset() == timedelta(hours=8)
+    assert span("What happened today?", datetime(2024, 3, 9, 4, 30, tzinfo=UTC), EST) == (
+        date(2024, 3, 8),
+        date(2024, 3, 8),
+    )
+
+
+EXTREME_NOW = [
+    datetime(9999, 12, 31, 23, 59, tzinfo=CST),
+    datetime(9999, 12, 31, 23, 59, tzinfo=EST),
+    datetime.max.replace(tzinfo=UTC),
+    datetime(1, 1, 1, 0, 0, tzinfo=CST),
+    datetime(1, 1, 1, 0, 0, tzinfo=EST),
+    datetime.min.replace(tzinfo=UTC),
+]
+EXTREME_QUERIES = [
+    "What did I do 10000 years ago?",
+    "What did we say 999999999 days ago?",
+    "what happened " + "9" * 5000 + " days ago",
+    "九九九九九九九九九九年前发生了什么",
+    "一万年前发生了什么",
+    "What happened in May 0000?",
+    "0000年5月发生了什么",
+    "What happened in December 9999?",
+    "9999年12月31日发生了什么",
+    "What happened on 31 December 9999?",
+    "What happened on 0 May 2023?",
+    "What happened in 2024?",
+    "today",
+    "yesterday",
+    "this week",
+    "last week",
+    "last month",
+    "this year",
+    "last year",
+    "recently",
+    "前年",
+    "上周说了什么",
+    "What did he do the week before August 3, 2023?",
+    "What did he do the month after December 31, 9999?",
+]
+
+
+@pytest.mark.parametrize("now", EXTREME_NOW)
+@pytest.mark.parametrize("tz", [None, UTC, CST])
+def test_extreme_inputs_never_raise(now, tz):
+    for query in EXTREME_QUERIES:
+        tq = parse_time(query, now, tz)
+        for w in [*tq.windows, *([tq.window] if tq.window else [])]:
+            padded = widen(w, before=timedelta(days=400), after=timedelta(days=400))
+            for dt in (w.since, w.until, padded.since, padded.until):
+                dt.astimezone(UTC)  # what a store does with the bounds
+            assert w.since <= w.until and padded.since <= padded.until
+        analyse(query, ["alice", "bob"], now)
+
+
+def test_out_of_range_expressions_are_ignored():
+    assert parse_time("What did I do 10000 years ago?", AUG15).windows == []
+    assert parse_time("What did we say 999999999 days ago?", AUG15).windows == []
+    assert parse_time("What happened in May 0000?", AUG15).windows == []
+    assert span("What did I do 3 years ago?", AUG15) == (date(2021, 1, 1), date(2021, 12, 31))
+    assert cn_number("9" * 5000) is None
+
+
+def test_widen_saturates_instead_of_overflowing():
+    w = parse_time("What happened today?", datetime(9999, 12, 30, 12, 0, tzinfo=UTC)).window
+    assert w is not None
+    padded = widen(w, before=timedelta(days=36500), after=timedelta(days=36500))
+    assert padded.until == datetime(9999, 12, 30, 23, 59, 59, 999999, tzinfo=UTC)
+    assert padded.since.date() == date(9999, 12, 30) - timedelta(days=36500)
+    low = parse_time("What happened in 2024?", AUG15).window
+    assert low is not None
+    assert widen(low, before=timedelta(days=999_999_999), after=timedelta(0)).since == datetime(
+        1, 1, 2, tzinfo=UTC
+    ).astimezone(CST)
