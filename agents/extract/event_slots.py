@@ -66,16 +66,16 @@ _EN_CHANGE = re.compile(
 _EN_TARGET = re.compile(r"(?i)\b(?:to|until|till|for|instead(?: to)?|now(?: on| at)?)\s*$")
 _EN_SCHEDULE = re.compile(
     r"(?i)\b(?:is|are|'s|will be|is going to be|scheduled|planned|set|happens?|takes? place|starts?|begins?|"
-    r"due|on|at|let's|we'll|we will|see you)\b"
+    r"due|on|at|let's|we'll|we will|see you|plan|planning|planned|keep|booked|book)\b"
 )
 _EN_PAST = re.compile(r"(?i)\b(?:went|was|were|had|did|attended|yesterday|last|ago|used to|enjoyed|loved)\b")
 _ZH_CHANGE = re.compile(
     r"改到|改成|改在|改为|推迟|延期|延后|提前|挪到|换到|调到|调整到|不是.{0,8}了|现在是|变成"
 )
 _ZH_TARGET = re.compile(
-    r"(?:改到|改成|改在|改为|推迟到|延期到|延后到|提前到|挪到|换到|调到|调整到|变成|定在|定于|安排在|约在|是|在|到)\s*$"
+    r"(?:改到|改成|改在|改为|推迟到|延期到|延后到|提前到|挪到|换到|调到|调整到|变成|定在|定于|安排在|约在|(?<!不)是|(?<!不)在|到)\s*$"
 )
-_ZH_SCHEDULE = re.compile(r"定在|定于|安排在|约在|是|在|开|举行|见|集合|截止|上线|迁移|要|会")
+_ZH_SCHEDULE = re.compile(r"暂定|计划|定在|定于|安排在|约在|是|在|开|举行|见|集合|截止|上线|迁移|要|会")
 _ZH_PAST = re.compile(r"昨天|前天|上周|上个月|去年|以前|那次|当时")
 
 _ZH_PLACE = re.compile(
@@ -129,8 +129,63 @@ def _pick(text: str, spans: list[tuple[int, int]], target: re.Pattern[str]) -> t
     return spans[-1] if spans else None
 
 
+_EN_SUBJECT = re.compile(r"(?i)\b(?:the|our|my|this|that|next|a) (?P<ev>[a-z][a-z-]+(?: [a-z][a-z-]+){0,2})\b")
+_NP_STOP = frozenset(
+    "is are was were be been moves moved shifts slips slipped on at for to from has have had will gets got "
+    "starts start begins this next each every with and or but now is' by in of off back".split()
+)
+_STRONG = re.compile(
+    r"(?i)\b(?:planning|planned|plan to|scheduled|set for|let's|see you|keep|booked|penciled|pencilled)\b|"
+    r"暂定|定在|定于|计划|安排在|约在"
+)
+_ZH_SUBJECT = re.compile(
+    r"^(?:[^：:]{0,8}[：:])?(?P<ev>[\u4e00-\u9fff]{2,6}?)(?:的时间|时间|日期|的日期)?(?:不是|改|定|暂定|推迟|延期|延后|提前|"
+    r"挪|调|计划|安排|还是|就在|在|是)"
+)
+_NOT_EVENTS = frozenset(
+    "time date day days week weeks month year plan plans it one thing things way end moment morning afternoon "
+    "evening night weekend lease rent news update heads all everyone team group chat idea".split()
+)
+
+
 def _event(sentence: str, cjk: bool) -> re.Match[str] | None:
-    return (_ZH_EVENT if cjk else _EN_EVENT).search(sentence)
+    found = (_ZH_EVENT if cjk else _EN_EVENT).search(sentence)
+    if found is not None:
+        return found
+    if not (_ZH_CHANGE if cjk else _EN_CHANGE).search(sentence) and not _STRONG.search(sentence):
+        return None  # an open-ended noun phrase needs a plan verb to count as an event
+    for m in (_ZH_SUBJECT if cjk else _EN_SUBJECT).finditer(sentence):
+        head = m["ev"] if cjk else _np_head(m["ev"])
+        if cjk and head.startswith(("我", "你", "他", "她", "大家", "咱们", "通知", "更新")):
+            continue
+        if head and head.lower() not in _NOT_EVENTS and not _TIME_WORD.match(head):
+            return _Found(head, m.start(), m.start() + len(head))
+    return None
+
+
+class _Found:
+    """A matched event noun: ``["ev"]``, ``start()`` and ``end()`` like a regex match."""
+
+    def __init__(self, ev: str, start: int, end: int) -> None:
+        self.ev, self._span = ev, (start, end)
+
+    def __getitem__(self, key: str) -> str:
+        return self.ev
+
+    def start(self) -> int:
+        return self._span[0]
+
+    def end(self) -> int:
+        return self._span[1]
+
+
+def _np_head(np: str) -> str | None:
+    words = []
+    for w in np.split():
+        if w.lower() in _NP_STOP:
+            break
+        words.append(w)
+    return words[-1] if words else None
 
 
 def _key(ev: str, cjk: bool) -> str:
@@ -176,7 +231,7 @@ def _owner_slots(sentence: str, speaker: str, names: frozenset[str], cjk: bool) 
             continue
         owner = m["owner"]
         owner = speaker if owner in ("I", "me") else owner
-        if _EN_TIME.fullmatch(owner) or not (owner in names or owner == speaker or looks_like_name(owner)):
+        if _TIME_WORD.match(owner) or not (owner in names or owner == speaker or looks_like_name(owner)):
             continue
         task = re.sub(r"^(?:the|our) ", "", m["task"].lower())
         if owner.lower() in ("it", "this", "that", "we", "you", "they", "he", "she") or len(task) < 3:
