@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agents import consolidator
-from agents.consolidate.derived import Staleness, derived_invalidations, edited_away, stale_statements
+from agents.consolidate.derived import (
+    Staleness,
+    derived_invalidations,
+    edited_away,
+    edited_noops_to_updates,
+    stale_statements,
+)
 from agents.consolidate.records import same_subject
 from agents.stage_io import StageOutput, embed, for_each_item
 from memstream.clients import Clients
@@ -58,6 +64,8 @@ class ConsolidateStage:
         else:
             decisions = consolidator.decide_batch(candidates, similar, cfg, result.result_id)
         if result.edited_message_ids:
+            known = {r.memory_id: r for pairs in similar for r, _ in pairs}
+            decisions = edited_noops_to_updates(candidates, decisions, known, result.edited_message_ids)
             query = MemoryFilter(message_ids=result.edited_message_ids)
             stored = await self.clients.store.find_memories(result.chat_id, query)
             texts = [c.text for c in candidates]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import tempfile
 import time
@@ -57,11 +58,21 @@ def _last(t: str, names: list[str]) -> int:
     return max((t.rfind(norm(n)) for n in names if norm(n)), default=-1)
 
 
+_NEGATED = re.compile(r"(?:not|no longer|不在|不是|不住|没在|不再|不去)\W{0,2}$", re.I)
+
+
+def _negated(text: str, values: list[list[str]]) -> bool:
+    """Every stale mention is negated right before it ("no longer in Paris", "不在青岛住了"): not a claim."""
+    low = text.casefold()
+    spots = [i for v in values for n in v if n for i in [low.find(n.casefold())] if i >= 0]
+    return bool(spots) and all(_NEGATED.search(low[max(0, i - 14) : i]) for i in spots)
+
+
 def states_stale(text: str, expect: list[str], stale: list[list[str]]) -> bool:
-    """The text names a superseded value and no current value after it."""
+    """The text names a superseded value as a claim (not negated) and no current value after it."""
     t = norm(text)
     last_stale = max((_last(t, v) for v in stale), default=-1)
-    return last_stale >= 0 and _last(t, expect) < last_stale
+    return last_stale >= 0 and _last(t, expect) < last_stale and not _negated(text, stale)
 
 
 def from_deleted(item: Any, d: Deletion) -> bool:

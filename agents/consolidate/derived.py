@@ -16,10 +16,16 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
-from agents.consolidate.records import norm_text, value_in
-from schemas import DecisionOp, MemoryDecision, MemoryKind, MemoryRecord, stable_id
+from agents.consolidate.records import norm_text, update_decision, value_in
+from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord, stable_id
 
-__all__ = ["Staleness", "derived_invalidations", "edited_away", "stale_statements"]
+__all__ = [
+    "Staleness",
+    "derived_invalidations",
+    "edited_away",
+    "edited_noops_to_updates",
+    "stale_statements",
+]
 
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])\s*|(?<=[.])\s+|\n+")
 _DERIVED = (MemoryKind.SUMMARY, MemoryKind.TITLE, MemoryKind.QA, MemoryKind.TASK, MemoryKind.DECISION)
@@ -207,4 +213,28 @@ def edited_away(
                 at=max(at, r.valid_from),
             )
         )
+    return out
+
+
+def edited_noops_to_updates(
+    candidates: Sequence[CandidateFact],
+    decisions: list[MemoryDecision],
+    records: Mapping[str, MemoryRecord],
+    edited: Iterable[str],
+) -> list[MemoryDecision]:
+    """An edit changes a detail, so its new wording looks like a near-duplicate of the old one: a NOOP
+    of a candidate from an edited message against a different text becomes an UPDATE (history kept)."""
+    edited = set(edited)
+    out = []
+    for c, d in zip(candidates, decisions, strict=True):
+        old = records.get(d.target_memory_id or "")
+        if (
+            d.op == DecisionOp.NOOP
+            and old is not None
+            and old.live
+            and edited.intersection(c.source_message_ids)
+            and norm_text(old.text) != norm_text(c.text)
+        ):
+            d = update_decision(c, old, f"edited: '{old.text[:60]}' -> '{c.text[:60]}'", d.source_event_id)
+        out.append(d)
     return out
