@@ -184,16 +184,23 @@ def create_app(
         return await c.store.list_memories(chat_id, live_only=not include_superseded)
 
     @app.delete("/v1/chats/{chat_id}")
-    async def delete_chat(chat_id: str, c: ClientsDep) -> dict[str, int]:
-        from memstream.ops import delete
+    async def delete_chat(chat_id: str, request: Request, c: ClientsDep) -> dict[str, int]:
+        """Delete everything of a chat, now and physically (ledgered: replay never restores it)."""
+        from memstream.ops import delete_report
 
-        return {"deleted": await delete(c, chat_id, None)}
+        async with request.app.state.ingest_lock:  # never between an ingest's batches
+            report = await delete_report(c, chat_id, None)
+        return {"deleted": report.removed, **report.as_dict()}
 
     @app.delete("/v1/chats/{chat_id}/users/{sender}")
-    async def delete_user(chat_id: str, sender: str, c: ClientsDep) -> dict[str, int]:
-        from memstream.ops import delete
+    async def delete_user(chat_id: str, sender: str, request: Request, c: ClientsDep) -> dict[str, int]:
+        """Delete a user's messages in a chat and everything derived from them (summaries, titles, Q&A…
+        that quote them), now and physically; topics keeping others' messages are distilled again."""
+        from memstream.ops import delete_report
 
-        return {"deleted": await delete(c, chat_id, sender)}
+        async with request.app.state.ingest_lock:
+            report = await delete_report(c, chat_id, sender)
+        return {"deleted": report.removed, **report.as_dict()}
 
     @app.get("/v1/chats/{chat_id}/export")
     async def export(chat_id: str, c: ClientsDep) -> dict:

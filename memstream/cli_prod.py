@@ -186,11 +186,15 @@ def kafka_delete(
     user: Annotated[str | None, typer.Option(help="Only this sender's data.")] = None,
     brokers: Brokers = None,
     data_dir: DataDir = None,
+    embedder: EmbedderOpt = None,
 ) -> None:
-    """Record a deletion in the ledger topic, then delete from the store (replay will not restore it)."""
+    """Record a deletion in the ledger topic, then delete it and everything derived from it from the store,
+    working memory and the embedding cache; topics keeping others' messages are distilled again (with the
+    workers' embedder: pass the same --embedder / MEMSTREAM_EMBEDDER). On a compacted raw topic, a
+    tombstone per deleted raw record is written (see README, Production)."""
     from ops.kafka_tools import delete_data
 
-    n = asyncio.run(delete_data(_settings(data_dir, "none", brokers), chat, user))
+    n = asyncio.run(delete_data(_settings(data_dir, embedder, brokers), chat, user))
     console.print(f"deleted {n} rows; ledgered {chat}/{user or '*'}")
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memstream.clients import Clients
 from memstream.formats import Parsed, read_any
@@ -16,6 +17,9 @@ from streams.codec import encode
 from streams.log import Produce
 from streams.runner import EmbeddedRunner, Progress, RunStats
 from streams.topics import DEAD_LETTERS, RAW_MESSAGES
+
+if TYPE_CHECKING:
+    from memstream.deletion import DeletionReport
 
 log = logging.getLogger("memstream.ops")
 
@@ -49,7 +53,7 @@ def to_records(parsed: Iterable[Parsed], report: IngestReport, *, flush: bool, s
         m = p.message
         report.chats.add(m.chat_id)
         last_ts[m.chat_id] = max(m.ts, last_ts.get(m.chat_id, m.ts))
-        yield Produce(RAW_MESSAGES.name, m.chat_id, m.key, encode(m))
+        yield Produce(RAW_MESSAGES.name, m.chat_id, m.revision_key, encode(m))
     if flush:
         for chat_id, ts in sorted(last_ts.items()):
             ctl = StreamControl(control="flush", chat_id=chat_id, at=ts)
@@ -94,11 +98,20 @@ async def replay(clients: Clients, progress: Progress | None = None) -> RunStats
 
 
 async def delete(clients: Clients, chat_id: str, user: str | None) -> int:
-    """Delete a chat's or one user's data now, and record it so replay never brings it back."""
-    await clients.log.record_deletion(chat_id, user or "*", datetime.now(UTC).isoformat())
-    graph = clients.extra.get("graph")
-    if graph is not None:
-        await (graph.delete_chat(chat_id) if user is None else graph.delete_user(chat_id, user))
-    if user is None:
-        return await clients.store.delete_chat(chat_id)
-    return await clients.store.delete_user(chat_id, user)
+    """Delete a chat's or one user's data and everything derived from it, now and physically, and record
+    it so replay never brings it back (see :mod:`memstream.deletion`). Returns the messages and docs removed."""
+    return (await delete_report(clients, chat_id, user)).removed
+
+
+async def delete_report(clients: Clients, chat_id: str, user: str | None) -> DeletionReport:
+    """:func:`delete` with the full report; the configured working memory (Redis) forgets them too."""
+    from memstream.deletion import delete_data
+    from streams.working_memory import open_working_memory
+
+    url = clients.settings.working_memory_url
+    wm = None if url.startswith("memory:") else open_working_memory(url)
+    try:
+        return await delete_data(clients, chat_id, user, wm=wm)
+    finally:
+        if wm is not None:
+            await wm.close()

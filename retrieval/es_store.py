@@ -11,14 +11,16 @@ search sees them; gets are real-time. Query shapes live in :mod:`retrieval.es_qu
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
 from elasticsearch import ApiError, AsyncElasticsearch
 
+from retrieval import es_delete
 from retrieval import es_queries as Q
+from retrieval.deletion import Forgotten
 from retrieval.es_lookup import find_memories as _find_memories
 from retrieval.protocols import Hit, MemoryFilter, SearchQuery
 from schemas import ChatMessage, DecisionOp, MemoryDecision, MemoryRecord, TopicSummary
@@ -237,6 +239,23 @@ class ESStore:
             ops.append(self._put_doc(m.chat_id, Q.turn_source(m, None if vecs is None else vecs[i], seq + i)))
         results = await self._bulk(ops)
         return sum(1 for r in results[::2] if r.get("status") == 201)
+
+    async def replace_message(self, message: ChatMessage, vector: np.ndarray | None) -> bool:
+        """An edit: the stored message and its turn doc take the new text (and vector); False if unknown."""
+        chat = message.chat_id
+        if not await self._mget("messages", chat, [message.message_id]):
+            return False
+        vecs = self._check_vectors(vector, 1) if vector is not None and message.text.strip() else None
+        turn = Q.turn_source(message, None if vecs is None else vecs[0], self._next_seq(1))
+        if not message.text.strip():
+            turn["tokens"] = ""
+        meta = {"_id": Q.es_id(chat, message.message_id), "routing": chat}
+        doc_meta = {"_id": Q.es_id(chat, turn["doc_id"]), "routing": chat}
+        await self._bulk([
+            ({"index": {"_index": self.alias("messages"), **meta}}, Q.message_source(message, turn["seq"])),
+            ({"index": {"_index": self.alias("docs"), **doc_meta}}, turn),
+        ])  # fmt: skip
+        return True
 
     async def get_messages(self, chat_id: str, message_ids: list[str]) -> list[ChatMessage]:
         """The stored messages among ``message_ids``, in the order asked (unknown ids are skipped)."""
@@ -461,34 +480,20 @@ class ESStore:
 
     async def delete_chat(self, chat_id: str) -> int:
         """Remove everything of a chat; returns the number of messages, docs and topics removed."""
-        query = Q.build_chat_query(chat_id)
-        count = 0
-        for kind in ("docs", "messages", "topics"):
-            count += await self._delete(kind, query, chat_id)
-        for kind in ("memories", "decisions"):
-            await self._delete(kind, query, chat_id)
-        return count
+        return (await es_delete.forget_chat(self, chat_id)).removed
 
     async def delete_user(self, chat_id: str | None, sender: str) -> int:
-        """Remove a sender's messages and turn docs and the memory records they spoke (all versions).
+        """Remove a sender's messages and everything derived from them (:mod:`retrieval.es_delete`);
+        ``chat_id`` None means every chat. Returns the number of messages and docs removed."""
+        chats = [chat_id] if chat_id is not None else await self.chats()
+        return sum([(await es_delete.forget_user(self, chat, sender)).removed for chat in chats])
 
-        ``chat_id`` None means every chat. A memory's ``speaker`` may be the sender id or one of the
-        display names the sender used. Returns the number of messages and docs removed.
-        """
-        count = 0
-        for chat in [chat_id] if chat_id is not None else await self.chats():
-            turns = Q.build_chat_query(chat, terms={"kind": ["turn"], "sender": [sender]})
-            resp = await self.es.search(index=self.alias("docs"), routing=chat, size=0, query=turns,
-                                        aggs={"names": {"terms": {"field": "speaker", "size": 10_000}}})  # fmt: skip
-            speakers = sorted({sender, *(b["key"] for b in resp["aggregations"]["names"]["buckets"])})
-            count += await self._delete("docs", turns, chat)
-            spoken = Q.build_chat_query(chat, terms={"speaker": speakers}, exclude={"kind": ["turn"]})
-            count += await self._delete("docs", spoken, chat)
-            await self._delete("memories", Q.build_chat_query(chat, terms={"speaker": speakers}), chat)
-            count += await self._delete(
-                "messages", Q.build_chat_query(chat, terms={"sender": [sender]}), chat
-            )
-        return count
+    async def forget_user(self, chat_id: str, sender: str, message_ids: Collection[str] = ()) -> Forgotten:
+        """:meth:`delete_user` in one chat, also for ``message_ids`` known from elsewhere; what went."""
+        return await es_delete.forget_user(self, chat_id, sender, message_ids)
+
+    async def forget_chat(self, chat_id: str) -> Forgotten:
+        return await es_delete.forget_chat(self, chat_id)
 
     async def export_chat(self, chat_id: str) -> dict[str, Any]:
         """Everything stored for a chat as JSON-ready data: messages, all memory versions, topics."""

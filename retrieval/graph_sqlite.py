@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval import graph_delete
 from retrieval.graph_protocols import (
     EdgeInvalidation,
     EntityNode,
@@ -426,67 +427,27 @@ class GraphSQLiteStore:
         rows = self.db.execute("SELECT chat_id FROM entities UNION SELECT chat_id FROM edges").fetchall()
         return sorted(r[0] for r in rows)
 
-    # ---- deletion --------------------------------------------------------------------------------
+    # ---- deletion (retrieval.graph_delete) -------------------------------------------------------------
 
     async def delete_chat(self, chat_id: str) -> int:
         """Remove every node and edge of a chat; returns how many nodes and edges were removed."""
-        with self._write(chat_id) as db:
-            count = sum(
-                db.execute(f"DELETE FROM {t} WHERE chat_id = ?", (chat_id,)).rowcount
-                for t in ("entities", "edges")
-            )
-            db.execute("DELETE FROM entity_keys WHERE chat_id = ?", (chat_id,))
-            db.execute("DELETE FROM edge_sources WHERE chat_id = ?", (chat_id,))
-        return count
+        return graph_delete.forget_chat(self, chat_id).removed
 
     async def delete_user(self, chat_id: str | None, sender: str, names: Sequence[str] = ()) -> int:
-        """Remove what a sender said and who they are: edges they stated (by sender id or display name),
-        their person node with every edge touching it, then nodes left without edges. ``chat_id`` None means
-        every chat. Returns how many nodes and edges were removed."""
-        count = 0
-        for chat in [chat_id] if chat_id is not None else await self.chats():
-            with self._write(chat) as db:
-                count += self._delete_user_in(db, chat, sender, [sender, *names])
-        return count
+        """Remove what a sender said and who they are (see :mod:`retrieval.graph_delete`); ``chat_id`` None
+        means every chat. Returns how many nodes and edges were removed."""
+        chats = [chat_id] if chat_id is not None else await self.chats()
+        return sum(graph_delete.forget_user(self, chat, sender, names).removed for chat in chats)
 
-    def _delete_user_in(self, db: sqlite3.Connection, chat: str, sender: str, who: list[str]) -> int:
-        persons = [
-            r[0]
-            for r in db.execute(
-                "SELECT entity_id FROM entities WHERE chat_id = ? AND type = 'person'"
-                f" AND (sender = ? OR name IN ({_marks(who)}))",
-                (chat, sender, *who),
-            ).fetchall()
-        ]
-        where, args = f"sender = ? OR speaker IN ({_marks(who)})", [sender, *who]
-        if persons:
-            where += f" OR subject_id IN ({_marks(persons)}) OR object_id IN ({_marks(persons)})"
-            args += [*persons, *persons]
-        sql = f"SELECT edge_id FROM edges WHERE chat_id = ? AND ({where})"
-        edge_ids = [r[0] for r in db.execute(sql, (chat, *args)).fetchall()]
-        self._delete_ids(db, chat, "edge_id", ("edges", "edge_sources"), edge_ids)
-        orphans = [
-            r[0]
-            for r in db.execute(
-                "SELECT entity_id FROM entities e WHERE chat_id = ?"
-                " AND NOT EXISTS (SELECT 1 FROM edges WHERE chat_id = e.chat_id AND subject_id = e.entity_id)"
-                " AND NOT EXISTS (SELECT 1 FROM edges WHERE chat_id = e.chat_id AND object_id = e.entity_id)"
-                " AND (type != 'person' OR sender IS NULL OR sender = ?)",
-                (chat, sender),
-            ).fetchall()
-        ]
-        doomed = list(dict.fromkeys([*persons, *orphans]))
-        self._delete_ids(db, chat, "entity_id", ("entities", "entity_keys"), doomed)
-        return len(edge_ids) + len(doomed)
+    async def forget_user(
+        self, chat_id: str, sender: str, names: Sequence[str] = (), message_ids: Sequence[str] = ()
+    ) -> graph_delete.GraphForgotten:
+        """:meth:`delete_user` in one chat, also dropping ``message_ids`` from every edge's evidence (an
+        edge they were the only evidence of goes); reports the removed texts."""
+        return graph_delete.forget_user(self, chat_id, sender, names, message_ids)
 
-    @staticmethod
-    def _delete_ids(
-        db: sqlite3.Connection, chat: str, column: str, tables: tuple[str, ...], ids: list[str]
-    ) -> None:
-        for chunk in _chunks(ids):
-            for table in tables:
-                sql = f"DELETE FROM {table} WHERE chat_id = ? AND {column} IN ({_marks(chunk)})"
-                db.execute(sql, (chat, *chunk))
+    async def forget_chat(self, chat_id: str) -> graph_delete.GraphForgotten:
+        return graph_delete.forget_chat(self, chat_id)
 
 
 def _merge_node(stored: EntityNode, new: EntityNode) -> EntityNode:

@@ -22,6 +22,7 @@ from retrieval.deletion import Forgotten
 from retrieval.fusion import rrf
 from retrieval.protocols import Doc, Hit, MemoryFilter, SearchQuery
 from retrieval.sqlite_delete import forget_chat, forget_user
+from retrieval.sqlite_edit import replace_message as _replace_message
 from retrieval.sqlite_lookup import find_memories as _find_memories
 from retrieval.sqlite_util import open_sqlite
 from retrieval.text import fts_query, tokenize
@@ -255,6 +256,15 @@ class SQLiteStore:
             fx.added.setdefault(chat_id, []).append((rid, kind, ts_epoch, True, subject, vec))
         elif cur.rowcount == 1:
             fx.stale.add(chat_id)  # an existing doc got its first vector: rebuild that chat's matrix
+
+    async def replace_message(self, message: ChatMessage, vector: np.ndarray | None) -> bool:
+        """An edit: the stored message and its turn doc take the new text (and vector); False if unknown."""
+        vec = self._check_vectors(vector, 1) if vector is not None and message.text.strip() else None
+        with self._write() as (db, fx):
+            fx.stale.add(message.chat_id)
+            rid = _replace_message(db, message, None if vec is None else vec[0], _turn_body(message),
+                                   _chat_token(message.chat_id))  # fmt: skip
+        return rid is not None
 
     async def get_messages(self, chat_id: str, message_ids: list[str]) -> list[ChatMessage]:
         """The stored messages among ``message_ids``, in the order asked (unknown ids are skipped)."""

@@ -13,11 +13,14 @@ deterministic event id that consumers de-duplicate on).
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, Self
+
+from streams.scrub import erase_freed, mark_scrubbed, secure
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -33,6 +36,9 @@ INSERT OR IGNORE INTO consumer_state_parts(grp, part, state) SELECT grp, '', sta
 DELETE FROM consumer_state;
 CREATE TABLE IF NOT EXISTS deletion_ledger (
   chat_id TEXT NOT NULL, sender TEXT NOT NULL, at TEXT NOT NULL, PRIMARY KEY (chat_id, sender));
+CREATE TABLE IF NOT EXISTS deletion_ledger_ids (
+  chat_id TEXT NOT NULL, sender TEXT NOT NULL, id_hash TEXT NOT NULL, PRIMARY KEY (chat_id, sender, id_hash));
+CREATE TABLE IF NOT EXISTS log_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
@@ -75,9 +81,10 @@ class EventLog(Protocol):
 
 
 def open_durable_sqlite(path: Path, schema: str) -> sqlite3.Connection:
-    """An autocommit SQLite connection in WAL mode with synchronous=FULL (a commit survives a kill)."""
+    """An autocommit SQLite connection in WAL mode with synchronous=FULL (a commit survives a kill) and
+    secure_delete on (deleted or rewritten bytes are zeroed, see :mod:`streams.scrub`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+    db = secure(sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30))
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=FULL")
     db.executescript(schema)
@@ -113,6 +120,13 @@ class FileLog(DurableSQLite):
     """SQLite-file implementation of :class:`EventLog` (WAL, synchronous=FULL: a commit survives a kill)."""
 
     schema = _SCHEMA
+
+    async def open(self) -> Self:
+        fresh = not self.path.exists() or self.path.stat().st_size == 0  # secure_delete from its first byte
+        await super().open()
+        if fresh:
+            mark_scrubbed(self.db, "log_meta")
+        return self
 
     def _append(self, items: list[Produce]) -> int:
         added = 0
@@ -202,12 +216,53 @@ class FileLog(DurableSQLite):
     async def deletions(self) -> set[tuple[str, str]]:
         return {(c, s) for c, s in self.db.execute("SELECT chat_id, sender FROM deletion_ledger")}
 
+    # ---- erasure (deletion): see memstream.deletion -------------------------------------------------
+
+    async def record_deleted_ids(self, chat_id: str, sender: str, message_ids: Iterable[str]) -> int:
+        """Keep hashes (never the ids or texts) of the messages a deletion erased, for audit."""
+        rows = [(chat_id, sender, message_id_hash(chat_id, m)) for m in dict.fromkeys(message_ids)]
+        with self._txn():
+            before = self.db.total_changes
+            self.db.executemany(
+                "INSERT OR IGNORE INTO deletion_ledger_ids (chat_id, sender, id_hash) VALUES (?,?,?)", rows
+            )
+            return self.db.total_changes - before
+
+    async def keyed(self, topic: str, key: str) -> list[Record]:
+        """Every record of ``topic`` with ``key`` (a chat id), in offset order."""
+        rows = self.db.execute(
+            "SELECT offset, record_id, value FROM records WHERE topic=? AND key=? ORDER BY offset", (topic, key)
+        ).fetchall()
+        return [Record(topic, o, key, rid, v) for o, rid, v in rows]
+
+    async def consumed(self, topic: str) -> int | None:
+        """The offset below which every consumer group of ``topic`` has committed (None: nobody reads it)."""
+        row = self.db.execute("SELECT MIN(offset) FROM consumer_offsets WHERE topic=?", (topic,)).fetchone()
+        return None if row[0] is None else int(row[0])
+
+    async def rewrite(self, topic: str, values: Mapping[int, str]) -> int:
+        """Replace the payloads at these offsets of ``topic`` (offset, key and record id stay): erasure."""
+        with self._txn():
+            return sum(
+                self.db.execute("UPDATE records SET value=? WHERE topic=? AND offset=?", (v, topic, o)).rowcount
+                for o, v in values.items()
+            )
+
+    async def erase_freed(self) -> bool:
+        """Zero freed pages and truncate the WAL (see :func:`streams.scrub.erase_freed`)."""
+        return erase_freed(self.db, "log_meta")
+
     async def topic_counts(self) -> dict[str, int]:
         rows = self.db.execute("SELECT topic, COUNT(*) FROM records GROUP BY topic").fetchall()
         return {t: int(n) for t, n in rows}
 
     def _txn(self) -> _Txn:
         return _Txn(self.db)
+
+
+def message_id_hash(chat_id: str, message_id: str) -> str:
+    """What the deletion ledger keeps of an erased message id."""
+    return hashlib.blake2b(f"{chat_id}\x1f{message_id}".encode(), digest_size=16).hexdigest()
 
 
 class _Txn:

@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Collection
 from typing import Protocol, runtime_checkable
 from urllib.parse import parse_qs, urlparse
+
+PoolRewrite = Callable[[str], str | None]  # a serialized pool -> the pool to keep (None: drop it)
 
 
 @runtime_checkable
@@ -46,7 +49,24 @@ class WorkingMemory(Protocol):
         """Drop everything held for a chat (deletion, replay)."""
         ...
 
+    async def forget_messages(
+        self,
+        chat_id: str,
+        message_ids: Collection[str],
+        rewrite_pool: PoolRewrite | None = None,
+        needles: Collection[str] = (),
+    ) -> int:
+        """Erase messages from a chat's working memory (a user's deletion): the pool is replaced by
+        ``rewrite_pool(pool)`` (same version and expiry), the ids leave every topic window (an emptied
+        window is dropped), and journal entries containing any of ``needles`` (quoted ids, texts) are
+        dropped. Returns how many entries changed."""
+        ...
+
     async def close(self) -> None: ...
+
+
+def _mentions(value: str, needles: Collection[str]) -> bool:
+    return any(n and n in value for n in needles)
 
 
 class InProcessWorkingMemory:
@@ -102,6 +122,36 @@ class InProcessWorkingMemory:
         self._windows.pop(chat_id, None)
         for key in [k for k in self._journal if k[0] == chat_id]:
             del self._journal[key]
+
+    async def forget_messages(
+        self,
+        chat_id: str,
+        message_ids: Collection[str],
+        rewrite_pool: PoolRewrite | None = None,
+        needles: Collection[str] = (),
+    ) -> int:
+        gone, changed = set(message_ids), 0
+        pool = self._pools.get(chat_id)
+        if pool is not None and rewrite_pool is not None:
+            state = rewrite_pool(pool[0])
+            if state is None:
+                del self._pools[chat_id]
+            else:
+                self._pools[chat_id] = (state, pool[1], pool[2])
+            changed += 1
+        windows = self._windows.get(chat_id, {})
+        for topic_id, (ids, deadline) in list(windows.items()):
+            if gone & set(ids):
+                kept = [m for m in ids if m not in gone]
+                if kept:
+                    windows[topic_id] = (kept, deadline)
+                else:
+                    del windows[topic_id]
+                changed += 1
+        for key in [k for k, (v, _) in self._journal.items() if k[0] == chat_id and _mentions(v, needles)]:
+            del self._journal[key]
+            changed += 1
+        return changed
 
     async def close(self) -> None:
         return None
@@ -196,6 +246,51 @@ class RedisWorkingMemory:
                 batch = []
         if batch:
             await self._redis.delete(*batch)
+
+    async def forget_messages(
+        self,
+        chat_id: str,
+        message_ids: Collection[str],
+        rewrite_pool: PoolRewrite | None = None,
+        needles: Collection[str] = (),
+    ) -> int:
+        from redis.exceptions import WatchError
+
+        gone, changed = set(message_ids), 0
+        key = self._key(chat_id, "pool")
+        while rewrite_pool is not None:  # optimistic: a worker writing the pool meanwhile -> read again
+            async with self._redis.pipeline(transaction=True) as pipe:
+                try:
+                    await pipe.watch(key)
+                    raw = await pipe.hget(key, "s")
+                    if raw is None:
+                        break
+                    state = rewrite_pool(raw)
+                    pipe.multi()
+                    if state is None:
+                        pipe.delete(key)
+                    else:
+                        pipe.hset(key, "s", state)  # the version and the expiry stay
+                    await pipe.execute()
+                    changed += 1
+                    break
+                except WatchError:
+                    continue
+        for topic_id, ids in (await self.topic_windows(chat_id)).items():
+            if gone & set(ids):
+                kept = [m for m in ids if m not in gone]
+                win = self._key(chat_id, "win", topic_id)
+                if kept:
+                    await self._redis.set(win, json.dumps(kept), keepttl=True)
+                else:
+                    await self.drop_topic_window(chat_id, topic_id)
+                changed += 1
+        pattern = _glob_escape(self._key(chat_id, "journal")) + ":*"
+        async for jkey in self._redis.scan_iter(match=pattern, count=500):
+            value = await self._redis.get(jkey)
+            if value is not None and _mentions(value, needles):
+                changed += await self._redis.delete(jkey)
+        return changed
 
     async def close(self) -> None:
         await self._redis.aclose()

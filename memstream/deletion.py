@@ -1,0 +1,221 @@
+"""Deletion that deletes: a user's (or a chat's) data and everything derived from it, at once and physically.
+
+Order (a user U in chat C; a chat deletion removes everything of C the same way):
+
+1. the ledger records ``(C, U, time)`` (replay and the workers skip U from now on) plus hashes of U's
+   message ids, never their text;
+2. the embedded pipeline is drained, so nothing still in flight can derive from U afterwards;
+3. the store drops U's messages and every record derived from them (:mod:`retrieval.deletion`), the graph
+   their person, statements and evidence, the segmenter's checkpoint and working memory their messages
+   (:mod:`agents.forget`), the embedding cache the vectors of every deleted text;
+4. the log's records holding U's messages become tombstones (:mod:`streams.log_erase`);
+5. each closed topic that lost messages but keeps others' is distilled again (a distillation job on the
+   log, processed at once), so the chat keeps a summary and title without U;
+6. every SQLite file zeroes what was freed and truncates its WAL (:mod:`streams.scrub`), last.
+
+With a Kafka log the same runs against the production store and working memory; the distillation of
+step 5 runs in-process over a throw-away local log (like a replay), and the raw topic is handled by
+:func:`ops.kafka_tools.delete_data`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import tempfile
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agents.forget import forget_in_pool_json
+from agents.segment_state import ChatPool, dump_pools, load_pools
+from memstream.clients import Clients
+from retrieval.deletion import Forgotten
+from retrieval.embedder import forget_cached
+from schemas import ChatMessage, DistillJob, TopicSummary, stable_id
+from streams.codec import encode
+from streams.log import FileLog, Produce
+from streams.log_erase import erase_in_log, needles_of, raw_messages
+from streams.scrub import erase_freed
+from streams.topics import DISTILL_JOBS
+from streams.working_memory import PoolRewrite, WorkingMemory
+
+log = logging.getLogger("memstream.deletion")
+
+SEGMENTER_GROUP = "segmenter"
+
+
+@dataclass
+class DeletionReport:
+    chat_id: str
+    user: str | None
+    at: str
+    removed: int = 0  # messages and docs (and topics, for a chat), as the store counts them
+    messages: int = 0
+    memories: int = 0
+    reopened: int = 0
+    topics_trimmed: int = 0
+    topics_redistilled: int = 0
+    graph: int = 0
+    log_records: int = 0
+    cache_vectors: int = 0
+    working_memory: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if isinstance(v, int)}
+
+
+async def delete_data(
+    clients: Clients,
+    chat_id: str,
+    user: str | None,
+    *,
+    wm: WorkingMemory | None = None,
+    now: datetime | None = None,
+) -> DeletionReport:
+    """Delete ``user``'s data in ``chat_id`` (None: the whole chat) everywhere this process reaches."""
+    from streams.runner import EmbeddedRunner  # the runner imports the stages, which import the clients
+
+    at = (now or datetime.now(UTC)).isoformat()
+    report = DeletionReport(chat_id=chat_id, user=user, at=at)
+    file_log = clients.log if isinstance(clients.log, FileLog) else None
+    await clients.log.record_deletion(chat_id, user or "*", at)
+    raw: list[ChatMessage] = []
+    if file_log is not None:
+        await EmbeddedRunner(clients).run_until_idle()  # drain: nothing in flight may derive from them later
+        raw = await raw_messages(file_log, chat_id, user)
+    texts = {m.message_id: m.text for m in raw}  # the latest text of each message
+    gone = await _forget_in_store(clients, chat_id, user, set(texts))
+    texts.update(gone.texts)
+    ids = set(texts) | gone.message_ids
+    said = list(dict.fromkeys([*(m.text for m in raw), *texts.values()]))  # every revision (edits) too
+    report.messages, report.memories, report.reopened = len(ids), gone.memories, gone.reopened
+    report.removed, report.topics_trimmed = gone.removed, gone.topics_trimmed + gone.topics_dropped
+    if file_log is not None:
+        await file_log.record_deleted_ids(chat_id, user or "*", ids)
+    cache_texts = [*said, *gone.record_texts]
+    graph = clients.extra.get("graph")
+    if graph is not None:
+        g = await (graph.forget_chat(chat_id) if user is None
+                   else graph.forget_user(chat_id, user, sorted(gone.names), sorted(ids)))  # fmt: skip
+        report.graph, cache_texts = g.removed, cache_texts + g.texts
+
+    def rewrite(raw_pool: str) -> str | None:
+        if user is None:
+            return None
+        return forget_in_pool_json(raw_pool, ids, sender=user, texts=texts, vectors=gone.vectors)
+
+    if file_log is not None:
+        report.working_memory += await _forget_in_checkpoint(file_log, chat_id, rewrite)
+    if wm is not None:
+        if user is None:
+            await wm.forget_chat(chat_id)
+            report.working_memory += 1
+        else:
+            report.working_memory += await wm.forget_messages(
+                chat_id, ids, rewrite, needles_of(sorted(ids), said)
+            )
+    report.cache_vectors = _forget_in_cache(clients, cache_texts)
+    if file_log is not None:
+        deletion_id = stable_id("deletion", chat_id, user or "*", at)
+        report.log_records = await erase_in_log(file_log, chat_id, user, ids, said, deletion_id,
+                                                derived_ids=gone.memory_ids | gone.topic_ids)
+    if user is not None and gone.redistil:
+        jobs = await redistil_jobs(clients, chat_id, gone.redistil, at)
+        report.topics_redistilled = len(jobs)
+        await _run_jobs(clients, jobs, file_log)
+    _erase_freed(clients)
+    log.info("deleted", extra=report.as_dict())
+    return report
+
+
+def _erase_freed(clients: Clients) -> None:
+    """Last, after the distillation's writes too: every embedded file zeroes what was freed and empties its
+    WAL (the store and the graph did after their deletion; the log and a second pass here)."""
+    for holder in (clients.log, clients.store, clients.extra.get("graph")):
+        db = getattr(holder, "db", None) if holder is not None else None
+        if isinstance(db, sqlite3.Connection):
+            erase_freed(db, "log_meta" if isinstance(holder, FileLog) else "meta")
+
+
+async def _forget_in_store(clients: Clients, chat_id: str, user: str | None, ids: Collection[str]) -> Forgotten:
+    store = clients.store
+    if user is None:
+        if hasattr(store, "forget_chat"):
+            return await store.forget_chat(chat_id)
+        return Forgotten(removed=await store.delete_chat(chat_id))
+    if hasattr(store, "forget_user"):
+        return await store.forget_user(chat_id, user, ids)
+    return Forgotten(removed=await store.delete_user(chat_id, user), message_ids=set(ids))
+
+
+async def _forget_in_checkpoint(file_log: FileLog, chat_id: str, rewrite: PoolRewrite) -> int:
+    """Apply ``rewrite`` to the chat's segmenter pool in the log's checkpoint (None drops it)."""
+    parts = await file_log.load_state(SEGMENTER_GROUP)
+    if chat_id in parts:
+        await file_log.commit(SEGMENTER_GROUP, {}, [], {chat_id: rewrite(parts[chat_id])})
+        return 1
+    if parts.get(""):  # a checkpoint from before per-chat parts: every chat in one part
+        pools = load_pools(parts[""])
+        if chat_id in pools:
+            new = rewrite(pools[chat_id].model_dump_json())
+            if new is None:
+                del pools[chat_id]
+            else:
+                pools[chat_id] = ChatPool.model_validate_json(new)
+            await file_log.commit(SEGMENTER_GROUP, {}, [], {"": dump_pools(pools)})
+            return 1
+    return 0
+
+
+def _forget_in_cache(clients: Clients, texts: Sequence[str]) -> int:
+    """Drop the deleted texts' vectors from the embedder's cache and the data dir's cache file."""
+    if not texts:
+        return 0
+    emb, n = clients.embedder, 0
+    if emb is not None and hasattr(emb, "forget"):
+        n += emb.forget(texts)
+    path = clients.settings.data_dir / "embed-cache.db"
+    if emb is None or Path(str(getattr(emb, "cache", ""))).resolve() != path.resolve():
+        n += forget_cached(path, texts)
+    return n
+
+
+async def redistil_jobs(
+    clients: Clients, chat_id: str, topics: Sequence[TopicSummary], at: str
+) -> list[Produce]:
+    """A distillation job per closed topic that lost messages, over the messages it keeps."""
+    out = []
+    for topic in topics:
+        msgs = await clients.store.get_messages(chat_id, topic.message_ids)
+        if not msgs:
+            continue
+        job = DistillJob(job_id=stable_id("job", "forget", chat_id, topic.topic_id, at), chat_id=chat_id,
+                         topic_id=topic.topic_id, messages=msgs, at=max(m.ts for m in msgs))  # fmt: skip
+        out.append(Produce(DISTILL_JOBS.name, chat_id, job.job_id, encode(job)))
+    return out
+
+
+async def _run_jobs(clients: Clients, jobs: list[Produce], file_log: FileLog | None) -> None:
+    """Process the jobs now: on the embedded log, or (Kafka) over a throw-away local log."""
+    from streams.runner import EmbeddedRunner
+
+    if file_log is not None:
+        runner = EmbeddedRunner(clients)
+        await runner.produce(jobs)
+        await runner.run_until_idle()
+        return
+    with tempfile.TemporaryDirectory(prefix="memstream-forget-") as tmp:
+        local = await FileLog(Path(tmp) / "log.db").open()
+        try:
+            for chat, sender in sorted(await clients.log.deletions()):
+                await local.record_deletion(chat, sender, "copy")
+            local_clients = Clients(settings=clients.settings, log=local, store=clients.store,
+                                    embedder=clients.embedder, llm=clients.llm, extra=clients.extra)  # fmt: skip
+            runner = EmbeddedRunner(local_clients)
+            await runner.produce(jobs)
+            await runner.run_until_idle()
+        finally:
+            await local.close()

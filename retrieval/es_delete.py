@@ -1,0 +1,121 @@
+"""Deletion in the Elasticsearch store (:class:`retrieval.es_store.ESStore`): a user's or a chat's data and
+everything derived from it (what goes is decided by :mod:`retrieval.deletion`, as for the embedded store).
+
+Memory records are stored whole but not indexed by their sources, so the chat's versions are read and the
+doomed ones deleted by id (memories, their docs, their decisions); docs are also deleted by
+``source_message_ids`` terms (turns and any record doc carrying a deleted message). Every request is
+routed and filtered by the chat. Deleted Lucene documents stay in their segments until a merge: a deletion
+ends with a best-effort ``forcemerge(only_expunge_deletes)`` of the indices it touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
+
+from retrieval import es_queries as Q
+from retrieval.deletion import Forgotten, affected_topics, doomed_memories, reopened, trim_topic
+from schemas import ChatMessage, MemoryRecord
+
+if TYPE_CHECKING:
+    from retrieval.es_store import ESStore
+
+__all__ = ["forget_chat", "forget_user"]
+
+_TERMS = 1000  # values per terms query
+
+
+def _chunks(values: Collection[str]) -> list[list[str]]:
+    items = sorted(values)
+    return [items[i : i + _TERMS] for i in range(0, len(items), _TERMS)]
+
+
+async def _delete_terms(store: ESStore, kind: str, chat: str, field: str, values: Collection[str]) -> int:
+    return sum([await store._delete(kind, Q.build_chat_query(chat, terms={field: c}), chat) for c in _chunks(values)])
+
+
+async def _expunge(store: ESStore, kinds: Collection[str]) -> None:
+    """Merge away deleted documents (best effort: a cluster or API server may not support it)."""
+    try:
+        index = ",".join(store.alias(k) for k in kinds)
+        await store.es.options(ignore_status=(400, 404, 405, 501)).indices.forcemerge(
+            index=index, only_expunge_deletes=True, wait_for_completion=True
+        )
+    except Exception:  # noqa: BLE001 - erasure of the index files is best effort, the data is gone from reads
+        return
+
+
+async def forget_chat(store: ESStore, chat_id: str) -> Forgotten:
+    """Remove everything of a chat; ``removed`` counts its messages, docs and topics."""
+    out = Forgotten()
+    for m in await store.list_messages(chat_id):
+        out.message_ids.add(m.message_id)
+        out.texts[m.message_id] = m.text
+    out.record_texts = [r.text for r in await store.list_memories(chat_id, live_only=False)]
+    query = Q.build_chat_query(chat_id)
+    for kind in ("docs", "messages", "topics"):
+        out.removed += await store._delete(kind, query, chat_id)
+    out.memories = await store._delete("memories", query, chat_id)
+    await store._delete("decisions", query, chat_id)
+    await _expunge(store, Q.INDEX_KINDS)
+    return out
+
+
+async def forget_user(store: ESStore, chat_id: str, sender: str, message_ids: Collection[str] = ()) -> Forgotten:
+    """Remove a sender's messages in one chat (and ``message_ids``) and everything derived from them."""
+    chat, out = chat_id, Forgotten()
+    rows = await store._scan("messages", Q.build_chat_query(chat, terms={"sender": [sender]}), ["seq"], chat)
+    msgs = [ChatMessage.model_validate(r["message"]) for r in rows]
+    out.message_ids = {m.message_id for m in msgs} | set(message_ids)
+    out.texts = {m.message_id: m.text for m in msgs}
+    turns = Q.build_chat_query(chat, terms={"kind": ["turn"], "sender": [sender]})
+    resp = await store.es.search(index=store.alias("docs"), routing=chat, size=0, query=turns,
+                                 aggs={"names": {"terms": {"field": "speaker", "size": 10_000}}})  # fmt: skip
+    out.names = {sender, *(m.display_name for m in msgs), *(b["key"] for b in resp["aggregations"]["names"]["buckets"])}
+    by_doc = {Q.turn_doc_id(chat, m): m for m in out.message_ids}
+    for doc_id, src in (await store._mget("docs", chat, list(by_doc))).items():
+        if src.get("vector"):
+            out.vectors[by_doc[doc_id]] = src["vector"]
+    records = await store.list_memories(chat, live_only=False)
+    topics = await store.list_topics(chat)
+    out.topic_ids = affected_topics(records, topics, out.message_ids)
+    doomed = doomed_memories(records, out.message_ids, out.names, out.topic_ids)
+    out.memory_ids = set(doomed)
+    back = reopened(records, doomed)
+    out.record_texts = [r.text for r in doomed.values()]
+
+    out.removed += await store._delete("docs", turns, chat)
+    out.removed += await _delete_terms(store, "docs", chat, "doc_id", doomed)
+    out.removed += await _delete_terms(store, "docs", chat, "source_message_ids", out.message_ids)
+    out.memories = await _delete_terms(store, "memories", chat, "memory_id", doomed)
+    await _delete_terms(store, "decisions", chat, "memory_id", doomed)
+    if back:
+        await store._bulk([op for r in back for op in _reopen_ops(store, chat, r)])
+    out.reopened = len(back)
+    for topic in topics:
+        trimmed = trim_topic(topic, out.message_ids, out.names)
+        if trimmed is topic:
+            continue
+        if trimmed is None:
+            await store.es.options(ignore_status=404).delete(
+                index=store.alias("topics"), id=Q.es_id(chat, topic.topic_id), routing=chat, refresh=True
+            )
+            out.topics_dropped += 1
+            continue
+        await store.upsert_topic(trimmed)
+        out.topics_trimmed += 1
+        if trimmed.state == "closed" and set(topic.message_ids) & out.message_ids:
+            out.redistil.append(trimmed)
+    out.removed += await _delete_terms(store, "messages", chat, "message_id", out.message_ids)
+    out.removed += await store._delete("messages", Q.build_chat_query(chat, terms={"sender": [sender]}), chat)
+    await _expunge(store, Q.INDEX_KINDS)
+    return out
+
+
+def _reopen_ops(store: ESStore, chat: str, r: MemoryRecord) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    key = Q.es_id(chat, r.memory_id)
+    patch = {"valid_to": None, "superseded_by": None, "record": r.model_dump(mode="json")}
+    return [
+        ({"update": {"_index": store.alias("memories"), "_id": key, "routing": chat}}, {"doc": patch}),
+        ({"update": {"_index": store.alias("docs"), "_id": key, "routing": chat}}, {"doc": {"valid_to": None}}),
+    ]

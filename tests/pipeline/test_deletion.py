@@ -1,0 +1,164 @@
+"""Deletion that deletes, on the embedded default: after deleting a user (or a chat) nothing of theirs is
+retrievable at once, stored, or left in the bytes of the data dir; replay does not bring it back; others'
+information is kept (topics they shared are distilled again)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from memstream.api import create_app
+from memstream.clients import build_clients
+from memstream.ops import delete, delete_report, ingest, replay
+from memstream.settings import Settings
+from retrieval.embedder import CachedEmbedder, cache_key
+from streams.codec import is_tombstone
+from streams.topics import RAW_MESSAGES
+from tests.helpers import write_jsonl
+from tests.pipeline.deletion_data import (
+    CASES,
+    CHINESE,
+    ENGLISH,
+    Case,
+    canary_files,
+    check_others_kept,
+    check_retrieval,
+    check_stored,
+    contains_canary,
+)
+
+
+async def _clients(data_dir: Path, minilm):
+    """The default clients with the real model and a cache FILE in the data dir (its bytes are checked)."""
+    emb = CachedEmbedder(minilm.inner, data_dir / "embed-cache.db")
+    return await build_clients(Settings(data_dir=data_dir), embedder=emb)
+
+
+async def _ingest(clients, tmp_path: Path, rows: list[dict], flush: bool = True) -> None:
+    await ingest(clients, write_jsonl(tmp_path / f"in-{len(rows)}.jsonl", rows), flush=flush)
+
+
+def _cached(data_dir: Path, texts: list[str], model: str) -> int:
+    keys = [cache_key(model, False, t) for t in texts]
+    with sqlite3.connect(data_dir / "embed-cache.db") as con:
+        return sum(con.execute("SELECT COUNT(*) FROM embeddings WHERE key = ?", (k,)).fetchone()[0] for k in keys)
+
+
+async def _assert_gone(clients, case: Case, data_dir: Path) -> None:
+    await check_retrieval(clients, case)
+    await check_stored(clients, case)
+    assert canary_files(data_dir, case) == {}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+async def test_deleted_user_is_gone_at_once_physically_and_after_replay(tmp_path, minilm, lang):
+    case = CASES[lang]
+    data_dir = tmp_path / "d"
+    clients = await _clients(data_dir, minilm)
+    texts = [r["text"] for r in case.rows if r["sender"] == case.user]
+    try:
+        await _ingest(clients, tmp_path, case.rows)
+        derived = [m for m in await clients.store.list_memories(case.chat)
+                   if set(m.source_message_ids) & case.user_ids and m.speaker not in case.names]  # fmt: skip
+        assert derived, "the chat must have records of others that quote the user (summaries, Q&A...)"
+        assert canary_files(data_dir, case) and _cached(data_dir, texts, minilm.name) == len(texts)
+
+        report = await delete_report(clients, case.chat, case.user)
+        assert report.removed > 0 and report.memories >= len(derived) and report.log_records > 0
+        assert report.topics_redistilled >= 1
+        for name in ("memstream.db", "graph.db", "log/log.db"):  # checkpointed and truncated, last
+            assert (data_dir / f"{name}-wal").stat().st_size == 0, name
+        await _assert_gone(clients, case, data_dir)
+        await check_others_kept(clients, case)
+        assert _cached(data_dir, texts, minilm.name) == 0
+        raw = await clients.log.keyed(RAW_MESSAGES.name, case.chat)
+        assert sum(is_tombstone(r.value) for r in raw) == len(case.user_ids)  # offsets kept, payloads gone
+        assert [r.offset for r in raw] == sorted(r.offset for r in raw)
+
+        await replay(clients)
+        await _assert_gone(clients, case, data_dir)
+        await check_others_kept(clients, case)
+        assert (await clients.log.deletions()) == {(case.chat, case.user)}
+    finally:
+        await clients.close()
+    assert canary_files(data_dir, case) == {}
+
+
+async def test_active_topics_forget_the_user_in_the_segmenter_checkpoint(tmp_path, minilm):
+    """Without a flush the last topics stay active: the checkpointed pool must lose the user's messages."""
+    case, data_dir = ENGLISH, tmp_path / "d"
+    clients = await _clients(data_dir, minilm)
+    try:
+        await _ingest(clients, tmp_path, case.rows, flush=False)
+        before = (await clients.log.load_state("segmenter"))[case.chat]
+        assert any(m in before for m in case.user_ids)
+        assert await delete(clients, case.chat, case.user) > 0
+        after = (await clients.log.load_state("segmenter"))[case.chat]
+        assert not any(f'"{m}"' in after for m in case.user_ids) and not contains_canary(after, case)
+        assert '"mallory"' not in after  # not a participant, speaker or name any more
+        await _assert_gone(clients, case, data_dir)
+        rest = [{**r, "message_id": r["message_id"] + "b", "ts": r["ts"].replace("09:", "11:")}
+                for r in case.rows if r["sender"] != case.user]  # fmt: skip
+        await _ingest(clients, tmp_path, rest)  # the chat goes on from the cleaned pool
+        await _assert_gone(clients, case, data_dir)
+    finally:
+        await clients.close()
+
+
+async def test_deleting_a_chat_leaves_nothing_of_it_and_other_chats_untouched(tmp_path, minilm):
+    data_dir = tmp_path / "d"
+    clients = await _clients(data_dir, minilm)
+    gone = Case(chat="eng", user="*", names=(), canaries=(*ENGLISH.canaries, "Orion", "Mount Tai", "north gate"),
+                rows=ENGLISH.rows, queries=ENGLISH.queries, kept_query="", kept_words=())  # fmt: skip
+    try:
+        await _ingest(clients, tmp_path, ENGLISH.rows + CHINESE.rows)
+        kept = await clients.store.export_chat("zh")
+        kept_edges = await clients.extra["graph"].edges("zh", include_invalid=True)
+        assert await delete(clients, "eng", None) > 0
+        for _ in range(2):  # right away, then after a replay
+            assert "eng" not in await clients.store.chats()
+            assert await clients.store.export_chat("eng") == {"chat_id": "eng", "messages": [], "memories": [],
+                                                               "topics": []}  # fmt: skip
+            assert "eng" not in await clients.extra["graph"].chats()
+            assert await clients.store.export_chat("zh") == kept
+            assert await clients.extra["graph"].edges("zh", include_invalid=True) == kept_edges
+            assert canary_files(data_dir, gone) == {}
+            assert canary_files(data_dir, CHINESE)  # the other chat is all there
+            for record in await clients.log.keyed(RAW_MESSAGES.name, "eng"):
+                assert is_tombstone(record.value)
+            await replay(clients)
+    finally:
+        await clients.close()
+
+
+def test_http_delete_of_a_user_removes_everything_derived_at_once(tmp_path, minilm):
+    data_dir = tmp_path / "d"
+    app = create_app(Settings(data_dir=data_dir), embedder=minilm)
+    with TestClient(app) as client:
+        for case in (ENGLISH, CHINESE):
+            r = client.post("/v1/messages", json={"messages": case.rows, "flush": True})
+            assert r.status_code == 202, r.text
+        for case in (ENGLISH, CHINESE):
+            mems = client.get(f"/v1/chats/{case.chat}/memories").json()
+            assert any(contains_canary(m["text"], case) for m in mems)
+            r = client.delete(f"/v1/chats/{case.chat}/users/{case.user}")
+            assert r.status_code == 200, r.text
+            body = r.json()
+            assert body["deleted"] > 0 and body["memories"] > 0 and body["topics_redistilled"] >= 1
+            for mode in ("routed", "hybrid"):
+                for query in (*case.queries, case.kept_query):
+                    got = client.post("/v1/retrieve", json={"chat_id": case.chat, "query": query, "mode": mode})
+                    for item in got.json()["items"]:
+                        assert item["speaker"] not in case.names and not contains_canary(item["text"], case)
+                        assert not set(item["source_message_ids"]) & case.user_ids
+                    assert not contains_canary(got.json()["context"], case)
+            mems = client.get(f"/v1/chats/{case.chat}/memories", params={"include_superseded": True}).json()
+            assert mems and not any(contains_canary(m["text"], case) or m["speaker"] in case.names for m in mems)
+            assert any(m["kind"] == "summary" for m in mems)  # the shared topics were distilled again
+            topics = client.get(f"/v1/chats/{case.chat}/topics").json()
+            assert not any(set(t["message_ids"]) & case.user_ids for t in topics)
+            assert not contains_canary(client.get(f"/v1/chats/{case.chat}/export").text, case)
+            assert canary_files(data_dir, case) == {}
