@@ -10,7 +10,7 @@ import numpy as np
 
 from memstream.clients import Clients
 from schemas import DeadLetter, stable_id
-from streams.codec import DecodeError, decode, encode
+from streams.codec import DecodeError, Tombstone, decode, encode
 from streams.log import Produce, Record
 from streams.topics import DEAD_LETTERS, TopicSpec
 
@@ -46,12 +46,16 @@ class StageOutput:
 
 
 def decode_all(spec: TopicSpec, stage: str, records: list[Record], out: StageOutput) -> list:
+    """Decoded records; a malformed one is dead-lettered, an erased one (a deletion's tombstone) skipped."""
     items = []
     for record in records:
         try:
-            items.append(decode(spec, record.value))
+            item = decode(spec, record.value)
         except DecodeError as exc:
             out.dead_letter(stage, record, str(exc))
+            continue
+        if not isinstance(item, Tombstone):
+            items.append(item)
     return items
 
 
