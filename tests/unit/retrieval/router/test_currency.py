@@ -1,0 +1,57 @@
+"""Stale items below their current version, annotated, under any strategy (pure)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from retrieval.protocols import Doc
+from retrieval.router.candidates import Cand
+from retrieval.router.currency import apply_currency, build_succession, doc_from_record, heads_to_fetch
+from retrieval.router.strategies import Ranking
+from schemas import MemoryKind, MemoryRecord
+
+T0 = datetime(2024, 3, 1, tzinfo=UTC)
+
+
+def rec(mid, text, sources, *, attribute="lives_in", value=None, to=None, by=None, days=0):
+    return MemoryRecord(memory_id=mid, chat_id="c", kind=MemoryKind.FACT, text=text, subject="Bob",
+                        attribute=attribute, value=value, valid_from=T0 + timedelta(days=days),
+                        valid_to=to, superseded_by=by, source_message_ids=list(sources), source_event_id="e")  # fmt: skip
+
+
+def turn(mid, text, days=0):
+    return Cand(doc=Doc(doc_id=f"turn:c:{mid}", chat_id="c", kind="turn", text=text, speaker="Bob",
+                        ts=T0 + timedelta(days=days), source_message_ids=[mid]))  # fmt: skip
+
+
+OLD = rec("f1", "Bob lives in Berlin", ["m1"], value="Berlin", to=T0 + timedelta(days=9), by="f2")
+NEW = rec("f2", "Bob moved to Lisbon", ["m9"], value="Lisbon", days=9)
+GONE = rec("f3", "Carol's favourite drink is green tea", ["m4"], attribute="favorite_drink", value="green tea",
+           to=T0 + timedelta(days=5))  # retracted  # fmt: skip
+
+
+def test_the_current_version_is_fetched_and_put_above_the_stale_turn():
+    succ = build_succession([OLD, GONE, NEW.model_copy(update={"valid_to": None})])
+    stale = turn("m1", "I live in Berlin.")
+    ranking = Ranking("factual", [(stale, 2.0), (turn("m3", "Berlin is cold"), 1.0)])
+    assert heads_to_fetch(succ, [stale], {}) == ["f2"]
+    fetched = {"f2": Cand(doc=doc_from_record(NEW))}
+    out = apply_currency(ranking, succ, fetched, k=5)
+    assert [c.doc_id for c, _ in out.scored][:2] == ["f2", "turn:c:m1"]
+    assert out.notes["turn:c:m1"].startswith("superseded (until 2024-03-10) by: Bob moved to Lisbon")
+    assert out.notes["f2"] == "previously: Bob lives in Berlin (until 2024-03-10)"
+    assert "turn:c:m3" not in out.notes  # another message that names the old place is not stale
+
+
+def test_a_retraction_is_noted_and_an_edited_turn_is_not_stale():
+    succ = build_succession([GONE])
+    ranking = Ranking("factual", [(turn("m4", "My favourite drink is green tea."), 1.0)])
+    out = apply_currency(ranking, succ, {}, k=5)
+    assert out.notes["turn:c:m4"].startswith("retracted")
+    edited = Ranking("factual", [(turn("m4", "My favourite drink is coffee."), 1.0)])
+    assert apply_currency(edited, succ, {}, k=5).notes == {}
+
+
+def test_more_detail_is_no_change_of_value():
+    detail = rec("f5", "Bob lives in Berlin", ["m1"], attribute=None, to=T0, by="f6")
+    assert build_succession([detail]).successor == {}
