@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from retrieval.router.context import active_topic, build_bot_context, reply_chain
 from retrieval.router.pipeline import retrieve_routed
+from retrieval.router.recipes import AbstentionConfig, RouterConfig
 from retrieval.text import count_tokens
 from schemas import RetrieveRequest
 
@@ -25,7 +26,9 @@ async def test_layers_in_order_and_within_budget(store, chat):
     m3, m4, m5 = await _group(chat)
     req = RetrieveRequest(chat_id="c1", query="Where does Alice live?", trigger_message_id=m5, asker="carol",
                           token_budget=800)  # fmt: skip
-    resp = await build_bot_context(store, None, req, retrieve=lambda r: retrieve_routed(store, None, r),
+    # the layers, not the calibrated abstention: BM25 only, nothing Alice said has "live" (she "moved")
+    rules = RouterConfig(abstention=AbstentionConfig(model="rules"))
+    resp = await build_bot_context(store, None, req, retrieve=lambda r: retrieve_routed(store, None, r, cfg=rules),
                                    count=count_tokens)  # fmt: skip
     names = [x.name for x in resp.layers]
     assert names[0] == "reply_chain" and "direct" in names
