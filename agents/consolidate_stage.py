@@ -8,6 +8,7 @@ memories of the same slot, the live records derived from the messages a decision
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from agents import consolidator
 from agents.consolidate.derived import (
@@ -19,11 +20,13 @@ from agents.consolidate.derived import (
 )
 from agents.consolidate.records import same_subject
 from agents.stage_io import StageOutput, embed, for_each_item
-from memstream.clients import Clients
 from retrieval.protocols import MemoryFilter
 from schemas import CandidateFact, DecisionOp, DistillResult, MemoryDecision, MemoryKind, MemoryRecord
 from streams.log import Record
 from streams.topics import DISTILL_RESULTS, MEMORY_DECISIONS
+
+if TYPE_CHECKING:  # the wiring (memstream) builds the clients; this module only uses them
+    from memstream.clients import Clients
 
 __all__ = ["ConsolidateStage"]
 

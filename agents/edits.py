@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from agents.stage_io import StageOutput, embed
-from memstream.clients import Clients
 from schemas import ChatMessage, DistillJob, stable_id
 from streams.topics import DISTILL_JOBS
+
+if TYPE_CHECKING:  # the wiring (memstream) builds the clients; this module only uses them
+    from memstream.clients import Clients
 
 __all__ = ["apply_edit", "split_edits"]
 

@@ -5,14 +5,17 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memstream.clients import Clients
 from schemas import DeadLetter, stable_id
 from streams.codec import DecodeError, Tombstone, decode, encode
 from streams.log import Produce, Record
 from streams.topics import DEAD_LETTERS, TopicSpec
+
+if TYPE_CHECKING:  # the wiring (memstream) builds the clients; this module only uses them
+    from memstream.clients import Clients
 
 __all__ = ["StageOutput", "decode_all", "embed", "for_each_item"]
 

@@ -105,6 +105,20 @@ GENERIC = frozenset(
 _EN_WORD = re.compile(r"[A-Za-z][\w'\u2019-]*")
 
 
+def _roles_and_zh_names(query: str, participants: list[str]) -> list[str]:
+    """Relations and roles (``grandma``, ``landlord``) and Chinese person names / kinship terms (``外婆``)
+    that are not participants."""
+    out = [w for w in re.findall(r"[a-z]+", query.lower()) if w in ROLES_EN]
+    if has_cjk(query):
+        import rjieba
+
+        for w, flag in rjieba.tag(query):
+            if (flag.startswith("nr") and len(w) >= 2) or w in KINSHIP_ZH:
+                if not any(w in p or p in w for p in participants if p):
+                    out.append(w)
+    return out
+
+
 def named_entities(query: str, participants: list[str]) -> list[str]:
     """People and things the question names that are not participants: capitalised English words (not a
     sentence start, month or weekday, not a participant's name or its prefix), relations and roles
@@ -120,15 +134,7 @@ def named_entities(query: str, participants: list[str]) -> list[str]:
             continue
         if not name_matches(word, participants):
             out.append(word)
-    out.extend(w for w in re.findall(r"[a-z]+", query.lower()) if w in ROLES_EN)
-    if has_cjk(query):
-        import rjieba
-
-        for w, flag in rjieba.tag(query):
-            if (flag.startswith("nr") and len(w) >= 2) or w in KINSHIP_ZH:
-                if not any(w in p or p in w for p in participants if p):
-                    out.append(w)
-    return list(dict.fromkeys(out))
+    return list(dict.fromkeys(out + _roles_and_zh_names(query, participants)))
 
 
 # a relation is mentioned under any of its everyday names
@@ -156,15 +162,7 @@ def named_people(query: str, participants: list[str]) -> list[str]:
 
     out = [m[1] for m in re.finditer(r"\b([A-Z][a-z]+)['\u2019]s\b", query)
            if m[1].lower() not in _NOT_ENTITIES and not name_matches(m[1], participants)]  # fmt: skip
-    out.extend(w for w in re.findall(r"[a-z]+", query.lower()) if w in ROLES_EN)
-    if has_cjk(query):
-        import rjieba
-
-        for w, flag in rjieba.tag(query):
-            if (flag.startswith("nr") and len(w) >= 2) or w in KINSHIP_ZH:
-                if not any(w in p or p in w for p in participants if p):
-                    out.append(w)
-    return list(dict.fromkeys(out))
+    return list(dict.fromkeys(out + _roles_and_zh_names(query, participants)))
 
 
 # ---- whom an item is about -----------------------------------------------------------------------------
