@@ -102,7 +102,8 @@ def read_locomo(path: Path, turn_spacing_s: int = 30) -> Iterator[Parsed]:
                         metadata={"session": num, "position": pos},
                     )
                 except (KeyError, ValidationError) as exc:
-                    yield Parsed(raw=raw, error=f"bad LoCoMo turn: {exc!r}", where=f"{chat_id}/{key}/{pos}")
+                    why = describe(exc) if isinstance(exc, ValidationError) else f"missing {exc}"
+                    yield Parsed(raw=raw, error=f"bad LoCoMo turn: {why}", where=f"{chat_id}/{key}/{pos}")
                     continue
                 yield Parsed(message=msg, raw=raw, where=f"{chat_id}/{key}/{pos}")
 
@@ -135,14 +136,14 @@ def read_irc(path: Path) -> Iterator[Parsed]:
             addressed = _ADDRESS.match(text or "")
             mentions = [addressed[1]] if addressed and addressed[1] in nicks else []
             nicks.add(nick)
-            yield Parsed(
-                message=ChatMessage(
-                    chat_id=chat_id, message_id=str(idx), sender=nick, ts=ts, text=text or "",
-                    mentions=mentions, platform="irc",
-                ),
-                raw=line,
-                where=f"{file.name}:{idx}",
-            )
+            where = f"{file.name}:{idx}"
+            try:
+                msg = ChatMessage(chat_id=chat_id, message_id=str(idx), sender=nick, ts=ts, text=text or "",
+                                  mentions=mentions, platform="irc")
+            except ValidationError as exc:  # e.g. a line with no text: dead-lettered, never a crash
+                yield Parsed(raw=line, error=f"line {idx}: {describe(exc)}", where=where)
+                continue
+            yield Parsed(message=msg, raw=line, where=where)
 
 
 def read_any(path: Path, fmt: str | None = None) -> Iterator[Parsed]:

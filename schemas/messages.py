@@ -4,35 +4,52 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
-from schemas.base import Contract, ensure_aware
+from schemas.base import CleanText, Contract, Id, check_text, ensure_aware
+
+Mention = Annotated[CleanText, Field(min_length=1, max_length=256)]
 
 
 class ChatMessage(Contract):
     """One message of a group or private chat, as the platform delivered it.
 
     ``chat_id`` is the isolation boundary: every topic is keyed by it and every query is filtered by it.
+    This model is the input contract of every entry point (CLI readers, ``POST /v1/messages``, the Kafka
+    raw topic): ids per :data:`schemas.base.Id`, a zoned ``ts``, non-blank ``text`` (only a retraction may
+    be empty), bounded names and mentions, valid Unicode everywhere.
     """
 
-    chat_id: str = Field(min_length=1, max_length=256)
-    message_id: str = Field(min_length=1, max_length=256)
-    sender: str = Field(min_length=1, max_length=256)
-    sender_name: str | None = None
+    chat_id: Id
+    message_id: Id
+    sender: Id
+    sender_name: Annotated[CleanText, Field(max_length=256)] | None = None
     ts: datetime
-    text: str = Field(max_length=100_000)
-    reply_to: str | None = None
-    mentions: list[str] = Field(default_factory=list)
+    text: Annotated[CleanText, Field(max_length=100_000)]
+    reply_to: Id | None = None
+    mentions: list[Mention] = Field(default_factory=list, max_length=256)
     chat_type: Literal["group", "private"] = "group"
-    platform: str = "generic"
+    platform: Annotated[CleanText, Field(max_length=64)] = "generic"
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("ts")
     @classmethod
     def _aware(cls, v: datetime) -> datetime:
         return ensure_aware(v)
+
+    @field_validator("metadata")
+    @classmethod
+    def _clean_metadata(cls, v: dict[str, Any]) -> dict[str, Any]:
+        check_text(repr(v))  # nested strings (and keys) must be valid Unicode too
+        return v
+
+    @model_validator(mode="after")
+    def _not_blank(self) -> ChatMessage:
+        if not self.text.strip() and not self.metadata.get("retracted"):
+            raise ValueError("text must not be blank (only a retraction, metadata.retracted, may be empty)")
+        return self
 
     @property
     def key(self) -> str:

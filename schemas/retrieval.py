@@ -3,29 +3,32 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from schemas.base import Contract
+from schemas.base import AwareDatetime, CleanText, Contract, Id
 
 ItemKind = Literal["turn", "fact", "summary", "qa", "task", "decision", "title"]
 
 
 class RetrieveRequest(Contract):
-    chat_id: str = Field(min_length=1)
-    query: str = Field(min_length=1, max_length=4000)
-    k: int = Field(default=10, ge=1, le=100)
+    """A query of one chat. Strict: ``k`` must be a JSON integer (``"5"`` is refused, not coerced), ``now``
+    must carry a zone, the query must not be blank."""
+
+    chat_id: Id
+    query: Annotated[CleanText, Field(min_length=1, max_length=4000, pattern=r"\S")]
+    k: int = Field(default=10, ge=1, le=100, strict=True)
     # ``routed``: classify the query and run its strategy (see retrieval/router); the others are uniform
     mode: Literal["hybrid", "bm25", "embedding", "routed"] = "hybrid"
     kinds: list[ItemKind] | None = None
-    token_budget: int = Field(default=1500, ge=50, le=32000)
+    token_budget: int = Field(default=1500, ge=50, le=32000, strict=True)
     include_superseded: bool = False
     # reference time for relative expressions ("last month"); default: the server's clock
-    now: datetime | None = None
+    now: AwareDatetime | None = None
     # bot context (``/v1/context``): the message that triggered the bot and who sent it
-    trigger_message_id: str | None = None
-    asker: str | None = None
+    trigger_message_id: Id | None = None
+    asker: Id | None = None
 
 
 class RetrievedItem(Contract):
