@@ -1,0 +1,66 @@
+"""A real ``memstream serve`` in a subprocess on a free loopback port (client, MCP and browser tests)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def memstream_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "memstream.cli", *args]
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env.pop("MEMSTREAM_DATA_DIR", None)
+    return {**env, **extra}
+
+
+@contextmanager
+def running_server(data_dir: Path, *, embedder: str = "none", timeout: float = 120.0,
+                   env: dict[str, str] | None = None) -> Iterator[str]:  # fmt: skip
+    """Start ``memstream serve`` on ``data_dir``; yield its base URL once /healthz answers; stop it."""
+    port = free_port()
+    log = (data_dir.parent / f"serve-{port}.log").open("w")
+    proc = subprocess.Popen(
+        memstream_cmd("serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(data_dir),
+                      "--embedder", embedder),
+        stdout=log, stderr=subprocess.STDOUT, env=child_env(**(env or {})), cwd=Path(__file__).parents[1],
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"memstream serve exited with {proc.returncode}: {Path(log.name).read_text()}")
+            try:
+                if httpx.get(url + "/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"memstream serve did not answer in {timeout}s: {Path(log.name).read_text()}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
