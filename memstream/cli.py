@@ -15,6 +15,7 @@ from rich.table import Table
 
 from bench.cli_updates import register as register_bench_updates
 from memstream.cli_audit import register as register_audit
+from memstream.cli_mcp import register as register_mcp
 from memstream.cli_prod import register as register_prod
 from memstream.cli_segment import register as register_segment
 from memstream.settings import Settings
@@ -26,6 +27,7 @@ app.add_typer(bench_app, name="bench")
 register_prod(app)  # worker + kafka bootstrap/produce/lag/delete/replay
 register_audit(app)  # audit of topic segmentation
 register_segment(app)  # resegment (versions, rollback) + topics
+register_mcp(app)  # mcp: the MCP stdio server (retrieve / context / add tools)
 register_bench_updates(bench_app)  # bench updates: the memory-update benchmark
 console = Console(stderr=True)
 out = Console()
