@@ -15,6 +15,7 @@ from rich.table import Table
 
 from bench.cli_updates import register as register_bench_updates
 from memstream.cli_audit import register as register_audit
+from memstream.cli_keys import register as register_keys
 from memstream.cli_mcp import register as register_mcp
 from memstream.cli_prod import register as register_prod
 from memstream.cli_segment import register as register_segment
@@ -27,6 +28,7 @@ app.add_typer(bench_app, name="bench")
 register_prod(app)  # worker + kafka bootstrap/produce/lag/delete/replay
 register_audit(app)  # audit of topic segmentation
 register_segment(app)  # resegment (versions, rollback) + topics
+register_keys(app)  # keys create/list/revoke/audit
 register_mcp(app)  # mcp: the MCP stdio server (retrieve / context / add tools)
 register_bench_updates(bench_app)  # bench updates: the memory-update benchmark
 console = Console(stderr=True)
@@ -69,7 +71,13 @@ def _root(
 
 
 def _run(coro):
-    return asyncio.run(coro)
+    from memstream.dirlock import DataDirBusy
+
+    try:
+        return asyncio.run(coro)
+    except DataDirBusy as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(3) from exc
 
 
 def _progress_bars():
@@ -110,12 +118,15 @@ def ingest(
     progress, close = _progress_bars()
 
     async def main():  # a fresh data dir's embedder follows the input's language (see settle_embedder)
-        clients = await build_clients(settings, sample=sample_texts(path, fmt, settings.embedder_sample))
-        try:
-            return await do_ingest(clients, path, fmt=fmt, flush=flush, progress=progress)
-        finally:
-            close()
-            await clients.close()
+        from memstream.dirlock import processing_lock
+
+        with processing_lock(settings.data_dir, "ingest"):
+            clients = await build_clients(settings, sample=sample_texts(path, fmt, settings.embedder_sample))
+            try:
+                return await do_ingest(clients, path, fmt=fmt, flush=flush, progress=progress)
+            finally:
+                close()
+                await clients.close()
 
     def run():  # the coroutine is created where it is run: never left un-awaited
         return _run(main())
@@ -145,23 +156,30 @@ def ingest(
 def query(
     chat_id: Annotated[str, typer.Argument(help="The chat to search (never crosses chats).")],
     text: Annotated[str, typer.Argument(help="The question.")],
-    k: Annotated[int, typer.Option(help="How many items.")] = 10,
+    k: Annotated[int, typer.Option(help="How many items.", min=1, max=100)] = 10,
     mode: Annotated[str, typer.Option(help="routed (query-type strategies) | hybrid | bm25 | embedding")] = "routed",
     as_json: Annotated[bool, typer.Option("--json", help="Print the full response as JSON.")] = False,
     data_dir: DataDir = None,
     embedder: EmbedderOpt = None,
 ) -> None:
     """Retrieve memory for a question in one chat."""
+    from pydantic import ValidationError
+
     from memstream.clients import build_clients
     from retrieval.service import retrieve
     from schemas import RetrieveRequest
+    from streams.codec import describe
 
     settings = _settings(data_dir, embedder)
+    try:
+        req = RetrieveRequest(chat_id=chat_id, query=text, k=k, mode=mode)
+    except ValueError as exc:  # the input contract: a bad chat id or mode, a blank question
+        console.print(f"[red]error:[/red] {describe(exc) if isinstance(exc, ValidationError) else exc}")
+        raise typer.Exit(2) from exc
 
     async def main():
         clients = await build_clients(settings)
         try:
-            req = RetrieveRequest(chat_id=chat_id, query=text, k=k, mode=mode)
             return await retrieve(clients.store, clients.embedder, req, llm=clients.llm,
                                   graph=clients.extra.get("graph"))
         finally:
@@ -177,19 +195,29 @@ def query(
 
 @app.command()
 def serve(
-    host: Annotated[str | None, typer.Option(help="Bind address.")] = None,
-    port: Annotated[int | None, typer.Option(help="Port.")] = None,
+    host: Annotated[str | None, typer.Option(help="Bind address (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port.", min=1, max=65535)] = None,
+    allow_no_keys: Annotated[bool, typer.Option("--allow-no-keys", help="Serve on a non-loopback address "
+                                                "without API keys (only on a network you trust).")] = False,
     data_dir: DataDir = None,
     embedder: EmbedderOpt = None,
 ) -> None:
-    """Run the retrieval API (OpenAPI docs at /docs)."""
+    """Run the retrieval API (OpenAPI docs at /docs). Off loopback it needs API keys (`memstream keys`)."""
     import uvicorn
 
     from memstream.api import create_app
+    from memstream.keys import KeyStore, serve_refusal
 
     settings = _settings(data_dir, embedder)
-    uvicorn.run(create_app(settings), host=host or settings.api_host, port=port or settings.api_port,
-                log_level="info")
+    bind = host or settings.api_host
+    keys_db = settings.data_dir / "keys.db"
+    n_keys = len(_run(KeyStore(keys_db).open()).active()) if keys_db.exists() else 0
+    refusal = serve_refusal(bind, settings.serve.auth, n_keys, allow_no_keys)
+    if refusal:
+        console.print(f"[red]error:[/red] {refusal}")
+        raise typer.Exit(2)
+    uvicorn.run(create_app(settings), host=bind, port=port or settings.api_port, log_level="info",
+                timeout_keep_alive=30)
 
 
 @app.command()
@@ -208,12 +236,15 @@ def replay(
     progress, close = _progress_bars()
 
     async def main():
-        clients = await build_clients(settings, reindex=embedder is not None)
-        try:
-            return await do_replay(clients, progress)
-        finally:
-            close()
-            await clients.close()
+        from memstream.dirlock import processing_lock
+
+        with processing_lock(settings.data_dir, "replay"):
+            clients = await build_clients(settings, reindex=embedder is not None)
+            try:
+                return await do_replay(clients, progress)
+            finally:
+                close()
+                await clients.close()
 
     stats = _run(main())
     console.print(f"replayed: {stats.processed} in {stats.seconds:.1f}s, {stats.dead_letters} dead letters")
@@ -274,13 +305,16 @@ def delete(
     settings = _settings(data_dir)
 
     async def main():
+        from memstream.dirlock import processing_lock
+
         # the data dir's own embedder (loaded only if a topic is distilled again), never recorded by a delete
         emb = open_embedder(settings) if (settings.data_dir / EMBEDDER_RECORD).exists() else None
-        clients = await build_clients(settings, embedder=emb)
-        try:
-            return await delete_report(clients, chat, user)
-        finally:
-            await clients.close()
+        with processing_lock(settings.data_dir, "delete"):
+            clients = await build_clients(settings, embedder=emb)
+            try:
+                return await delete_report(clients, chat, user)
+            finally:
+                await clients.close()
 
     r = _run(main())
     console.print(f"deleted {r.removed} rows ({r.messages} messages, {r.memories} memory records, "

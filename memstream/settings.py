@@ -181,6 +181,22 @@ class AuditConfig(BaseModel):
     audit_apply: bool = False  # the timer emits repairs (else it only reports)
 
 
+class ServeConfig(BaseModel):
+    """The HTTP API (``memstream serve``; memstream/serving.py, memstream/auth.py)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    # auto: API keys are enforced as soon as one exists (``memstream keys create``); required: always (no key,
+    # no access); off: never (only with --allow-no-keys on a non-loopback address)
+    auth: Literal["auto", "required", "off"] = "auto"
+    max_body_bytes: int = 2_000_000  # a larger request body gets 413 before it is read whole
+    max_batch: int = 1000  # messages per POST /v1/messages
+    readers: int = 2  # reader lanes (threads with their own store connections)
+    max_pending: int = 256  # requests queued per lane before 429 + Retry-After
+    max_backlog: int = 100_000  # accepted raw messages not yet processed before writes get 429
+    audit_flush_s: float = 0.5  # the access log is written in batches this often (deletions at once)
+
+
 class Settings(BaseSettings):
     """Backends are chosen by URL scheme, never by code changes:
 
@@ -208,6 +224,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     graph: GraphConfig = Field(default_factory=GraphConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
+    serve: ServeConfig = Field(default_factory=ServeConfig)
     api_host: str = "127.0.0.1"
     api_port: int = 8080
     log_level: str = "INFO"

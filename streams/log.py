@@ -67,6 +67,11 @@ class EventLog(Protocol):
 
     async def append(self, items: list[Produce]) -> int: ...
 
+    async def append_each(self, items: list[Produce]) -> list[bool]:
+        """:meth:`append`, saying for each record whether it was new (False: its id was already there)."""
+        with self._txn():
+            return self._append_each(items)
+
     async def read(self, topic: str, offset: int, limit: int) -> list[Record]: ...
 
     async def end_offset(self, topic: str) -> int: ...
@@ -129,7 +134,10 @@ class FileLog(DurableSQLite):
         return self
 
     def _append(self, items: list[Produce]) -> int:
-        added = 0
+        return sum(self._append_each(items))
+
+    def _append_each(self, items: list[Produce]) -> list[bool]:
+        added: list[bool] = []
         ends: dict[str, int] = {}
         for item in items:
             if item.topic not in ends:
@@ -138,9 +146,9 @@ class FileLog(DurableSQLite):
                 "INSERT OR IGNORE INTO records(topic, offset, key, record_id, value) VALUES (?,?,?,?,?)",
                 (item.topic, ends[item.topic], item.key, item.record_id, item.value),
             )
+            added.append(bool(cur.rowcount))
             if cur.rowcount:
                 ends[item.topic] += 1
-                added += 1
         return added
 
     def _end(self, topic: str) -> int:

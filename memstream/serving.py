@@ -1,0 +1,243 @@
+"""How the API serves under load: lanes (a thread with its own event loop and its own backend clients).
+
+- **reader lanes** (``serve.readers``) answer retrieve/context/list/export calls: their SQLite reads never
+  run on the HTTP event loop and never wait for a write;
+- the **ingest lane** only appends accepted messages to the durable log (a short transaction);
+- the **processor lane** runs the pipeline in the background: it drains the log's backlog on start and
+  after every append, and runs deletions between batches (never inside one);
+- the **embed lane** owns the embedding model; the other lanes reach it through :class:`EmbedderProxy`
+  (one model in memory, its asyncio lock used from one loop only).
+
+Each lane bounds its queue (``serve.max_pending``): when full, :class:`Busy` (the API answers 429 with
+Retry-After). Pending raw messages above ``serve.max_backlog`` also refuse new writes (429). With a Kafka log
+the API only appends; the Faust workers process. Injected clients (tests) run inline on the caller's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from memstream.clients import Clients, build_clients
+from memstream.settings import Settings
+
+log = logging.getLogger("memstream.serving")
+T = TypeVar("T")
+
+
+class Busy(Exception):
+    """A lane's queue (or the log's backlog) is full: try again after ``retry_after`` seconds."""
+
+    def __init__(self, what: str, retry_after: int = 1) -> None:
+        super().__init__(what)
+        self.retry_after = retry_after
+
+
+class Lane:
+    """A thread running its own event loop; ``call(fn)`` runs ``fn(clients)`` there and awaits the result."""
+
+    def __init__(self, name: str, max_pending: int = 10_000) -> None:
+        self.name = name
+        self.max_pending = max_pending
+        self.pending = 0  # touched only from the caller's (HTTP) loop
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.clients: Any = None
+        self._thread: threading.Thread | None = None
+
+    async def start(self, open_clients: Callable[[], Awaitable[Any]] | None = None) -> Lane:
+        ready = threading.Event()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            self.loop = loop
+            ready.set()
+            loop.run_forever()
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name=f"memstream-{self.name}", daemon=True)
+        self._thread.start()
+        await asyncio.to_thread(ready.wait)
+        if open_clients is not None:
+            self.clients = await self.submit(open_clients())
+        return self
+
+    async def submit(self, coro: Awaitable[T]) -> T:
+        """Run ``coro`` on this lane's loop (unbounded: for start-up, shutdown and background work)."""
+        if self.loop is None:
+            return await coro
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))  # type: ignore[arg-type]
+
+    async def call(self, fn: Callable[[Any], Awaitable[T]]) -> T:
+        if self.pending >= self.max_pending:
+            raise Busy(f"the {self.name} lane has {self.pending} requests queued")
+        self.pending += 1
+        try:
+            return await self.submit(fn(self.clients))
+        finally:
+            self.pending -= 1
+
+    async def stop(self, close: Callable[[Any], Awaitable[None]] | None = None) -> None:
+        if close is not None and self.clients is not None:
+            await self.submit(close(self.clients))
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            await asyncio.to_thread(self._thread.join, 10)  # type: ignore[union-attr]
+
+
+class EmbedderProxy:
+    """The shared embedder seen from another lane: ``embed`` runs on the embed lane's loop."""
+
+    def __init__(self, inner: Any, lane: Lane) -> None:
+        self.inner = inner
+        self.lane = lane
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def embed(self, texts: list[str], *, is_query: bool = False):
+        fut = asyncio.run_coroutine_threadsafe(self.inner.embed(texts, is_query=is_query), self.lane.loop)  # type: ignore[arg-type]
+        return await asyncio.wrap_future(fut)
+
+
+class Lanes:
+    """Every lane of one API process (see the module docstring)."""
+
+    def __init__(self, settings: Settings, embedder: Any = "settings", clients: Clients | None = None) -> None:
+        self.settings = settings
+        self.embedder_arg = embedder
+        self.injected = clients
+        self.readers: list[Lane] = []
+        self._next = 0
+        self.ingest = Lane("ingest")
+        self.processor = Lane("processor")
+        self.embed = Lane("embed")
+        self.clients: Clients | None = None  # the main bundle (settled settings, the real embedder)
+        self._wake: asyncio.Event | None = None
+        self._drain_task: asyncio.Future | None = None
+        self.drained = 0  # raw records processed by the background worker since start
+        self.last_error: str | None = None
+
+    @property
+    def embedded(self) -> bool:
+        from streams.log import FileLog
+
+        return isinstance(self.clients.log, FileLog) if self.clients is not None else False
+
+    async def start(self) -> None:
+        if self.injected is not None:  # one bundle, inline on the caller's loop (no background worker)
+            self.clients = self.injected
+            for lane in (self.ingest, self.processor, *self._make_readers(1)):
+                lane.clients = self.injected
+            await self._init_worker()
+            return
+        await self.embed.start()
+        self.clients = await self.embed.submit(build_clients(self.settings, embedder=self.embedder_arg))
+        emb = self.clients.embedder
+        if emb is not None:  # load the model now, not on the first user's query
+            await self.embed.submit(emb.embed(["warm-up"], is_query=True))
+        proxy = EmbedderProxy(emb, self.embed) if emb is not None else None
+        settled = self.clients.settings
+
+        def opener():
+            return build_clients(settled, embedder=proxy)
+
+        cfg = settled.serve
+        for lane in self._make_readers(cfg.readers):
+            lane.max_pending = cfg.max_pending
+            await lane.start(opener)
+        self.ingest.max_pending = cfg.max_pending
+        await self.ingest.start(opener)
+        if self.embedded:
+            await self.processor.start(opener)
+            await self.processor.submit(self._init_worker())
+            self._drain_task = asyncio.run_coroutine_threadsafe(self._drain_forever(), self.processor.loop)  # type: ignore[arg-type]
+
+    def _make_readers(self, n: int) -> list[Lane]:
+        self.readers = [Lane(f"reader-{i}") for i in range(max(1, n))]
+        return self.readers
+
+    def reader(self) -> Lane:
+        """The least busy reader lane."""
+        lane = min(self.readers, key=lambda r: r.pending)
+        return lane
+
+    # ---- the background worker (runs on the processor lane's loop) --------------------------------
+
+    async def _init_worker(self) -> None:
+        from streams.runner import EmbeddedRunner
+
+        self.runner = EmbeddedRunner(self.processor.clients)
+        self.work_lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._wake.set()  # drain what a previous process accepted but did not process
+
+    async def _drain_forever(self) -> None:
+        while True:
+            await self._wake.wait()  # type: ignore[union-attr]
+            self._wake.clear()  # type: ignore[union-attr]
+            try:
+                async with self.work_lock:
+                    stats = await self.runner.run_until_idle()
+                self.drained += stats.processed.get("segmenter", 0)
+                self.last_error = None
+            except Exception as exc:  # a backend failure: keep serving, retry on the next wake-up
+                log.exception("background processing failed")
+                self.last_error = f"{type(exc).__name__}"
+                await asyncio.sleep(1.0)
+                self._wake.set()  # type: ignore[union-attr]
+
+    async def process_now(self):
+        """Process everything pending (call through :meth:`exclusive`, which holds the worker's lock)."""
+        return await self.runner.run_until_idle()
+
+    def wake(self) -> None:
+        if self._wake is not None and self.processor.loop is not None:
+            self.processor.loop.call_soon_threadsafe(self._wake.set)
+
+    async def exclusive(self, fn: Callable[[Clients], Awaitable[T]]) -> T:
+        """Run ``fn`` on the processor lane between batches (deletions)."""
+        if self.injected is not None:
+            async with self.work_lock:
+                return await fn(self.injected)
+        if not self.embedded:
+            return await self.processor_or_reader(fn)
+
+        async def locked() -> T:
+            async with self.work_lock:
+                return await fn(self.processor.clients)
+
+        return await self.processor.submit(locked())
+
+    async def processor_or_reader(self, fn: Callable[[Clients], Awaitable[T]]) -> T:
+        return await self.reader().call(fn)
+
+    async def backlog(self) -> int:
+        """Raw records not yet consumed by the segmenter (read on the ingest lane)."""
+        from streams.topics import RAW_MESSAGES
+
+        async def lag(c: Clients) -> int:
+            log_ = c.log
+            end = await log_.end_offset(RAW_MESSAGES.name)
+            return end - await log_.committed("segmenter", RAW_MESSAGES.name)
+
+        return await self.ingest.call(lag) if self.embedded else 0
+
+    async def stop(self) -> None:
+        if self.injected is not None:
+            return
+        if self._drain_task is not None:
+            self._drain_task.cancel()
+
+        async def close(c: Clients) -> None:
+            await c.close()
+
+        for lane in (*self.readers, self.ingest, self.processor):
+            if lane.loop is not None:
+                await lane.stop(close)
+        if self.clients is not None:
+            await self.embed.submit(self.clients.close())
+        await self.embed.stop()
