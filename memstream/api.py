@@ -173,7 +173,7 @@ def create_app(
             authorize(request, who, "write", chat_id, count=len(batch.messages))
         if await lanes.backlog() > settings.serve.max_backlog:
             raise Busy(f"more than {settings.serve.max_backlog} messages are waiting to be processed", 5)
-        parsed = judge(batch.messages)
+        parsed = judge(batch.messages, lanes.clients.settings.sensitive)
         out = await lanes.ingest.call(lambda c: append_batch(c.log, batch, parsed))
         lanes.wake()
         if out.accepted == 0:

@@ -13,10 +13,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from memstream.formats import Parsed
-from memstream.ops import IngestReport, to_records
+from memstream.ops import IngestReport, screen, to_records
 from schemas import ChatMessage
 from streams.codec import describe
 from streams.log import Produce
+from streams.sensitive import SensitivePolicy
 
 Status = Literal["accepted", "duplicate", "dead_lettered"]
 
@@ -47,8 +48,9 @@ def _short(value: Any) -> str | None:
     return value[:256].encode("utf-8", "replace").decode() if isinstance(value, str) else None
 
 
-def judge(items: list[dict[str, Any]]) -> list[Parsed]:
-    """Validate every message on its own; a reject keeps its original payload and the reason."""
+def judge(items: list[dict[str, Any]], policy: SensitivePolicy | None = None) -> list[Parsed]:
+    """Validate every message on its own (a reject keeps its original payload and the reason), then apply
+    the sensitive-information policy (a dropped message becomes a reject carrying the masked text)."""
     out = []
     for i, item in enumerate(items):
         try:
@@ -56,7 +58,7 @@ def judge(items: list[dict[str, Any]]) -> list[Parsed]:
         except ValidationError as exc:
             raw = json.dumps(item, ensure_ascii=False, default=str).encode("utf-8", "replace").decode()
             out.append(Parsed(raw=raw, error=f"message {i}: {describe(exc)}"[:500], where=f"api:{i}"))
-    return out
+    return list(screen(out, policy))
 
 
 def claimed_chats(items: list[dict[str, Any]]) -> set[str]:

@@ -150,9 +150,10 @@ def kafka_produce(
     """Produce a file of messages to the raw topic, keyed by chat id."""
     from ops.kafka_tools import produce_file
 
-    hosts = _brokers(_settings(brokers=brokers))
+    settings = _settings(brokers=brokers)
+    hosts = _brokers(settings)
     try:
-        report = produce_file(hosts, path, fmt, flush=flush, exact_offsets=exact_offsets)
+        report = produce_file(hosts, path, fmt, flush=flush, exact_offsets=exact_offsets, policy=settings.sensitive)
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc

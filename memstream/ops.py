@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +16,7 @@ from schemas.messages import StreamControl
 from streams.codec import encode
 from streams.log import Produce
 from streams.runner import EmbeddedRunner, Progress, RunStats
+from streams.sensitive import SensitivePolicy, apply
 from streams.topics import DEAD_LETTERS, RAW_MESSAGES
 
 if TYPE_CHECKING:
@@ -60,6 +61,25 @@ def to_records(parsed: Iterable[Parsed], report: IngestReport, *, flush: bool, s
             yield Produce(RAW_MESSAGES.name, chat_id, stable_id("flush", chat_id, ts.isoformat()), encode(ctl))
 
 
+def screen(parsed: Iterable[Parsed], policy: SensitivePolicy | None) -> Iterator[Parsed]:
+    """The sensitive-information policy on every message before it is stored (see :mod:`streams.sensitive`):
+    masked text and ``metadata.sensitive`` counts; a message the policy drops becomes a reject (dead letter)
+    carrying the masked text."""
+    for p in parsed:
+        m = p.message
+        res = apply(policy, m.chat_id, m.text) if policy is not None and m is not None else None
+        if res is None or not res.counts:
+            yield p
+            continue
+        meta = {**m.metadata, "sensitive": {**res.counts, "masked": res.masked}}
+        m = m.model_copy(update={"text": res.text, "metadata": meta})
+        if res.drop:
+            why = f"dropped by the sensitive-information policy ({', '.join(sorted(res.counts))})"
+            yield Parsed(raw=encode(m), error=why, where=p.where)
+        else:
+            yield Parsed(message=m, raw=p.raw and encode(m), where=p.where)
+
+
 async def ingest(
     clients: Clients,
     path: Path,
@@ -78,7 +98,8 @@ async def ingest(
                 on_read()
             yield item
 
-    report.new = await runner.produce(to_records(counted(read_any(path, fmt)), report, flush=flush, source=str(path)))
+    parsed = screen(counted(read_any(path, fmt)), clients.settings.sensitive)
+    report.new = await runner.produce(to_records(parsed, report, flush=flush, source=str(path)))
     report.stats = await runner.run_until_idle(progress)
     log.info("ingested", extra={"read": report.read, "rejected": report.rejected, "chats": len(report.chats)})
     return report

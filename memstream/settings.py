@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from streams.sensitive import SensitivePolicy
+
 
 class SegmenterConfig(BaseModel):
     """Weights and thresholds of the multi-signal topic segmenter (design doc 001, 3.2.1-3.2.2).
@@ -225,6 +227,9 @@ class Settings(BaseSettings):
     graph: GraphConfig = Field(default_factory=GraphConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
     serve: ServeConfig = Field(default_factory=ServeConfig)
+    # sensitive information (phones, ID/bank cards, e-mails, keys/passwords, addresses): mask/drop/keep per
+    # kind and per chat, before anything is stored (streams/sensitive.py)
+    sensitive: SensitivePolicy = Field(default_factory=SensitivePolicy)
     api_host: str = "127.0.0.1"
     api_port: int = 8080
     log_level: str = "INFO"

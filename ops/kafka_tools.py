@@ -36,7 +36,7 @@ from kafka.structs import OffsetAndMetadata
 
 from memstream.clients import Clients, UnsupportedBackend, open_embedder, open_llm, open_store
 from memstream.formats import read_any
-from memstream.ops import IngestReport, to_records
+from memstream.ops import IngestReport, screen, to_records
 from memstream.settings import Settings
 from retrieval.protocols import MemoryStore
 from streams.faust_app import (
@@ -50,6 +50,7 @@ from streams.faust_app import (
 )
 from streams.log import FileLog, Produce, Record
 from streams.runner import EmbeddedRunner, Progress, RunStats
+from streams.sensitive import SensitivePolicy
 from streams.topics import ALL_TOPICS, DISTILL_JOBS, DISTILL_RESULTS, MEMORY_DECISIONS, RAW_MESSAGES
 from streams.working_memory import open_working_memory
 
@@ -123,11 +124,12 @@ def produce(brokers: list[str], items: Iterable[Produce], *, exact_offsets: bool
 
 
 def produce_file(
-    brokers: list[str], path: Path, fmt: str | None = None, *, flush: bool = True, exact_offsets: bool = False
+    brokers: list[str], path: Path, fmt: str | None = None, *, flush: bool = True, exact_offsets: bool = False,
+    policy: SensitivePolicy | None = None,
 ) -> IngestReport:
     """Produce a file of messages (jsonl | locomo | irc) to the raw topic; rejects go to dead letters."""
     report = IngestReport()
-    records = to_records(read_any(path, fmt), report, flush=flush, source=str(path))
+    records = to_records(screen(read_any(path, fmt), policy), report, flush=flush, source=str(path))
     report.new = produce(brokers, records, exact_offsets=exact_offsets)
     return report
 

@@ -24,7 +24,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from memstream.settings import Settings
 from schemas import MemoryDecision
 from streams.codec import DecodeError, decode
 from streams.log import Produce, Record
+from streams.sensitive import screen_value
 from streams.topics import ALL_TOPICS, DISTILL_JOBS, DISTILL_RESULTS, MEMORY_DECISIONS, RAW_MESSAGES
 from streams.working_memory import WorkingMemory, open_working_memory
 
@@ -234,6 +235,8 @@ class Pipeline:
             if raw:
                 pools[chat] = ChatPool.model_validate_json(raw)
         self.segment.pools = pools
+        policy = self.clients.settings.sensitive  # producers that wrote Kafka directly were not screened
+        records = [r if r.value is None else replace(r, value=screen_value(r.value, policy)) for r in records]
         out = await self.segment.process(records)
         await send(out.produced)
         for chat, raw in self.segment.dump_state().items():  # only the pools this batch changed

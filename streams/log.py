@@ -67,11 +67,6 @@ class EventLog(Protocol):
 
     async def append(self, items: list[Produce]) -> int: ...
 
-    async def append_each(self, items: list[Produce]) -> list[bool]:
-        """:meth:`append`, saying for each record whether it was new (False: its id was already there)."""
-        with self._txn():
-            return self._append_each(items)
-
     async def read(self, topic: str, offset: int, limit: int) -> list[Record]: ...
 
     async def end_offset(self, topic: str) -> int: ...
@@ -159,6 +154,11 @@ class FileLog(DurableSQLite):
         """Append records, skipping ids already present; returns how many were new."""
         with self._txn():
             return self._append(items)
+
+    async def append_each(self, items: list[Produce]) -> list[bool]:
+        """:meth:`append`, saying for each record whether it was new (False: its id was already there)."""
+        with self._txn():
+            return self._append_each(items)
 
     async def read(self, topic: str, offset: int, limit: int) -> list[Record]:
         rows = self.db.execute(
