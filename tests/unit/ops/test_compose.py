@@ -87,14 +87,16 @@ def test_backends_and_scaling(compose):
     for name in ("bootstrap", "worker", "api"):
         env = services[name]["environment"]
         assert env["MEMSTREAM_LOG_URL"] == "kafka://kafka:9092"
-        assert env["MEMSTREAM_STORE_URL"] == "es://elasticsearch:9200"
+        assert env["MEMSTREAM_STORE_URL"].startswith("es://elastic:${ELASTIC_PASSWORD:?")
+        assert env["MEMSTREAM_STORE_URL"].endswith("@elasticsearch:9200")
         assert env["MEMSTREAM_WORKING_MEMORY_URL"] == "redis://redis:6379/0"
     worker = services["worker"]
     assert "container_name" not in worker and "ports" not in worker  # --scale worker=N must work
     assert worker["depends_on"]["bootstrap"]["condition"] == "service_completed_successfully"
     assert services["bootstrap"]["depends_on"]["kafka"]["condition"] == "service_healthy"
     es = services["elasticsearch"]["environment"]
-    assert es["discovery.type"] == "single-node" and es["xpack.security.enabled"] == "false"
+    assert es["discovery.type"] == "single-node" and es["xpack.security.enabled"] == "true"
+    assert es["ELASTIC_PASSWORD"].startswith("${ELASTIC_PASSWORD:?")  # generated, never a default
     assert "-Xmx" in es["ES_JAVA_OPTS"]
     for name in ("kafka", "redis", "elasticsearch"):
         mounts = services[name]["volumes"]
@@ -106,3 +108,17 @@ def test_dockerfile():
     assert re.search(r"^FROM python:3\.11-slim$", text, re.M)
     torch = text.index("pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu")
     assert torch < text.index('pip install ".[prod]"')
+
+
+def test_secure_by_default(compose):
+    """Only the API is published (loopback unless told otherwise); the backends sit on an internal network;
+    the API requires keys."""
+    services = compose["services"]
+    assert compose["networks"]["backend"]["internal"] is True
+    for name, svc in services.items():
+        if name != "api":
+            assert "ports" not in svc, f"{name} publishes a host port"
+            assert svc.get("networks") == ["backend"], name
+    assert services["api"]["ports"] == ["${MEMSTREAM_PUBLISH:-127.0.0.1}:8080:8080"]
+    assert services["api"]["environment"]["MEMSTREAM_SERVE__AUTH"] == "required"
+    assert "EXTERNAL" not in services["kafka"]["environment"]["KAFKA_LISTENERS"]
