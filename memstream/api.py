@@ -255,4 +255,7 @@ def create_app(
         await request.app.state.audit.flush()
         return out
 
+    from memstream.ui.routes import build_router  # the inspector page at /ui
+
+    app.include_router(build_router())
     return app

@@ -44,11 +44,15 @@ class MemstreamError(Exception):
 
 
 class Accepted(BaseModel):
-    """The answer to ``add_messages``: messages accepted, new ones, records processed per stage."""
+    """The answer to ``add_messages`` (the API's ``IngestAccepted``, read without importing the server):
+    messages accepted (new or duplicate), new ones, dead-lettered ones, records processed per stage, and each
+    message's result (``{"index", "chat_id", "message_id", "status", "reason"}``)."""
 
     accepted: int
     new: int
+    dead_lettered: int = 0
     processed: dict[str, int] = {}
+    results: list[dict[str, Any]] = []
 
 
 # ---- the operations: pure functions from arguments to a Call --------------------------------------------

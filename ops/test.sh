@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ops/install.sh prod,test
+bash ops/browser.sh  # Debian's chromium for the inspector's browser test (skips without it)
 . .venv/bin/activate
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 # Redis: MEMSTREAM_TEST_REDIS_URL if given; else a private redis-server on a free loopback port, stopped on

@@ -31,14 +31,15 @@ def child_env(**extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def running_server(data_dir: Path, *, embedder: str = "none", timeout: float = 120.0,
+def running_server(data_dir: Path, *, embedder: str | None = "none", timeout: float = 120.0,
                    env: dict[str, str] | None = None) -> Iterator[str]:  # fmt: skip
-    """Start ``memstream serve`` on ``data_dir``; yield its base URL once /healthz answers; stop it."""
+    """Start ``memstream serve`` on ``data_dir``; yield its base URL once /healthz answers; stop it.
+    ``embedder`` None: the one the data dir is indexed with."""
     port = free_port()
     log = (data_dir.parent / f"serve-{port}.log").open("w")
     proc = subprocess.Popen(
         memstream_cmd("serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(data_dir),
-                      "--embedder", embedder),
+                      *(["--embedder", embedder] if embedder else [])),
         stdout=log, stderr=subprocess.STDOUT, env=child_env(**(env or {})), cwd=Path(__file__).parents[1],
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
