@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from bench.cli_reliability import register as register_bench_reliability
 from bench.cli_updates import register as register_bench_updates
 from memstream.cli_audit import register as register_audit
 from memstream.cli_keys import register as register_keys
@@ -31,6 +32,7 @@ register_segment(app)  # resegment (versions, rollback) + topics
 register_keys(app)  # keys create/list/revoke/audit
 register_mcp(app)  # mcp: the MCP stdio server (retrieve / context / add tools)
 register_bench_updates(bench_app)  # bench updates: the memory-update benchmark
+register_bench_reliability(bench_app)  # bench reliability: fuzz, kills, load, leaks, deletion, sensitive
 console = Console(stderr=True)
 out = Console()
 
