@@ -4,6 +4,7 @@ local HTTP server that fails on purpose)."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -171,3 +172,29 @@ def test_backoff_grows_and_is_capped():
     assert [r.delay(n, rng=lambda: 1.0) for n in range(4)] == [0.5, 1.0, 2.0, 2.0]
     assert r.delay(0, rng=lambda: 0.0) == 0.25  # jitter keeps at least half the delay
     assert r.retryable(502) and not r.retryable(404)
+
+
+def test_the_api_key_goes_out_as_a_bearer_token(tmp_path):
+    """With keys on the server: no key -> 401, a key for another chat -> 403, the right key -> the data."""
+    from tests.live_server import child_env, memstream_cmd
+
+    data = tmp_path / "keyed"
+    with running_server(data) as url:
+        with Client(url) as ms:
+            ms.add_messages(CHAT, flush=True)  # no keys yet: the API is open (loopback)
+        made = subprocess.run(memstream_cmd("keys", "create", "--name", "bot", "--scope", "read", "--chat", "team",
+                                            "--data-dir", str(data)), capture_output=True, text=True, env=child_env())
+        assert made.returncode == 0, made.stderr
+        token = made.stdout.split()[-1]
+        time.sleep(1.2)  # the server re-reads its keys every second
+        with Client(url, retry=Retry(attempts=1)) as anonymous, pytest.raises(MemstreamError) as err:
+            anonymous.memories("team")
+        assert err.value.status == 401
+        with Client(url, api_key=token, retry=Retry(attempts=1)) as ms:
+            assert ms.memories("team") and "Hangzhou" in ms.retrieve("team", "Where does Wang live?").context
+            with pytest.raises(MemstreamError) as err:
+                ms.memories("other-chat")
+            assert err.value.status == 403
+            with pytest.raises(MemstreamError) as err:
+                ms.add_messages([{**CHAT[0], "message_id": "7"}])  # a read-only key
+            assert err.value.status == 403
