@@ -135,3 +135,35 @@ async def test_the_official_mcp_sdk_client_talks_to_it(server):
         assert not added.is_error and added.structured_content["accepted"] == 1
         got = await session.call_tool("retrieve", {"chat_id": "sdk-chat", "query": "When does the Oslo flight leave?"})
         assert not got.is_error and "7:40" in got.content[0].text
+
+
+async def test_the_api_key_reaches_the_server_and_a_refusal_is_a_tool_error(tmp_path):
+    data = tmp_path / "keyed"
+    with running_server(data) as url:
+        made = await asyncio.create_subprocess_exec(
+            *memstream_cmd("keys", "create", "--name", "agent", "--scope", "read", "--scope", "write", "--chat",
+                           "agent-chat", "--data-dir", str(data)),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=child_env())  # fmt: skip
+        out, err = await made.communicate()
+        assert made.returncode == 0, err.decode()
+        token = out.decode().split()[-1]
+        await asyncio.sleep(1.2)  # the server re-reads its keys every second
+        for env, expect in ((child_env(), "401"), (child_env(MEMSTREAM_API_KEY=token), None)):
+            proc = await asyncio.create_subprocess_exec(
+                *memstream_cmd("mcp", "--url", url), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL, env=env)  # fmt: skip
+            session = Session(proc)
+            try:
+                got = await session.call("add", chat_id="agent-chat", flush=True,
+                                         messages=[{"sender": "fay", "text": "The badge office opens at 8."}])  # fmt: skip
+                if expect:
+                    assert got["isError"] is True and expect in got["content"][0]["text"]
+                else:
+                    assert got["isError"] is False
+                    found = await session.call("retrieve", chat_id="agent-chat", query="When does the badge office open?")
+                    assert "opens at 8" in found["content"][0]["text"]
+                    other = await session.call("retrieve", chat_id="someone-else", query="anything?")
+                    assert other["isError"] is True and "403" in other["content"][0]["text"]
+            finally:
+                proc.stdin.close()
+                await asyncio.wait_for(proc.wait(), 20)

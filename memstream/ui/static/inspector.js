@@ -1,5 +1,5 @@
 // memstream inspector: loads server-rendered HTML fragments into the page. No framework, nothing fetched
-// from elsewhere. The API key (if any) stays in this browser's localStorage and goes out as a Bearer token.
+// from elsewhere. The API key (if any) stays in this tab's sessionStorage and goes out as a Bearer token.
 "use strict";
 
 const $ = (sel) => document.querySelector(sel);
@@ -7,7 +7,7 @@ const KEY = "memstream-api-key";
 let busy = 0;
 
 function headers(extra) {
-  const key = localStorage.getItem(KEY);
+  const key = sessionStorage.getItem(KEY);
   return Object.assign(key ? { Authorization: "Bearer " + key } : {}, extra || {});
 }
 
@@ -78,11 +78,11 @@ function highlight(event, on) {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  $("#key").value = localStorage.getItem(KEY) || "";
+  $("#key").value = sessionStorage.getItem(KEY) || "";
   $("#keyform").addEventListener("submit", (e) => {
     e.preventDefault();
     const key = $("#key").value.trim();
-    if (key) localStorage.setItem(KEY, key); else localStorage.removeItem(KEY);
+    if (key) sessionStorage.setItem(KEY, key); else sessionStorage.removeItem(KEY);
     loadChats();
   });
   $("#chat").addEventListener("change", showChat);
