@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
-from agents.consolidate.records import norm_text, update_decision, value_in
+from agents.consolidate.records import norm_text, update_decision, value_changed, value_in
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord, stable_id
 
 __all__ = [
@@ -53,7 +53,7 @@ class Staleness:
         if old.kind != MemoryKind.FACT or old.valid_to is None or not old.value:
             return None
         if old.superseded_by and (
-            new is None or new.attribute != old.attribute or value_in(new.text, old.value)
+            new is None or new.attribute != old.attribute or not value_changed(old, new)
         ):
             return None  # replaced by a more detailed version, not by another value
         return cls(old, new.value if new else None, old.valid_to, stable_id("stale", old.memory_id))
@@ -83,7 +83,7 @@ def stale_statements(
             old.attribute is not None
             and d.record is not None
             and d.record.attribute == old.attribute
-            and not (old.value and value_in(d.record.text, old.value))
+            and value_changed(old, d.record)
         )
         if changed:
             out.append(Staleness.of_decision(old, d))

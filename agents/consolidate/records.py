@@ -53,6 +53,19 @@ def value_in(text: str, value: str | None) -> bool:
     return bool(value) and norm_text(value) in norm_text(text)
 
 
+def holds_value(r: MemoryRecord, value: str | None) -> bool:
+    """The record's slot holds ``value``: its own value when known (an explicit change also names the old one)."""
+    return value_in(r.value, value) if r.value else value_in(r.text, value)
+
+
+def value_changed(old: MemoryRecord, new: MemoryRecord) -> bool:
+    """``new`` gives the slot another value than ``old`` (not the same one in more detail). An explicit change
+    names both values ("不是4月28日了，改成7月10日"), so values are compared when both are known."""
+    if old.value and new.value:
+        return not value_in(new.value, old.value)
+    return not (old.value and value_in(new.text, old.value))
+
+
 def keywords(text: str, subject: str | None) -> set[str]:
     return set(_token_counts(text)) - set(_token_counts(subject or ""))
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from agents.consolidate.records import (
     Similar,
     SimilarByCandidate,
+    holds_value,
     keywords,
     lexical_similarity,
     make_decision,
@@ -81,7 +82,7 @@ def _similarity_decision(
     """No slot settles it: near-duplicate -> NOOP, newer summary/title or more detail -> UPDATE, else ADD."""
     for r, s in live:
         subject_ok = same_subject(r.subject, c.subject) or not (r.subject or c.subject)
-        other_value = bool(c.attribute) and r.attribute == c.attribute and not value_in(r.text, c.value)
+        other_value = bool(c.attribute) and r.attribute == c.attribute and not holds_value(r, c.value)
         if r.kind == c.kind and s >= cfg.noop_similarity and subject_ok and not other_value:
             return make_decision(
                 c,
@@ -140,8 +141,8 @@ def _slot_decision(c: CandidateFact, live: Similar, source_event_id: str) -> Mem
     ]
     if not same:
         return None
-    if c.value and any(value_in(r.text, c.value) for r in same):
-        known = next(r for r in same if value_in(r.text, c.value))
+    if c.value and any(holds_value(r, c.value) for r in same):
+        known = next(r for r in same if holds_value(r, c.value))
         return make_decision(
             c,
             DecisionOp.NOOP,

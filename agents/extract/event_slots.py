@@ -21,6 +21,8 @@ from retrieval.text import has_cjk
 __all__ = ["all_slots", "find_plan_slots"]
 
 _EN_EVENTS = (
+    r"(?:karaoke|game|movie|quiz|trivia|poker|board game|date|pizza|taco|"
+    r"bowling|pub|open mic|talent) night|"
     r"meeting|standup|stand-up|sync|check-in|retro|retrospective|review|demo|launch|release|migration|"
     r"deadline|dinner|lunch|breakfast|brunch|party|interview|appointment|class|lesson|practice|training|"
     r"game|match|flight|workshop|offsite|kickoff|kick-off|presentation|wedding|concert|rehearsal|exam|"
@@ -29,7 +31,7 @@ _EN_EVENTS = (
 )
 _EN_EVENT = re.compile(rf"(?i)\b(?P<ev>{_EN_EVENTS})s?\b")
 _ZH_EVENT = re.compile(
-    r"(?P<ev>周例会|周会|例会|晨会|站会|早会|电话会|视频会|评审会|复盘会|发布会|评审|复盘|开会|会议|上线|发版|发布|迁移|"
+    r"(?P<ev>(?<![邮当结格布饭])[\u4e00-\u9fffA-Za-z]{1,2}局(?![长面势])|周例会|周会|例会|晨会|站会|早会|电话会|视频会|评审会|复盘会|发布会|评审|复盘|开会|会议|上线|发版|发布|迁移|"
     r"截止日期|截止|聚餐|团建|晚饭|午饭|饭局|派对|聚会|面试|体检|培训|比赛|演出|婚礼|演唱会|考试|部署|答辩|约会|"
     r"分享会|读书会|年会|旅行|出差|航班|课)"
 )
@@ -66,7 +68,7 @@ _EN_CHANGE = re.compile(
 _EN_TARGET = re.compile(r"(?i)\b(?:to|until|till|for|instead(?: to)?|now(?: on| at)?)\s*$")
 _EN_SCHEDULE = re.compile(
     r"(?i)\b(?:is|are|'s|will be|is going to be|scheduled|planned|set|happens?|takes? place|starts?|begins?|"
-    r"due|on|at|let's|we'll|we will|see you|plan|planning|planned|keep|booked|book)\b"
+    r"due|on|at|let's|we'll|we will|see you|plan|planning|planned|keep|booked|book|venue|location)\b"
 )
 _EN_PAST = re.compile(r"(?i)\b(?:went|was|were|had|did|attended|yesterday|last|ago|used to|enjoyed|loved)\b")
 _ZH_CHANGE = re.compile(
@@ -75,15 +77,16 @@ _ZH_CHANGE = re.compile(
 _ZH_TARGET = re.compile(
     r"(?:改到|改成|改在|改为|推迟到|延期到|延后到|提前到|挪到|换到|调到|调整到|变成|定在|定于|安排在|约在|(?<!不)是|(?<!不)在|到)\s*$"
 )
-_ZH_SCHEDULE = re.compile(r"暂定|计划|定在|定于|安排在|约在|是|在|开|举行|见|集合|截止|上线|迁移|要|会")
+_ZH_SCHEDULE = re.compile(r"暂定|计划|定在|定于|安排在|约在|是|在|开|举行|见|集合|截止|上线|迁移|要|会|地点")
 _ZH_PAST = re.compile(r"昨天|前天|上周|上个月|去年|以前|那次|当时")
 
 _ZH_PLACE = re.compile(
-    r"地点(?:改到|改成|换到|改在|改为|定在|在|是|还是)(?P<v>[\u4e00-\u9fffA-Za-z]{2,10}?)(?=[，。！？,.!?；;~]|$)|"
+    r"地点(?:改到|改成|换到|改在|改为|定在|在|是|还是|[：:])(?P<v>[\u4e00-\u9fffA-Za-z]{2,10}?)(?=[，。！？,.!?；;~]|$)|"
+    r"(?<![地])(?:改到|换到|挪到|改在|定在|约在|在)(?P<v3>[\u4e00-\u9fffA-Za-z]{2,8}?)(?=[。！？!?；;~]|$)|"
     r"(?:改到|换到|改在|定在|约在)(?P<v2>[\u4e00-\u9fffA-Za-z]{2,8}?)(?:吃|聚|见|碰头|集合)"
 )
 _EN_PLACE = re.compile(
-    r"(?:\b(?:at|to) (?:the )?)(?P<v>[A-Z][\w'&-]*(?: (?:[A-Z][\w'&-]*|de|of|la))*(?: (?:Grill|Cafe|Café|Bar|Hall|Room|Park))?)"
+    r"(?:\b(?:at|to|(?i:venue|location|place)(?: is)?:?) (?:the )?)(?P<v>[A-Z][\w'&-]*(?: (?:[A-Z][\w'&-]*|de|of|la))*(?: (?:Grill|Cafe|Café|Bar|Hall|Room|Park))?)"
 )
 
 _OWNER_VERBS = (
@@ -144,7 +147,7 @@ _ZH_SUBJECT = re.compile(
 )
 _NOT_EVENTS = frozenset(
     "time date day days week weeks month year plan plans it one thing things way end moment morning afternoon "
-    "evening night weekend lease rent news update heads all everyone team group chat idea".split()
+    "evening night weekend lease rent news update heads all everyone team group chat idea venue location place".split()
 )
 
 
@@ -216,7 +219,10 @@ def find_plan_slots(sentence: str, speaker: str, names: frozenset[str] = frozens
         out.append(SlotMatch("when", value, key, False, picked[0], picked[1]))
     place = (_ZH_PLACE if cjk else _EN_PLACE).search(sentence)
     if place is not None:
-        value = (place.groupdict().get("v") or place.groupdict().get("v2") or "").strip()
+        g = place.groupdict()
+        value = (g.get("v") or g.get("v2") or g.get("v3") or "").strip()
+        if cjk and (_ZH_TIME.search(value) or re.search(r"[了的吗呢吧]$|^[这那哪]", value)):
+            value = ""
         if value and value not in names and value.split()[0] not in names and not _TIME_WORD.match(value):
             out.append(SlotMatch("where", value, key, False, place.start(), place.end()))
     return out
@@ -268,6 +274,7 @@ def _zh_owner_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[
 
 def all_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotMatch]:
     """Person slots (:func:`agents.extract.slots.find_slots`) plus the plan slots not overlapping them."""
+    from agents.extract.cue_slots import cue_slots
     from agents.extract.slots import find_slots
 
     cjk = has_cjk(sentence)
@@ -278,4 +285,12 @@ def all_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotMa
     for p in find_plan_slots(sentence, speaker, names):
         if not any(p.start < f.end and f.start < p.end for f in people):
             found.append(p)
+    stated = {(f.attribute, f.subject) for f in found} | {f.attribute for f in found}
+    planned = any(f.attribute in ("when", "where") for f in found)
+    for c in cue_slots(sentence, speaker, names, cjk):  # said indirectly: only what the phrase rules missed
+        if planned and c.attribute in ("lives_in", "works_at"):
+            continue  # "Dinner moved to Casa Nova": the event moved, not a person
+        overlaps = any(c.start < f.end and f.start < c.end for f in people)
+        if c.attribute not in stated and (not overlaps or c.attribute.startswith(("favorite_", "owner"))):
+            found.append(c)
     return sorted(found, key=lambda f: f.start)

@@ -41,7 +41,7 @@ _JOBS = (
     r"entrepreneur|founder|ceo|cto|intern|freelancer|barista|waiter|waitress|cashier|librarian|"
     r"social worker|veterinarian|vet|dancer|coach|athlete|programmer|data scientist|product manager)"
 )
-_ZH_TERM = r"(?=[了啦呢啊吧哦呀嘛的，。！？、,.!?;；~～\s]|$|工作|上班|住|去|读|念|上学)"
+_ZH_TERM = r"(?=[了啦呢啊吧哦呀嘛的，。！？、,.!?;；~～\s]|$|工作|上班|住|去|读|念|上学|第[一二三四五六七八九十\d])"
 _ZH_VAL = r"(?P<v>[\u4e00-\u9fffA-Za-z0-9·]{1,12}?)"
 _ZH_JOBS = (
     r"(?:老师|教师|工程师|医生|护士|律师|学生|研究生|博士生|博士|设计师|程序员|会计|经理|产品经理|销售|司机|厨师|"

@@ -34,9 +34,15 @@ def value_in(text: str, value: str | None) -> bool:
     return bool(value) and _norm(value) in _norm(text)
 
 
-def still_states(turn: str, old: MemoryRecord) -> bool:
-    """The turn (as it reads now: it may have been edited since) still states the superseded fact."""
+_FIRST_PERSON = re.compile(r"(?i)\b(?:i|i'm|i'll|me|my)\b|我")
+
+
+def still_states(turn: str, old: MemoryRecord, speaker: str | None = None) -> bool:
+    """The turn (as it reads now: it may have been edited since) still states the superseded fact; a
+    value that is the turn's own speaker may be said in the first person ("发布说明我来负责")."""
     if old.value:
+        if speaker and _norm(old.value) == _norm(speaker) and _FIRST_PERSON.search(turn):
+            return True
         return value_in(turn, old.value)
     words = set(tokenize(old.text)) - set(tokenize(old.speaker or ""))
     return bool(words) and len(words & set(tokenize(turn))) >= 0.6 * len(words)
@@ -68,7 +74,7 @@ class Succession:
             return None  # a live derived record citing a stale message was rewritten or states other things
         for m in c.doc.source_message_ids:
             old = self.stale_sources.get(m)
-            if old is not None and still_states(c.doc.text, self.records[old]):
+            if old is not None and still_states(c.doc.text, self.records[old], c.doc.speaker):
                 return self.head(old), self.records[old]
         return None
 

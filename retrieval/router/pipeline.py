@@ -26,6 +26,8 @@ from retrieval.router.layers import render_layers
 from retrieval.router.query import QueryAnalysis, analyse
 from retrieval.router.recipes import RouterConfig, StrategyRecipe, strategy_mix
 from retrieval.router.scoring import doc_tokens, keyword_weights
+from retrieval.router.slot_query import current_values, states_superseded, superseded_values
+from retrieval.router.slot_query import parse as parse_slot_query
 from retrieval.router.strategies import RANKERS, Context, Ranking, aggregate_lines, fuse_rankings
 from retrieval.router.timeparse import widen
 from retrieval.text import count_tokens
@@ -46,6 +48,7 @@ class Run:
     confidence: float = 1.0
     vectors: dict[str, list[float]] = field(default_factory=dict)
     trace: list[TraceStep] = field(default_factory=list)
+    slot_answers: list[str] = field(default_factory=list)  # memory ids of the live values of an asked slot
 
     def step(self, name: str, t0: float, **detail: Any) -> None:
         self.trace.append(TraceStep(step=name, detail=detail, ms=round((time.perf_counter() - t0) * 1000, 3)))
@@ -206,7 +209,54 @@ async def gather(run: Run, store, embedder, qa: QueryAnalysis, mix, llm) -> tupl
     t0 = time.perf_counter()
     ranking = await current_versions(store, run, succ, ranking)
     run.step("currency", t0, stale_facts=len(succ.successor))
+    t0 = time.perf_counter()
+    ranking = await slot_answers(store, run, ranking, succ)
+    run.step("slots", t0, answers=run.slot_answers)
     return ranking, ctx
+
+
+async def slot_answers(store: MemoryStore, run: Run, ranking: Ranking, succ: Succession) -> Ranking:
+    """A question asking for a slot ("Where does Wendy work now?") gets its live value(s) on top; items
+    stating an earlier value of that slot (and not the current one) are marked superseded below them."""
+    sq = parse_slot_query(run.req.query, run.participants)
+    if sq is None:
+        return ranking
+    records = []
+    for attribute in sq.attributes:
+        records += await store.find_memories(
+            run.req.chat_id, MemoryFilter(kinds=["fact"], attribute=attribute, state="live", limit=500)
+        )
+    found = current_values(sq, run.req.query, records)[:2]
+    if not found:
+        return ranking
+    scored = [(c, s) for c, s in ranking.scored]
+    top = max((s for _, s in scored), default=0.0)
+    by_id = {c.doc_id: c for c, _ in scored}
+    notes = dict(ranking.notes)
+    ids = [r.memory_id for r in found]
+    lead = [(by_id.get(r.memory_id) or Cand(doc=doc_from_record(r), found_by=["slot"]), top + 1.0 - 0.01 * i)
+            for i, r in enumerate(found)]  # fmt: skip
+    for r in found:
+        note = f"current {r.attribute.replace('_', ' ')} of {r.subject} (since {r.valid_from:%Y-%m-%d})"
+        notes[r.memory_id] = f"{notes[r.memory_id]}; {note}" if notes.get(r.memory_id) else note
+    run.slot_answers = ids
+    old = superseded_values(sq, run.req.query, found, [*records, *succ.records.values()])
+    rest, stale = [], []
+    for c, s in scored:
+        if c.doc_id in ids:
+            continue
+        head = states_superseded(c.doc.text, old) if old else None
+        if head is None:
+            rest.append((c, s))
+            continue
+        note = f"superseded: {head.attribute.replace('_', ' ')} of {head.subject} is now {head.value} " \
+               f"(since {head.valid_from:%Y-%m-%d})"
+        if "superseded" not in (notes.get(c.doc_id) or ""):
+            notes[c.doc_id] = f"{notes[c.doc_id]}; {note}" if notes.get(c.doc_id) else note
+        stale.append((c, s))
+    keep = max(0, run.req.k - len(lead) - 1)  # stale items stay in view as history, below the current ones
+    return Ranking(ranking.strategy, lead + rest[:keep] + stale + rest[keep:], notes, ranking.lines,
+                   ranking.chronological)
 
 
 def _top(ranking: Ranking, k: int) -> list[dict]:
@@ -310,6 +360,8 @@ async def finish(run: Run, graph, qa, classification, ranking: Ranking, ctx: Con
     verdict = abstain.check(
         ordered, qa.names, run.participants, ctx.tokens, ctx.keys, cfg.abstention, query=req.query
     )
+    if verdict.abstain and run.slot_answers:  # the asked slot has a live value for the asked subject
+        verdict = verdict.model_copy(update={"abstain": False, "reason": None})
     run.step("abstain", t0, **verdict.model_dump())
     direct = to_items(ranking, req.k, "direct")
     related: list[RetrievedItem] = []

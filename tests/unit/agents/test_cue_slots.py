@@ -1,0 +1,58 @@
+"""Slots said without a fixed phrase (agents/extract/cue_slots.py via all_slots), English and Chinese."""
+
+import pytest
+
+from agents.extract.event_slots import all_slots
+
+NAMES = frozenset({"Bob", "Alice", "小王", "李雷"})
+
+
+def slots(text: str, speaker: str) -> set[tuple[str, str, str]]:
+    return {(s.attribute, s.subject, (s.value or "").rstrip(".")) for s in all_slots(text, speaker, NAMES)
+            if not s.negated}
+
+
+@pytest.mark.parametrize(
+    ("text", "speaker", "want"),
+    [
+        ("Finally got a flat in Toronto, signing the lease today.", "Bob", ("lives_in", "Bob", "Toronto")),
+        ("Big news, we relocated from Oslo to Boston.", "Bob", ("lives_in", "Bob", "Boston")),
+        ("First week at Stripe, the onboarding is intense.", "Bob", ("works_at", "Bob", "Stripe")),
+        ("Heard Ivan joined Shopify.", "Bob", ("works_at", "Ivan", "Shopify")),
+        ("Alice got an offer from Dropbox and took it.", "Bob", ("works_at", "Alice", "Dropbox")),
+        ("从我武汉的住处到公司只要二十分钟。", "小王", ("lives_in", "小王", "武汉")),
+        ("入职网易第一周，新人手续好多。", "小王", ("works_at", "小王", "网易")),
+        ("李雷说他住在杭州。", "小王", ("lives_in", "李雷", "杭州")),
+        ("听说王芳搬到南京了", "小王", ("lives_in", "王芳", "南京")),
+        ("Kombucha is my favourite drink.", "Bob", ("favorite_drink", "Bob", "Kombucha")),
+        ("Alice says Packers is the best team.", "Bob", ("favorite_team", "Alice", "Packers")),
+        ("要说最爱的球队，那必须是湖人。", "小王", ("favorite_球队", "小王", "湖人")),
+        ("Reassigning the release notes from Carol to Omar.", "Bob", ("owner", "release notes", "Omar")),
+        ("测试用例从小何转给小韩。", "小王", ("owner", "测试用例", "小韩")),
+        ("发布说明有意见直接找小邓。", "小王", ("owner", "发布说明", "小邓")),
+        ("部门午饭地点：鼎泰丰。", "小王", ("where", "午饭", "鼎泰丰")),
+        ("Karaoke night venue: Casa Verde.", "Bob", ("where", "karaoke night", "Casa Verde")),
+    ],
+)
+def test_indirect_statements_fill_their_slot(text, speaker, want):
+    assert want in slots(text, speaker)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I want to move to Lisbon one day.",  # a wish
+        "Thinking about applying to Google.",
+        "我想去杭州工作。",
+        "Dinner moved to Casa Nova.",  # the event moved, not a person
+        "The weather in Paris was lovely.",  # no domain cue
+    ],
+)
+def test_wishes_events_and_small_talk_fill_no_person_slot(text):
+    assert not any(a in ("lives_in", "works_at") for a, _, _ in slots(text, "Bob"))
+
+
+def test_the_old_value_of_a_change_is_not_the_new_one():
+    assert ("works_at", "Bob", "Figma") in slots("Switched jobs: Figma now, Airbnb is history.", "Bob")
+    assert ("works_at", "Bob", "Airbnb") not in slots("Switched jobs: Figma now, Airbnb is history.", "Bob")
+    assert ("lives_in", "小王", "长沙") not in slots("我们从长沙搬到杭州了！", "小王")
