@@ -16,6 +16,7 @@ from memstream.ops import delete, delete_report, ingest, replay
 from memstream.settings import Settings
 from retrieval.embedder import CachedEmbedder, cache_key
 from streams.codec import is_tombstone
+from streams.sensitive import apply
 from streams.topics import RAW_MESSAGES
 from tests.helpers import write_jsonl
 from tests.pipeline.deletion_data import (
@@ -58,7 +59,8 @@ async def test_deleted_user_is_gone_at_once_physically_and_after_replay(tmp_path
     case = CASES[lang]
     data_dir = tmp_path / "d"
     clients = await _clients(data_dir, minilm)
-    texts = [r["text"] for r in case.rows if r["sender"] == case.user]
+    policy = Settings().sensitive  # texts are stored (and embedded) as the sensitive-information policy left them
+    texts = [apply(policy, case.chat, r["text"]).text for r in case.rows if r["sender"] == case.user]
     try:
         await _ingest(clients, tmp_path, case.rows)
         derived = [m for m in await clients.store.list_memories(case.chat)
