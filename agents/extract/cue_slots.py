@@ -28,7 +28,7 @@ __all__ = ["cue_slots"]
 
 _EN_LIVES = re.compile(
     r"(?i)\b(?:live[sd]?|living|home|house|apartment|flat|condo|moved|move|moving|relocat\w*|rent|rented|"
-    r"lease|landlord|neighbou?rhood|commute|settled|based|unpack\w*|balcony)\b"
+    r"lease|landlord|neighbou?rhood|commute|settled|based in|based out of|unpack\w*|balcony)\b"
 )
 _EN_WORKS = re.compile(
     r"(?i)\b(?:work|works|working|worked|job|jobs|employer|company|joined|hired|offer|onboarding|badge|"
@@ -39,7 +39,10 @@ _EN_WISH = re.compile(
     r"(?i)\b(?:want|wanna|wants|wish|hope|hoping|thinking (?:about|of)|considering|might|maybe|would|could|"
     r"should|plan(?:ning)? to|dream|if|interview(?:ing|ed)?|applied|applying)\b"
 )
-_EN_OLD_BEFORE = re.compile(r"(?i)\b(?:left|leaving|quit|not (?:in|at)|no longer (?:in|at)|out of|ex-)\s*$")
+_EN_OLD_BEFORE = re.compile(
+    r"(?i)\b(?:left|leaving|quit|not (?:in|at)|no longer (?:in|at)|out of|ex-|(?:lost|quit|left) (?:my|his|her|their|"
+    r"the) job (?:at|with)|(?:fired|laid off) from)\s*$"
+)
 _EN_FROM = re.compile(r"(?i)\bfrom\s*$")
 _EN_TO = re.compile(r"(?i)^\s*(?:to|for)\b")
 _EN_OLD_AFTER = re.compile(r"(?i)^\W{0,2}\s*(?:is|was)? ?(?:history|over|behind me|anymore|no more|in the past)\b")
@@ -107,15 +110,20 @@ def _zh_subject(sentence: str, end: int, speaker: str, names: frozenset[str]) ->
     return _reported(_ZH_REPORTED, head, speaker) or speaker
 
 
+_EN_LINK = re.compile(r"(?i)(?:\b(?:in|at|to|from|joined|near|with)(?: the)?|\bmy|\bour|[:])\s*$")
+
+
 def _en_values(sentence: str, names: frozenset[str]) -> list[re.Match[str]]:
+    """Proper nouns linked to the sentence by a preposition ("a flat in Oslo", "joined Stripe", "jobs: Figma",
+    "my Stripe badge"); a capitalised first word is just a sentence start."""
     out = []
     for m in _CAPS.finditer(sentence):
         words = m.group().split()
-        while words and words[0].lower().strip("'") in _EN_FILLER:
-            words = words[1:]
-        if not words or m.group() in names or words[0] in names:
+        if not words or words[0].lower().strip("'") in _EN_FILLER or m.group() in names or words[0] in names:
             continue
         before, after = sentence[: m.start()], sentence[m.end() :]
+        if not before.strip() or not _EN_LINK.search(before):
+            continue
         if _EN_OLD_BEFORE.search(before) or _EN_OLD_AFTER.match(after):
             continue
         if _EN_FROM.search(before) and _EN_TO.match(after):
@@ -189,7 +197,7 @@ def _favorites(sentence: str, speaker: str, names: frozenset[str], cjk: bool) ->
         if m is None or re.search(r"不喜欢|不爱|not into|no longer|anymore", sentence[m.start("v") : m.end("v") + 12]):
             continue
         v = (_ZH_FAV_PREFIX if cjk else _EN_FAV_STRIP).sub("", m["v"]).strip()
-        if len(v) < (1 if cjk else 2) or v in names:
+        if len(v) < (1 if cjk else 2) or any(n and n in v for n in names) or v.lower().startswith(("hey ", "hi ")):
             continue
         k = m["k"].lower()
         subject = (_zh_subject if cjk else _en_subject)(sentence, m.end("v"), speaker, names)

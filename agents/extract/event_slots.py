@@ -58,7 +58,7 @@ _ZH_TIME = re.compile(
     r"(?:早上|上午|中午|下午|晚上|傍晚)"
 )
 _TIME_WORD = re.compile(rf"(?i)(?:{_MONTHS}|{_DAYS}|noon|midnight|tomorrow|tonight|today|next|this|\d)\b")
-_JOIN = re.compile(r"^(?:\s*(?:at|@|,|on)?\s*|的|，)$", re.I)
+_JOIN = re.compile(r"^(?:\s*(?:at|@|on)?\s*|的)$", re.I)
 
 _EN_CHANGE = re.compile(
     r"(?i)\b(?:mov(?:e|es|ed|ing)|reschedul(?:e|es|ed|ing)|postpon(?:e|es|ed|ing)|push(?:es|ed|ing)? (?:back )?|"
@@ -135,7 +135,16 @@ def _pick(text: str, spans: list[tuple[int, int]], target: re.Pattern[str]) -> t
 _EN_SUBJECT = re.compile(r"(?i)\b(?:the|our|my|this|that|next|a) (?P<ev>[a-z][a-z-]+(?: [a-z][a-z-]+){0,2})\b")
 _NP_STOP = frozenset(
     "is are was were be been moves moved shifts slips slipped on at for to from has have had will gets got "
-    "starts start begins this next each every with and or but now is' by in of off back".split()
+    "starts start begins this next each every with and or but now is' by in of off back happens happen takes "
+    "took began ends ended goes went runs lands kicks wraps needs"
+    .split()
+)
+_EN_PURPOSE = re.compile(
+    r"(?i)\b(?:for|before|after|during|ahead of) (?:the|our) (?P<ev>[a-z][a-z-]+(?: [a-z][a-z-]+){0,2})\b"
+)
+_ZH_DATED_EVENT = re.compile(
+    r"^(?P<d>[\d一二三四五六七八九十]{1,2}月[\d一二三四五六七八九十]{1,3}[日号]|(?:下|这|本)?(?:周|星期)[一二三四五六日天])"
+    r"(?P<ev>[\u4e00-\u9fff]{2,6}?)(?:的|那天|之前|前|当天)"
 )
 _STRONG = re.compile(
     r"(?i)\b(?:planning|planned|plan to|scheduled|set for|let's|see you|keep|booked|penciled|pencilled)\b|"
@@ -147,11 +156,19 @@ _ZH_SUBJECT = re.compile(
 )
 _NOT_EVENTS = frozenset(
     "time date day days week weeks month year plan plans it one thing things way end moment morning afternoon "
-    "evening night weekend lease rent news update heads all everyone team group chat idea venue location place".split()
+    "evening night weekend lease rent news update heads all everyone team group chat idea venue location place "
+    "kids children family friends people community shelter school cause".split()
 )
 
 
 def _event(sentence: str, cjk: bool) -> re.Match[str] | None:
+    """The event a sentence is about: the one a thing is done for ("booked the room for the office move",
+    "9月20日机房搬迁的作战室"), else a known event noun, else an open-ended noun phrase with a plan verb."""
+    purpose = (_ZH_DATED_EVENT if cjk else _EN_PURPOSE).search(sentence)
+    if purpose is not None:
+        head = purpose["ev"] if cjk else _np_head(purpose["ev"])
+        if head and head.lower() not in _NOT_EVENTS and not _TIME_WORD.match(head):
+            return _Found(head, purpose.start("ev"), purpose.start("ev") + len(head))
     found = (_ZH_EVENT if cjk else _EN_EVENT).search(sentence)
     if found is not None:
         return found
@@ -204,7 +221,8 @@ def find_plan_slots(sentence: str, speaker: str, names: frozenset[str] = frozens
         return out
     change = (_ZH_CHANGE if cjk else _EN_CHANGE).search(sentence)
     past = (_ZH_PAST if cjk else _EN_PAST).search(sentence)
-    if not change and (past or not (_ZH_SCHEDULE if cjk else _EN_SCHEDULE).search(sentence)):
+    dated = (_ZH_DATED_EVENT if cjk else _EN_PURPOSE).search(sentence) is not None
+    if not change and (past or not (dated or (_ZH_SCHEDULE if cjk else _EN_SCHEDULE).search(sentence))):
         return out
     key = _key(ev["ev"], cjk)
     spans = [
@@ -288,7 +306,7 @@ def all_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotMa
     stated = {(f.attribute, f.subject) for f in found} | {f.attribute for f in found}
     planned = any(f.attribute in ("when", "where") for f in found)
     for c in cue_slots(sentence, speaker, names, cjk):  # said indirectly: only what the phrase rules missed
-        if planned and c.attribute in ("lives_in", "works_at"):
+        if planned and c.attribute == "lives_in":
             continue  # "Dinner moved to Casa Nova": the event moved, not a person
         overlaps = any(c.start < f.end and f.start < c.end for f in people)
         if c.attribute not in stated and (not overlaps or c.attribute.startswith(("favorite_", "owner"))):

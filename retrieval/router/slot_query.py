@@ -120,17 +120,14 @@ def _asked(sq: SlotQuery, query: str, r: MemoryRecord) -> bool:
     return sq.person is not None and _norm(r.subject) == _norm(sq.person)
 
 
-def _key(r: MemoryRecord) -> tuple[str, str]:
-    return (r.attribute or "", _norm(r.subject))
-
-
 def current_values(sq: SlotQuery, query: str, records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
-    """The live facts filling the question's slot for its subject, newest first (one per slot+subject)."""
-    best: dict[tuple[str, str], MemoryRecord] = {}
+    """The live facts filling the question's slots for its subject, newest first: one per slot, since a
+    question asks about one thing (an event may be keyed ``迁移`` in one statement, ``数据库迁移`` in another)."""
+    best: dict[str, MemoryRecord] = {}
     for r in records:
         if not r.live or not _asked(sq, query, r):
             continue
-        key = _key(r)
+        key = r.attribute or ""
         if key not in best or r.valid_from > best[key].valid_from:
             best[key] = r
     rank = {a: i for i, a in enumerate(sq.attributes)}
@@ -142,10 +139,10 @@ def superseded_values(
 ) -> dict[str, MemoryRecord]:
     """Earlier values of the slots ``current`` fills (older live duplicates and invalidated versions in
     ``others``), each mapped to the current record that replaced it."""
-    now = {_key(r): r for r in current}
+    now = {r.attribute: r for r in current}
     out: dict[str, MemoryRecord] = {}
     for r in others:
-        head = now.get(_key(r)) if _asked(sq, query, r) else None
+        head = now.get(r.attribute) if _asked(sq, query, r) else None
         if head is None or r.memory_id == head.memory_id or r.valid_from > head.valid_from:
             continue
         if r.value and _norm(r.value) and _norm(head.value) not in _norm(r.value) and _norm(r.value) not in _norm(
