@@ -21,7 +21,7 @@ from streams.topics import DISTILL_JOBS
 if TYPE_CHECKING:  # the wiring (memstream) builds the clients; this module only uses them
     from memstream.clients import Clients
 
-__all__ = ["apply_edit", "split_edits"]
+__all__ = ["apply_edit", "as_edited", "split_edits"]
 
 
 async def split_edits(
@@ -46,6 +46,20 @@ async def split_edits(
             stored.setdefault(key, _body(m))
             new.append(m)
     return new, edits
+
+
+def as_edited(messages: Sequence[ChatMessage], edited: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """``messages`` as this batch's edits leave them (retracted ones dropped): a topic that closes in the
+    batch that also edits one of its messages is distilled from the new text, not the old."""
+    latest = {(m.chat_id, m.message_id): m for m in edited}
+    out = []
+    for m in messages:
+        e = latest.get((m.chat_id, m.message_id))
+        if e is not None:
+            m = m.model_copy(update={"text": _body(e)})
+        if m.text.strip():
+            out.append(m)
+    return out
 
 
 def _body(m: ChatMessage) -> str:

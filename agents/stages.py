@@ -73,6 +73,7 @@ class SegmentStage:
         self._legacy = False  # loaded from a whole-state checkpoint: rewrite it per chat
         self.deleted: set[tuple[str, str]] = set()
         self._checks: dict[tuple[str, str], topic_audit.TopicCheck] = {}  # close-time checks of this batch
+        self._edited: list[ChatMessage] = []  # this batch's edits (a topic closing in it sees the new text)
 
     def load_state(self, parts: Mapping[str, str] | None) -> None:
         """The checkpoint: one part per chat (``""``: an older checkpoint holding every chat at once)."""
@@ -97,6 +98,7 @@ class SegmentStage:
         items = _decode_all(self.source, "segment", records, out)
         msgs = [m for m in items if isinstance(m, ChatMessage) and not self._is_deleted(m)]
         msgs, edited = await edits.split_edits(self.clients, msgs)
+        self._edited = edited
         vectors = await _embed(self.clients, [m.text for m in msgs])
         by_key = {m.key: m for m in msgs}
         vec_by_key = {m.key: vectors[i] for i, m in enumerate(msgs)} if vectors is not None else {}
@@ -131,7 +133,8 @@ class SegmentStage:
     async def _on_closed(self, event: TopicEvent, out: StageOutput) -> list[TopicEvent]:
         """Close-time check (design doc 6.3): SPLIT at a semantic break, or MERGED into a near-duplicate
         recently closed topic; distillation jobs go to the repaired topics. Returns the repair events."""
-        messages = await self.clients.store.get_messages(event.chat_id, event.message_ids)
+        stored = await self.clients.store.get_messages(event.chat_id, event.message_ids)
+        messages = edits.as_edited(stored, self._edited)
         repairs: list[TopicEvent] = []
         audit = self.clients.settings.audit
         if audit.close_check and messages:

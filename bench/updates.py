@@ -12,7 +12,9 @@ the item that replaced an older one, i.e. to the item the pipeline holds current
 it ("not Tuesday anymore, now Wednesday" states Wednesday).
 
 - ``current_first``: current questions whose top item names the newest value (an abstention counts as a miss);
-- ``stale_returned``: current + edit questions with an unmarked top-k item stating a superseded value;
+- ``stale_returned``: current + edit questions with an unmarked top-k item with a sentence claiming a
+  superseded value (naming it, not negated, not naming the current value in the same sentence);
+  ``stale_mentioned``: the looser round-1 test (no current value after the stale one anywhere in the item);
   ``stale_first``: the top item names a superseded value, not the current one, and is unmarked;
 - ``deleted_returned``: questions of chats with a deletion whose items come from the deleted user (speaker,
   source message ids, or a canary in the text). Must be 0;
@@ -68,11 +70,24 @@ def _negated(text: str, values: list[list[str]]) -> bool:
     return bool(spots) and all(_NEGATED.search(low[max(0, i - 14) : i]) for i in spots)
 
 
-def states_stale(text: str, expect: list[str], stale: list[list[str]]) -> bool:
-    """The text names a superseded value as a claim (not negated) and no current value after it."""
+def mentions_stale(text: str, expect: list[str], stale: list[list[str]]) -> bool:
+    """The round-1 test (kept as ``stale_mentioned``): a superseded value, not negated, with no current value
+    after it anywhere in the text — so "Kenji takes the notes, Carol is swamped" counts as stale."""
     t = norm(text)
     last_stale = max((_last(t, v) for v in stale), default=-1)
     return last_stale >= 0 and _last(t, expect) < last_stale and not _negated(text, stale)
+
+
+_SENTENCES = re.compile(r"(?<=[。！？；!?;])|(?<=[.])\s+|\n+")
+
+
+def states_stale(text: str, expect: list[str], stale: list[list[str]]) -> bool:
+    """Some sentence of the text claims a superseded value: names it, not negated, and does not name the
+    current value (a sentence naming both states the change: "moved to Austin, not living in Toronto")."""
+    return any(
+        mentions_stale(s, expect, stale) and not (expect and names_any(s, expect))
+        for s in _SENTENCES.split(text) if s and s.strip()
+    )
 
 
 def from_deleted(item: Any, d: Deletion) -> bool:
@@ -89,6 +104,7 @@ def score(q: Question, resp: Any, deletion: Deletion | None) -> dict[str, Any]:
         row["top_current"] = bool(not abstained and top is not None and names_any(top.text, q.expect))
     if q.type in ("current", "edit", "retraction"):
         row["stale_returned"] = any(not marked(it) and states_stale(it.text, q.expect, q.stale) for it in items)
+        row["stale_mentioned"] = any(not marked(it) and mentions_stale(it.text, q.expect, q.stale) for it in items)
         row["stale_first"] = bool(top is not None and not marked(top) and not names_any(top.text, q.expect)
                                   and any(names_any(top.text, v) for v in q.stale))
     if deletion is not None:
@@ -129,6 +145,7 @@ def summarise(rows: list[dict]) -> dict[str, Any]:
         "answerable_first": _share(rows, "top_current", lambda r: r["type"] == "answerable"),
         "stale_returned": _share(rows, "stale_returned", lambda r: r["type"] in ("current", "edit")),
         "stale_first": _share(rows, "stale_first", lambda r: r["type"] in ("current", "edit")),
+        "stale_mentioned": _share(rows, "stale_mentioned", lambda r: r["type"] in ("current", "edit")),
         "deleted_returned": sum(r["leak"] for r in leak_rows),
         "deleted_returned_share": _share(leak_rows, "leak") or 0.0,
         "deleted_questions_asked": len(leak_rows),

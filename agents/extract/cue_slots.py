@@ -238,7 +238,8 @@ def _owners(sentence: str, speaker: str, names: frozenset[str], cjk: bool) -> li
         m = pattern.search(sentence)
         if m is None:
             continue
-        task = re.sub(r"^(?:the|our|这个|那个|把)\s*", "", m["task"].lower() if not cjk else m["task"]).rstrip("的")
+        task = re.sub(r"^(?:the|our|这个|那个|把)\s*", "", m["task"].lower() if not cjk else m["task"])
+        task = re.sub(r"(?:的|改|就|还是|现在|也)+$", "", task)
         if len(task) < 2 or task in ("it", "that", "this", "me", "input", "comments", "任务", "事情", "素材"):
             continue
         owner = speaker if m["owner"] in ("我", "me", "Me") else m["owner"]
