@@ -122,8 +122,10 @@ async def test_an_edit_keeps_history_and_a_retraction_withdraws(data_dir):
         assert "13:00" in lunch.text and lunch.metadata["edit_history"][0]["text"].count("12:00") == 1
         live = await clients.store.list_memories("en")
         assert not [r for r in live if "green tea" in r.text]  # retracted: nothing it said is current
-        every = await clients.store.list_memories("en", live_only=False)
-        assert [r for r in every if "green tea" in r.text]  # ... but kept as history
+        [drink] = await clients.store.get_messages("en", ["a6"])  # ... but kept as history: the message's own,
+        assert drink.text == "" and "green tea" in drink.metadata["edit_history"][0]["text"]
+        every = await clients.store.list_memories("en", live_only=False)  # and any fact made before it came
+        assert all(r.valid_to is not None for r in every if "green tea" in r.text)
         resp = await _ask(clients, "en", "What is Carol's favourite drink?")
         assert not [i for i in resp.items if "green tea" in i.text and not _marked(i)]
     finally:
