@@ -15,11 +15,11 @@ is a superseded version, which the ordinary strategies and the currency notes fi
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
+from agents.consolidate.records import norm_text as _norm
 from retrieval.text import has_cjk
 from schemas import MemoryRecord
 
@@ -89,10 +89,6 @@ def parse(query: str, participants: Iterable[str] = ()) -> SlotQuery | None:
         return None
     return SlotQuery(attributes=tuple(dict.fromkeys(attrs)), person=person,
                      event=any(a in ("when", "where", "owner") for a in attrs))  # fmt: skip
-
-
-def _norm(text: str | None) -> str:
-    return re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", text or "").casefold())
 
 
 def _named(name: str, query: str, cjk: bool) -> bool:
