@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from agents.config import ConsolidatorConfig
 from agents.consolidate.candidates import candidates_from_result
 from agents.consolidate.records import (
     Similar,
@@ -31,7 +32,6 @@ from agents.consolidate.records import (
 from agents.consolidate.rules import Batch, decide, decide_batch, similar_for
 from agents.llm import LLMClient, LLMError
 from agents.prompts import consolidate_v1
-from memstream.settings import ConsolidatorConfig
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryRecord, stable_id
 
 __all__ = [

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 
+from agents.config import DistillerConfig
 from agents.distill.context import Collected, TopicContext
 from agents.distill.facts import answer_slot_fact, distill_message
 from agents.distill.from_llm import result_from_llm
@@ -24,7 +25,6 @@ from agents.distill.qa import find_qa
 from agents.distill.summary import build_result, cap_facts, summarise
 from agents.llm import LLMClient, LLMError
 from agents.prompts import distill_v1
-from memstream.settings import DistillerConfig
 from schemas import DistillJob, DistillResult
 
 __all__ = ["distill", "distill_extractive", "distill_llm"]

@@ -8,7 +8,7 @@ then by name-embedding similarity above a threshold. :func:`build_edges` turns t
 :func:`detect_conflicts` finds the live edges a new one contradicts (same subject, an exclusive predicate,
 another object): those are invalidated at the new edge's time, never deleted.
 
-No I/O here: the stage adapter (``agents/graph_stage.py``) reads the store, calls these, and writes back.
+No I/O here: the stage adapter (``streams/stages/graph.py``) reads the store, calls these, and writes back.
 Entity typing and name normalisation live in :mod:`agents.extract.entities`, triple extraction and the
 predicate vocabulary in :mod:`agents.extract.relations`; both are re-exported here.
 """
@@ -22,6 +22,7 @@ from datetime import datetime
 
 import numpy as np
 
+from agents.config import GraphMemoryConfig
 from agents.extract.entities import (
     PERSON_SUBJECT_PREDICATES,
     compatible,
@@ -38,15 +39,14 @@ from agents.extract.relations import (
     triples_from_result,
 )
 from agents.extract.slot_text import slot_sentence
-from memstream.settings import GraphConfig
-from retrieval.graph_protocols import EdgeInvalidation, EntityNode, EntityType, RelationEdge
-from retrieval.text import has_cjk
+from agents.graph_model import EdgeInvalidation, EntityNode, EntityType, RelationEdge
+from agents.text import has_cjk
 from schemas import DistillResult, stable_id
 
 __all__ = [
     "EXCLUSIVE",
     "EntityMerge",
-    "GraphConfig",
+    "GraphMemoryConfig",
     "GraphUpdate",
     "Mention",
     "Triple",

@@ -4,8 +4,9 @@ chain is the strongest signal; in IRC-style and busy IM groups most replies are 
 A pure ranking model over the last ``window`` messages of the chat plus the message itself (a self-link means
 "starts a new conversation"). Each (message, candidate) pair is reduced to :func:`pair_features`; the score is
 a linear function of them and the best candidate wins. The weights ship as ``reply_linker_weights.json``,
-fitted by ``python -m bench.train_linker`` (a conditional-logit ranking model; leave-one-file-out figures in
-docs/BENCHMARKS.md). Without vectors the semantic features are zero and their ``no_vector`` twin is set, so
+fitted on the Ubuntu IRC train split by ``python -m bench.train_linker`` (a conditional-logit ranking model;
+round and L2 chosen on the dev split; the command, date and a hash of the files are in the file's ``meta``,
+figures in docs/BENCHMARKS.md). Without vectors the semantic features are zero and their ``no_vector`` twin is set, so
 one weight file serves both.
 """
 

@@ -21,8 +21,8 @@ from datetime import datetime
 from typing import Any
 
 from agents import segmenter
+from agents.config import SegmenterConfig
 from agents.segmentation_diff import TopicSet, diff_segmentations
-from memstream.settings import SegmenterConfig
 from schemas import (
     ChatMessage,
     DecisionOp,

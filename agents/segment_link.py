@@ -18,9 +18,9 @@ import numpy as np
 from agents.reply_linker import LinkMsg, Threads, default_weights, rank, text_cues
 
 if TYPE_CHECKING:
+    from agents.config import SegmenterConfig
     from agents.segment_signals import Features
     from agents.segment_state import ChatPool
-    from memstream.settings import SegmenterConfig
     from schemas import ChatMessage
 
 

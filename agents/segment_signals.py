@@ -33,9 +33,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import rjieba
 
+from agents.segment_state import rounded  # noqa: F401 (re-exported: agents.forget reads it from here)
+
 if TYPE_CHECKING:
+    from agents.config import SegmenterConfig
     from agents.segment_state import ActiveTopic, ChatPool
-    from memstream.settings import SegmenterConfig
     from schemas import ChatMessage
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -66,20 +68,6 @@ _STOP_ZH = frozenset(
     如果 然后 可以 已经 不是 这样 那样 一下 一些 有点 哈哈 哈哈哈 好的 嗯嗯 大家 现在 知道 觉得 应该
     """.split()
 )
-
-
-class Memo:
-    """A cache slot that compares equal to any other, so cached arrays never take part in model equality."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: object = None) -> None:
-        self.value = value
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Memo)
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,39 +269,3 @@ def effective_threshold(pool: ChatPool, f: Features, cfg: SegmenterConfig) -> fl
     typical = statistics.median(pool.recent_best)
     scale = 1.0 + cfg.adaptive_gain * (typical - cfg.adaptive_reference) / max(cfg.adaptive_reference, 1e-9)
     return base * min(cfg.adaptive_max, max(cfg.adaptive_min, scale))
-
-
-# --- topic state helpers ------------------------------------------------------------------------------
-
-
-def rounded(vec: np.ndarray) -> list[float]:
-    return np.round(np.asarray(vec, dtype=np.float64), 5).tolist()  # compact JSON checkpoints
-
-
-def absorb(keep: ActiveTopic, gone: ActiveTopic, arrival: list[str]) -> None:
-    """Merge ``gone`` into ``keep`` (in place): members in arrival order, people, vectors, keywords, times."""
-    keep.changed()
-    order = {m: i for i, m in enumerate(arrival)}  # ids older than the seen window sort first, stably
-    keep.message_ids = sorted(
-        dict.fromkeys(keep.message_ids + gone.message_ids), key=lambda m: order.get(m, -1)
-    )
-    primary = set(keep.primary_ids()) | set(gone.primary_ids())
-    keep.soft = {m: w for m, w in {**gone.soft, **keep.soft}.items() if m not in primary}
-    keep.participants += [p for p in gone.participants if p not in keep.participants]
-    if gone.centroid is not None and keep.centroid is not None:
-        n, k = keep.centroid_n, gone.centroid_n
-        mix = (np.asarray(keep.centroid) * n + np.asarray(gone.centroid) * k) / (n + k)
-        keep.centroid, keep.centroid_n = rounded(mix), n + k
-    k = max(len(keep.recent_vectors), len(gone.recent_vectors))
-    keep.recent_vectors = (gone.recent_vectors + keep.recent_vectors)[-k:] if k else []
-    for w, c in gone.keywords.items():
-        keep.keywords[w] = keep.keywords.get(w, 0) + c
-    for s, ts in gone.last_by_sender.items():
-        keep.last_by_sender[s] = max(ts, keep.last_by_sender.get(s, ts))
-    for s, ts in gone.addressed.items():
-        keep.addressed[s] = max(ts, keep.addressed.get(s, ts))
-    keep.count += gone.count
-    if gone.last_ts > keep.last_ts:
-        keep.last_ts, keep.last_active_at = gone.last_ts, gone.last_active_at
-        keep.last_sender = gone.last_sender
-    keep.started_at = min(keep.started_at, gone.started_at)

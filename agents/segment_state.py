@@ -10,11 +10,24 @@ import numpy as np
 from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter
 
 from agents.reply_linker import LinkMsg
-from agents.segment_signals import Memo
 
-__all__ = ["ActiveTopic", "ChatPool", "SenderSeen", "dump_pools", "load_pools"]
+__all__ = ["ActiveTopic", "ChatPool", "Memo", "SenderSeen", "absorb", "dump_pools", "load_pools", "rounded"]
 
 SEEN_MAX = 5000
+
+
+class Memo:
+    """A cache slot that compares equal to any other, so cached arrays never take part in model equality."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object = None) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Memo)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class ActiveTopic(BaseModel):
@@ -143,3 +156,36 @@ def dump_pools(pools: dict[str, ChatPool]) -> str:
 
 def load_pools(raw: str) -> dict[str, ChatPool]:
     return _POOLS.validate_json(raw)
+
+
+def rounded(vec: np.ndarray) -> list[float]:
+    return np.round(np.asarray(vec, dtype=np.float64), 5).tolist()  # compact JSON checkpoints
+
+
+def absorb(keep: ActiveTopic, gone: ActiveTopic, arrival: list[str]) -> None:
+    """Merge ``gone`` into ``keep`` (in place): members in arrival order, people, vectors, keywords, times."""
+    keep.changed()
+    order = {m: i for i, m in enumerate(arrival)}  # ids older than the seen window sort first, stably
+    keep.message_ids = sorted(
+        dict.fromkeys(keep.message_ids + gone.message_ids), key=lambda m: order.get(m, -1)
+    )
+    primary = set(keep.primary_ids()) | set(gone.primary_ids())
+    keep.soft = {m: w for m, w in {**gone.soft, **keep.soft}.items() if m not in primary}
+    keep.participants += [p for p in gone.participants if p not in keep.participants]
+    if gone.centroid is not None and keep.centroid is not None:
+        n, k = keep.centroid_n, gone.centroid_n
+        mix = (np.asarray(keep.centroid) * n + np.asarray(gone.centroid) * k) / (n + k)
+        keep.centroid, keep.centroid_n = rounded(mix), n + k
+    k = max(len(keep.recent_vectors), len(gone.recent_vectors))
+    keep.recent_vectors = (gone.recent_vectors + keep.recent_vectors)[-k:] if k else []
+    for w, c in gone.keywords.items():
+        keep.keywords[w] = keep.keywords.get(w, 0) + c
+    for s, ts in gone.last_by_sender.items():
+        keep.last_by_sender[s] = max(ts, keep.last_by_sender.get(s, ts))
+    for s, ts in gone.addressed.items():
+        keep.addressed[s] = max(ts, keep.addressed.get(s, ts))
+    keep.count += gone.count
+    if gone.last_ts > keep.last_ts:
+        keep.last_ts, keep.last_active_at = gone.last_ts, gone.last_active_at
+        keep.last_sender = gone.last_sender
+    keep.started_at = min(keep.started_at, gone.started_at)

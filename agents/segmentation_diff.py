@@ -4,7 +4,7 @@ Topics are compared as sets of message ids. Each message's *main* topic is the e
 lists it (soft members belong to several topics); old and new topics linked by a message they share as main
 topic form one group, classified as unchanged / modified / split / merge / reshaped / new / dropped (see
 :class:`schemas.segmentation.TopicChange`). Agreement is the one-to-one overlap and VI of the benchmark
-metrics (:mod:`bench.metrics_seg`) over the messages present in both.
+metrics (:mod:`agents.seg_metrics`) over the messages present in both.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.metrics_seg import components, variation_of_information
+from agents.seg_metrics import components, variation_of_information
 from schemas.segmentation import ChangeKind, SegmentationDiff, TopicChange
 
 __all__ = ["TopicSet", "diff_segmentations", "main_topics"]

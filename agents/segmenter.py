@@ -20,17 +20,11 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from agents.segment_link import link_msg, read_links, remember
-from agents.segment_signals import (
-    Features,
-    absorb,
-    effective_threshold,
-    features,
-    rounded,
-    score_topic,
-)
-from agents.segment_state import ActiveTopic, ChatPool, SenderSeen, dump_pools, load_pools
-from memstream.settings import SegmenterConfig
+from agents.config import SegmenterConfig
+from agents.segment_link import decode_vec, link_msg, read_links, remember
+from agents.segment_shift import CONTEXT, default_shift_weights, is_dyadic, shift_features, shift_p
+from agents.segment_signals import Features, effective_threshold, features, score_topic
+from agents.segment_state import ActiveTopic, ChatPool, SenderSeen, absorb, dump_pools, load_pools, rounded
 from schemas import ChatMessage, TopicEvent, TopicEventKind, stable_id
 
 __all__ = [
@@ -85,10 +79,17 @@ def step(
         pool.recent_best = [*pool.recent_best, scored[0][0][0]][-RECENT_BEST_MAX:]
     replied = pool.msg_topic.get(msg.reply_to) if msg.reply_to else None
     explicit = next((x for x in scored if x[1].topic_id == replied), None)
-    if explicit is not None or (scored and scored[0][0][0] >= threshold):
-        (score, parts), chosen = explicit or scored[0]  # an explicit reply has priority (design doc 3.2.1)
+    dyad = None if explicit is not None else _dyadic(pool, lm, f, cfg)
+    if dyad is not None:  # a two-person chat: the shift model decides between the previous turn's topic and a new one
+        choice = None if dyad[0] else next(x for x in scored if x[1] is dyad[1])
+    else:  # an explicit reply has priority (design doc 3.2.1)
+        choice = explicit or (scored[0] if scored and scored[0][0][0] >= threshold else None)
+    if choice is not None:
+        (score, parts), chosen = choice
         others = [x for x in scored if x[1] is not chosen]
         parent = msg.reply_to if explicit is not None else _parent_in(links, chosen)
+        if dyad is not None:
+            parent = pool.window[-1].message_id
         topic = pool.own(chosen)
         _attach(topic, msg, f, cfg)
         _remember(pool, msg, f, topic)
@@ -118,6 +119,21 @@ def step(
 
 def _weight(cfg: SegmenterConfig, signal: str) -> float:
     return getattr(cfg, f"w_{signal}")
+
+
+def _dyadic(pool: ChatPool, lm, f: Features, cfg: SegmenterConfig) -> tuple[bool, ActiveTopic] | None:
+    """In a two-person chat with ``dyadic_shift`` on: does the turn shift topic (the learned model of
+    :mod:`agents.segment_shift`), and the active topic of the previous turn it would otherwise continue.
+    None: not a dialogue, or the previous turn's topic is closed; the join score decides."""
+    if not cfg.dyadic_shift or not is_dyadic(lm, pool.window):
+        return None
+    previous = pool.topic(pool.msg_topic.get(pool.window[-1].message_id, ""))
+    if previous is None:
+        return None
+    weights = default_shift_weights(cfg.shift_weights)
+    vectors = [decode_vec(v) for v in pool.window_vectors[-CONTEXT:]]
+    p = shift_p(shift_features(lm, pool.window, f.vector, vectors), weights)
+    return p >= weights.threshold, previous
 
 
 def _parent_in(links, topic: ActiveTopic) -> str | None:

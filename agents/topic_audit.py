@@ -10,6 +10,9 @@
   shared people, small time gap) -> :class:`MergeProposal` (over-splitting is the priority error, 6.2).
 - :func:`audit_chat` runs both over a chat's recent topics -> :class:`AuditReport`.
 
+The data (views, proposals, reports) is in :mod:`agents.topic_views` and the merge search in
+:mod:`agents.topic_merge`; both are re-exported here, where readers import them from.
+
 No I/O: topics come in as :class:`TopicView` (messages in order, optional vectors), decisions go out.
 Missing vectors never fail a check: a topic without them has no cohesion and no semantic break.
 """
@@ -19,10 +22,20 @@ from __future__ import annotations
 from datetime import datetime
 
 import numpy as np
-from pydantic import BaseModel, Field
 
-from agents.segment_signals import addressees, as_unit
-from memstream.settings import AuditConfig
+from agents.config import AuditConfig
+from agents.segment_signals import addressees
+from agents.topic_merge import find_merges
+from agents.topic_views import (
+    AuditReport,
+    BreakPoint,
+    MergeProposal,
+    SplitProposal,
+    TopicCheck,
+    TopicView,
+    part_topic_id,
+    unit_matrix,
+)
 from schemas import ChatMessage, TopicEvent, TopicEventKind, stable_id
 
 __all__ = [
@@ -42,89 +55,7 @@ __all__ = [
 ]
 
 
-class TopicView(BaseModel):
-    """One topic as the checks see it: messages in topic order, one optional vector per message."""
-
-    chat_id: str
-    topic_id: str
-    messages: list[ChatMessage]
-    vectors: list[list[float] | None] | None = None
-    weights: dict[str, float] = Field(default_factory=dict)  # soft members (not used as evidence)
-    state: str = "closed"
-
-
-class BreakPoint(BaseModel):
-    """A cut before ``message_id`` (position ``index`` in the topic's message list)."""
-
-    index: int
-    message_id: str
-    similarity: float  # cosine of the centroids of the windows before and after
-    sender_overlap: float  # Jaccard of the senders of the two windows
-
-
-class SplitProposal(BaseModel):
-    topic_id: str
-    parts: list[list[str]]  # message ids of each part, in topic order (soft members included)
-    part_topic_ids: list[str]
-    participants: list[list[str]]  # senders of each part, in order of first message
-    breaks: list[BreakPoint]
-    reason: str
-
-
-class TopicCheck(BaseModel):
-    topic_id: str
-    messages: int
-    cohesion: float | None = None
-    min_window_similarity: float | None = None
-    suspicious: bool = False
-    weight: float = 1.0
-    split: SplitProposal | None = None
-    notes: list[str] = Field(default_factory=list)
-
-
-class MergeProposal(BaseModel):
-    keep_topic_id: str  # the earliest topic of the group
-    merged_topic_ids: list[str]
-    message_ids: list[str]
-    participants: list[str]
-    similarity: float
-    shared_participants: list[str]
-    gap_s: float
-    reason: str
-
-
-class AuditReport(BaseModel):
-    chat_id: str
-    topics: list[TopicCheck] = Field(default_factory=list)
-    singleton_rate: float = 0.0
-    mean_cohesion: float | None = None
-    suspicious: list[str] = Field(default_factory=list)
-    splits: list[SplitProposal] = Field(default_factory=list)
-    merges: list[MergeProposal] = Field(default_factory=list)
-
-
-def part_topic_id(topic_id: str, index: int) -> str:
-    """The id of part ``index`` of a split topic: derived from the original, so a repeated check agrees."""
-    return f"{topic_id}.p{index}"
-
-
 # --- one topic -----------------------------------------------------------------------------------------
-
-
-def _matrix(view: TopicView, keep: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Unit vectors of the messages at ``keep`` that have one, and a mask of which have one."""
-    vecs = view.vectors or []
-    units = [as_unit(vecs[i]) if i < len(vecs) else None for i in keep]
-    dims = {u.shape[0] for u in units if u is not None}
-    if len(dims) != 1:  # none, or mixed dimensions (a model change): no semantic evidence
-        return np.zeros((len(keep), 0), dtype=np.float32), np.zeros(len(keep), dtype=bool)
-    dim = dims.pop()
-    mat = np.zeros((len(keep), dim), dtype=np.float32)
-    mask = np.zeros(len(keep), dtype=bool)
-    for j, u in enumerate(units):
-        if u is not None:
-            mat[j], mask[j] = u, True
-    return mat, mask
 
 
 def cohesion(mat: np.ndarray, mask: np.ndarray) -> float | None:
@@ -225,7 +156,7 @@ def check_topic(view: TopicView, cfg: AuditConfig) -> TopicCheck:
         check.notes.append("empty topic")
         return check
     msgs = [view.messages[i] for i in primary]
-    mat, mask = _matrix(view, primary)
+    mat, mask = unit_matrix(view, primary)
     if not mask.any():
         check.notes.append("no vectors: no cohesion or semantic check")
     check.cohesion = None if (c := cohesion(mat, mask)) is None else round(c, 4)
@@ -258,89 +189,6 @@ def _proposal(view: TopicView, primary: list[int], cuts: list[BreakPoint]) -> Sp
         breaks=full,
         reason=f"semantic break ({why})",
     )
-
-
-# --- near-duplicates among closed topics ------------------------------------------------------------------
-
-
-def _span(view: TopicView) -> tuple[datetime, datetime]:
-    ts = [m.ts for m in view.messages]
-    return min(ts), max(ts)
-
-
-def _centroid(view: TopicView) -> np.ndarray | None:
-    primary = [i for i, m in enumerate(view.messages) if m.message_id not in view.weights]
-    mat, mask = _matrix(view, primary)
-    if not mask.any():
-        return None
-    c = mat[mask].mean(axis=0)
-    n = float(np.linalg.norm(c))
-    return c / n if n > 0 else None
-
-
-def find_merges(
-    views: list[TopicView], cfg: AuditConfig, *, only: set[str] | None = None
-) -> list[MergeProposal]:
-    """Groups of near-duplicate topics (centroid cosine >= ``merge_similarity``, at least
-    ``merge_min_shared`` shared senders, the later starting within ``merge_gap_s`` of the earlier's end).
-    With ``only``, just the groups that contain one of those topic ids."""
-    items = []
-    for v in views:
-        if len(v.messages) < max(1, cfg.merge_min_messages) or v.state not in ("closed", "active"):
-            continue
-        c = _centroid(v)
-        if c is not None:
-            items.append((v, c, *_span(v), {m.sender for m in v.messages}))
-    items.sort(key=lambda x: (x[2], x[0].topic_id))
-    parent = list(range(len(items)))
-    best: dict[int, tuple[float, set[str], float]] = {}
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a in range(len(items)):
-        va, ca, _, end_a, people_a = items[a]
-        for b in range(a + 1, len(items)):
-            vb, cb, start_b, _, people_b = items[b]
-            gap = (start_b - end_a).total_seconds()
-            if gap > cfg.merge_gap_s or ca.shape != cb.shape:
-                continue
-            sim, shared = float(ca @ cb), people_a & people_b
-            if sim < cfg.merge_similarity or len(shared) < cfg.merge_min_shared:
-                continue
-            if only is not None and not ({va.topic_id, vb.topic_id} & only):
-                continue
-            ra, rb = find(a), find(b)
-            if ra != rb:
-                parent[max(ra, rb)] = min(ra, rb)
-                root = min(ra, rb)
-                prev = best.get(root, (1.0, set(), 0.0))
-                best[root] = (min(prev[0], sim), prev[1] | shared, max(prev[2], gap))
-    groups: dict[int, list[int]] = {}
-    for i in range(len(items)):
-        groups.setdefault(find(i), []).append(i)
-    out = []
-    for root, members in sorted(groups.items()):
-        if len(members) < 2:
-            continue
-        sim, shared, gap = best.get(root, (0.0, set(), 0.0))
-        views_ = [items[i][0] for i in members]
-        ids = [m.message_id for v in views_ for m in v.messages]
-        order = {m.message_id: m.ts for v in views_ for m in v.messages}
-        out.append(MergeProposal(
-            keep_topic_id=views_[0].topic_id,
-            merged_topic_ids=[v.topic_id for v in views_[1:]],
-            message_ids=sorted(dict.fromkeys(ids), key=lambda i: order[i]),
-            participants=list(dict.fromkeys(m.sender for v in views_ for m in v.messages)),
-            similarity=round(sim, 4),
-            shared_participants=sorted(shared),
-            gap_s=round(gap, 1),
-            reason=f"near-duplicate (cosine {sim:.2f}, shared {', '.join(sorted(shared))}, gap {gap:.0f}s)",
-        ))  # fmt: skip
-    return out
 
 
 # --- a chat -----------------------------------------------------------------------------------------------

@@ -22,11 +22,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from agents import seg_metrics as M
 from agents import topic_audit as A
+from agents.config import AuditConfig, SegmenterConfig
 from agents.segmenter import ChatPool, flush, step
-from bench import metrics_seg as M
 from bench.irc import IrcFile, build_embedder, read_irc_dir, to_message
-from memstream.settings import AuditConfig, SegmenterConfig
 from schemas import TopicEventKind
 
 SPLIT_GRID = {

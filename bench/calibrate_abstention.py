@@ -59,7 +59,7 @@ async def ask_all(clients, questions: list[dict]) -> list[dict]:
         req = RetrieveRequest(chat_id=q["chat_id"], query=q["question"], k=10, mode="routed", token_budget=8000,
                               now=q.get("now") or now[q["chat_id"]])  # fmt: skip
         resp = await retrieve(clients.store, clients.embedder, req, router=router, llm=clients.llm,
-                              graph=clients.extra.get("graph"))  # fmt: skip
+                              graph=clients.graph)  # fmt: skip
         rows.append({k: v for k, v in q.items() if k != "now"} | {"features": features_of(resp)})
     return rows
 

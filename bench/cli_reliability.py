@@ -38,7 +38,7 @@ def run_reliability(out_dir: Path, *, n_fuzz: int, kills: int, rates: list[int],
         finally:
             server.stop()
         result["kills"] = {"ingest": R.kill_ingest(work, kills, rng), "serve": R.kill_serve(work, kills, rng),
-                           "faust_worker": "not run here: tests/integration/test_kafka_pipeline.py (needs the broker)"}
+                           "kafka_worker": R.kill_kafka_worker(work, kills, rng)}
         result["deleted_returned"] = R.deleted_after_replay(work)["deleted_returned"]
     result["sensitive"] = score(generate(n_per_kind=200, seed=seed))
     (out_dir / "reliability.json").write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")

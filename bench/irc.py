@@ -21,19 +21,26 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from agents.segment_signals import resolve_name
+from agents import seg_metrics as M
+from agents.config import SegmenterConfig
 from agents.segmenter import ChatPool, flush, step
-from bench import metrics_seg as M
-from memstream.settings import SegmenterConfig
-from schemas import ChatMessage, TopicEventKind
+from bench.irc_data import (  # noqa: F401 (the reader's names are part of this module's interface)
+    IrcFile,
+    IrcLine,
+    assign_addressees,
+    assign_times,
+    parse_line,
+    read_irc_dir,
+    read_irc_file,
+    to_message,
+)
+from schemas import TopicEventKind
 
 PUBLISHED = {  # Kummerfeld et al. 2019, Ubuntu test set
     "feed-forward (paper)": {"vi": 91.3, "one_to_one": 75.6, "exact_f1": 36.2, "link_f1": 72.3},
@@ -41,153 +48,6 @@ PUBLISHED = {  # Kummerfeld et al. 2019, Ubuntu test set
 }
 SYSTEMS = ("memstream", "previous-message", "reply-mention-only", "time-window")
 TIME_WINDOW_S = 300.0
-
-_MSG_RE = re.compile(r"^\[(\d{1,2}):(\d{2})\] <([^>]*)> ?(.*)$")
-_ACTION_RE = re.compile(r"^\[(\d{1,2}):(\d{2})\]\s+\*\s+(\S+) ?(.*)$")
-_STAMP_RE = re.compile(r"^\[(\d{1,2}):(\d{2})\]\s*(\S*)\s?(.*)$")
-_SYS_RE = re.compile(r"^=== (\S+)\s*(.*)$")
-_SYS_EVENT_RE = re.compile(
-    r"^(?:\[[^\]]*\]\s*)?has (?:joined|left|quit)|^is now known as|^sets mode|^changed the topic|^[Tt]opic",
-)
-_LEAD_RE = re.compile(r"^\s*@?([^\s:,;@]{1,64})\s*[:,;]")
-_FACTOID_RE = re.compile(r"^!\S+.*\|\s*@?([^\s:,;@|]{1,64})\s*$")
-_NICK_TOKEN_RE = re.compile(r"[A-Za-z_\[\]\\^{}`|][A-Za-z0-9_\-\[\]\\^{}`|]*")
-_DATE_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:_(\d{2}))?")
-
-
-@dataclass
-class IrcLine:
-    idx: int
-    kind: str  # "message" | "action" | "system"
-    nick: str
-    text: str
-    minute: int | None  # minutes since midnight as printed, None for untimed lines
-    ts: datetime = field(default_factory=lambda: datetime(1970, 1, 1, tzinfo=UTC))
-    addressee: str | None = None
-    mentions: list[str] = field(default_factory=list)
-
-
-@dataclass
-class IrcFile:
-    name: str
-    lines: list[IrcLine]
-    gold_links: set[tuple[int, int]]
-    cutoff: int  # first annotated line
-
-    @property
-    def annotated(self) -> list[int]:
-        """Lines scored: every line named by a link from the first annotated line on."""
-        return sorted({n for pair in self.gold_links for n in pair if self.cutoff <= n < len(self.lines)})
-
-    def gold_clusters(self) -> list[set[int]]:
-        return M.clusters_from_links(self.gold_links, self.cutoff)
-
-
-def parse_line(idx: int, raw: str) -> IrcLine:
-    raw = raw.rstrip("\n")
-    if m := _MSG_RE.match(raw):
-        return IrcLine(idx, "message", m.group(3), m.group(4), int(m.group(1)) * 60 + int(m.group(2)))
-    if m := _ACTION_RE.match(raw):
-        return IrcLine(idx, "action", m.group(3), m.group(4), int(m.group(1)) * 60 + int(m.group(2)))
-    if m := _SYS_RE.match(raw):
-        kind = "system" if _SYS_EVENT_RE.match(m.group(2)) else "action"
-        return IrcLine(idx, kind, m.group(1), m.group(2), None)
-    if m := _STAMP_RE.match(raw):  # e.g. notices "-nick- text": treat as a message of that token
-        return IrcLine(
-            idx,
-            "message",
-            m.group(3).strip("<>-*") or "?",
-            m.group(4),
-            int(m.group(1)) * 60 + int(m.group(2)),
-        )
-    return IrcLine(idx, "system", "?", raw, None)
-
-
-def assign_times(lines: list[IrcLine], file_name: str, anchor: int = 1000) -> None:
-    """Event times: the printed hh:mm made monotone (a drop of over two hours is the next day), anchored so
-    the line at ``anchor`` (the file's named hour) falls on the file's date; lines sharing a minute are
-    spread evenly over it; untimed lines take the previous line's minute."""
-    day, prev, absolute = 0, None, []
-    for line in lines:
-        if line.minute is None:
-            absolute.append(prev)
-            continue
-        m = line.minute + 1440 * day
-        if prev is not None and m < prev - 120:
-            day += 1
-            m += 1440
-        prev = m if prev is None else max(m, prev)
-        absolute.append(prev)
-    first = next((a for a in absolute if a is not None), 0)
-    absolute = [first if a is None else a for a in absolute]
-    date = _DATE_RE.search(file_name)
-    base = datetime(*map(int, date.groups()[:3]), tzinfo=UTC) if date else datetime(1970, 1, 1, tzinfo=UTC)
-    anchor_min = absolute[min(anchor, len(absolute) - 1)] if absolute else 0
-    base -= timedelta(days=anchor_min // 1440)
-    i = 0
-    while i < len(lines):
-        j = i
-        while j < len(lines) and absolute[j] == absolute[i]:
-            j += 1
-        for k in range(i, j):
-            lines[k].ts = base + timedelta(minutes=absolute[k], seconds=60.0 * (k - i) / (j - i))
-        i = j
-
-
-def assign_addressees(lines: list[IrcLine]) -> None:
-    """A leading ``nick:``/``nick,`` (or a bot factoid's trailing ``| nick``) naming someone seen earlier in the
-    log (speaking, joining, renaming; a unique prefix of a known nick counts); ``mentions``: known nicks named
-    anywhere else in the text."""
-    known: dict[str, str] = {}
-    for line in lines:
-        if line.kind != "system":
-            lead = _LEAD_RE.match(line.text) or _FACTOID_RE.search(line.text)
-            nick = resolve_name(lead.group(1), known) if lead else None
-            if nick is not None and nick != line.nick:
-                line.addressee = nick
-            for token in _NICK_TOKEN_RE.findall(line.text):
-                other = known.get(token.lower().rstrip("_")) if len(token) >= 3 else None
-                if other is not None and other not in (line.nick, line.addressee) and other not in line.mentions:
-                    line.mentions.append(other)
-        known.setdefault(line.nick.lower().rstrip("_"), line.nick)
-        if line.kind == "system" and (m := re.match(r"is now known as (\S+)", line.text)):
-            known.setdefault(m.group(1).lower().rstrip("_"), m.group(1))
-
-
-def read_irc_file(ascii_path: Path, annotation_path: Path | None = None) -> IrcFile:
-    name = ascii_path.name.removesuffix(".ascii.txt")
-    raw = ascii_path.read_text(encoding="utf-8", errors="replace").split("\n")
-    if raw and raw[-1] == "":
-        raw.pop()
-    lines = [parse_line(i, r) for i, r in enumerate(raw)]
-    links: set[tuple[int, int]] = set()
-    if annotation_path is not None and annotation_path.exists():
-        links = M.parse_links(annotation_path.read_text().splitlines())
-    cutoff = min((a for a, _ in links), default=len(lines))
-    assign_times(lines, name, anchor=cutoff if links else 0)
-    assign_addressees(lines)
-    return IrcFile(name, lines, links, cutoff)
-
-
-def read_irc_dir(data_dir: Path) -> list[IrcFile]:
-    files = []
-    for ascii_path in sorted(data_dir.glob("*.ascii.txt")):
-        ann = ascii_path.with_name(ascii_path.name.replace(".ascii.txt", ".annotation.txt"))
-        files.append(read_irc_file(ascii_path, ann))
-    return [f for f in files if f.gold_links]
-
-
-def to_message(f: IrcFile, line: IrcLine) -> ChatMessage:
-    return ChatMessage(
-        chat_id=f"irc-{f.name}",
-        message_id=str(line.idx),
-        sender=line.nick or "?",
-        ts=line.ts,
-        text=line.text,
-        mentions=[line.addressee] if line.addressee else [],
-        platform="irc",
-        metadata={"line": line.idx, "kind": line.kind},
-    )
 
 
 # --- systems ------------------------------------------------------------------------------------------
@@ -223,49 +83,59 @@ def antecedent(line: IrcLine, members: list[IrcLine]) -> int:
     return (others or members)[-1].idx
 
 
+def segment_file(
+    f: IrcFile, vectors, cfg: SegmenterConfig
+) -> tuple[list[set[int]], set[tuple[int, int]], float]:
+    """The streaming segmenter over one file's turns (``vectors[k]`` for the k-th turn, or None): the
+    annotated lines' clusters (its topics), their links, and the seconds spent in the segmenter."""
+    turns = [ln for ln in f.lines if ln.kind != "system"]
+    pool = ChatPool(chat_id=f"irc-{f.name}")
+    topic_of: dict[int, str] = {}
+    members: dict[str, list[IrcLine]] = {}
+    alias: dict[str, str] = {}
+    links: set[tuple[int, int]] = set()
+    seg_s = 0.0
+    for k, line in enumerate(turns):
+        msg = to_message(f, line)
+        t0 = time.perf_counter()
+        pool, events = step(pool, msg, None if vectors is None else vectors[k], cfg)
+        seg_s += time.perf_counter() - t0
+        for ev in events:
+            if ev.kind == TopicEventKind.MERGED:
+                for gone in ev.related_topic_ids:
+                    alias[gone] = ev.topic_id
+                    members[ev.topic_id] = sorted(
+                        members.get(ev.topic_id, []) + members.pop(gone, []), key=lambda x: x.idx
+                    )
+            elif ev.kind in (TopicEventKind.OPENED, TopicEventKind.EXTENDED) and ev.reason != "soft":
+                group = members.setdefault(ev.topic_id, [])
+                parent = int(ev.parent_message_id) if ev.parent_message_id else antecedent(line, group)
+                links.add((line.idx, parent))
+                group.append(line)
+                topic_of[line.idx] = ev.topic_id
+    flush(pool)
+    groups: dict[str, set[int]] = {}
+    for idx in f.annotated:
+        groups.setdefault(_final_topic(topic_of.get(idx, f"single-{idx}"), alias), set()).add(idx)
+    keep = set(f.annotated)
+    kept = {(a, b) for a, b in links if a in keep} | {
+        (ln.idx, ln.idx) for ln in f.lines if ln.kind == "system" and ln.idx in keep
+    }
+    return sorted(groups.values(), key=min), kept, seg_s
+
+
 async def run_memstream(files: list[IrcFile], embedder, cfg: SegmenterConfig) -> tuple[Output, dict]:
     out, n_steps, seg_s, emb_s = Output(), 0, 0.0, 0.0
     for f in files:
-        turns = [ln for ln in f.lines if ln.kind != "system"]
-        msgs = [to_message(f, ln) for ln in turns]
+        texts = [ln.text for ln in f.lines if ln.kind != "system"]
         vectors = None
         if embedder is not None:
             t0 = time.perf_counter()
-            vectors = await embedder.embed([m.text for m in msgs])
+            vectors = await embedder.embed(texts)
             emb_s += time.perf_counter() - t0
-        pool = ChatPool(chat_id=f"irc-{f.name}")
-        topic_of: dict[int, str] = {}
-        members: dict[str, list[IrcLine]] = {}
-        alias: dict[str, str] = {}
-        links: set[tuple[int, int]] = set()
-        for k, (line, msg) in enumerate(zip(turns, msgs, strict=True)):
-            t0 = time.perf_counter()
-            pool, events = step(pool, msg, None if vectors is None else vectors[k], cfg)
-            seg_s += time.perf_counter() - t0
-            for ev in events:
-                if ev.kind == TopicEventKind.MERGED:
-                    for gone in ev.related_topic_ids:
-                        alias[gone] = ev.topic_id
-                        members[ev.topic_id] = sorted(
-                            members.get(ev.topic_id, []) + members.pop(gone, []), key=lambda x: x.idx
-                        )
-                elif ev.kind in (TopicEventKind.OPENED, TopicEventKind.EXTENDED) and ev.reason != "soft":
-                    group = members.setdefault(ev.topic_id, [])
-                    parent = int(ev.parent_message_id) if ev.parent_message_id else antecedent(line, group)
-                    links.add((line.idx, parent))
-                    group.append(line)
-                    topic_of[line.idx] = ev.topic_id
-        pool, _ = flush(pool)
-        n_steps += len(msgs)
-
-        groups: dict[str, set[int]] = {}
-        for idx in f.annotated:
-            groups.setdefault(_final_topic(topic_of.get(idx, f"single-{idx}"), alias), set()).add(idx)
-        out.clusters[f.name] = sorted(groups.values(), key=min)
-        keep = set(f.annotated)
-        out.links[f.name] = {(a, b) for a, b in links if a in keep} | {
-            (ln.idx, ln.idx) for ln in f.lines if ln.kind == "system" and ln.idx in keep
-        }
+        out.clusters[f.name], out.links[f.name], secs = segment_file(f, vectors, cfg)
+        seg_s += secs
+        n_steps += len(texts)
     stats = {
         "messages": n_steps,
         "segmenter_msgs_per_s": round(n_steps / seg_s, 1) if seg_s else None,
@@ -398,8 +268,9 @@ def _plot(report: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def build_embedder(kind: str):
-    """``none`` -> None; ``minilm`` -> the shared cached embedder if present, else a local MiniLM wrapper."""
+def build_embedder(kind: str, cache: Path | None = None):
+    """``none`` -> None; ``minilm`` -> the shared cached embedder (vectors kept in the SQLite file ``cache``,
+    e.g. under /tmp, or in memory) if present, else a local MiniLM wrapper."""
     if kind == "none":
         return None
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -408,7 +279,7 @@ def build_embedder(kind: str):
     except ImportError:
         shared = None
     if shared is not None:
-        return shared(kind, None, 64)
+        return shared(kind, cache, 64)
     if kind != "minilm":
         raise ValueError(f"unknown embedder {kind!r}")
     return _MiniLM()
@@ -438,8 +309,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, required=True, help="folder of *.ascii.txt + *.annotation.txt")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--embedder", choices=["none", "minilm"], default="none")
+    parser.add_argument(
+        "--embed-cache", type=Path, default=None, help="SQLite vector cache (e.g. under /tmp)"
+    )
+    parser.add_argument(
+        "--linker-weights", default=None, help="a reply-linker weight file (default: shipped)"
+    )
     args = parser.parse_args(argv)
-    report = asyncio.run(run_irc(args.data, args.out, build_embedder(args.embedder)))
+    cfg = SegmenterConfig(linker_weights=args.linker_weights)
+    report = asyncio.run(run_irc(args.data, args.out, build_embedder(args.embedder, args.embed_cache), cfg))
     width = max(len(s) for s in report["systems"])
     print(f"{'system':{width}}  " + "  ".join(f"{k:>10}" for k in next(iter(report["systems"].values()))))
     for name, vals in report["systems"].items():

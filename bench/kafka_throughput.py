@@ -26,9 +26,9 @@ import uuid
 from pathlib import Path
 
 from memstream.clients import build_clients
+from memstream.kafka_admin import bootstrap_topics, lag, produce_file
 from memstream.ops import ingest
 from memstream.settings import Settings
-from ops.kafka_tools import bootstrap_topics, lag, produce_file
 from retrieval.sqlite_store import SQLiteStore
 
 

@@ -13,15 +13,15 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bench.locomo_abstention import abstention_report, plot_abstention
 from bench.locomo_metrics import (
     FIG_KEYS,
     aggregate,
-    choose_threshold,
     classifier_metrics,
     parse_evidence,
-    pr_curve,
-    prf,
+    recall,
     score_question,
+    with_budget,
 )
 from memstream.settings import Settings
 
@@ -36,6 +36,7 @@ SYSTEMS = {
 CATEGORIES = ("1", "2", "3", "4", "5")
 # uniform systems under the names the routing comparison uses (the same runs as memstream-hybrid/embedding-only)
 ALIASES = {"uniform-hybrid": "memstream-hybrid", "uniform-embedding": "embedding-only"}
+BUDGET_TOKENS, BUDGET_K = 1500, 100  # turn_recall_all@budget: every item the context packs up to 1,500 tokens
 STRATEGIES = ("factual_extraction", "temporal_reasoning", "knowledge_update", "multi_hop", "abstention")
 ORACLE_TYPE = {"1": "multi_hop", "2": "temporal_reasoning", "3": "factual_extraction", "4": "factual_extraction",
                "5": "factual_extraction"}  # fmt: skip
@@ -159,7 +160,7 @@ class _SharedSearches:
 
 
 async def _evaluate_routed(
-    clients, questions: list[dict], cfg, shared, *, use_oracle: bool = False
+    clients, questions: list[dict], cfg, shared, *, use_oracle: bool = False, k: int = 10, budget: int = 8000
 ) -> list[dict]:
     from retrieval.router.classifier import oracle
     from retrieval.router.pipeline import retrieve_routed
@@ -168,15 +169,16 @@ async def _evaluate_routed(
     store, embedder, now = shared
     rows = []
     for q in questions:
-        req = RetrieveRequest(chat_id=q["chat_id"], query=q["question"], k=10, mode="routed", token_budget=8000,
+        req = RetrieveRequest(chat_id=q["chat_id"], query=q["question"], k=k, mode="routed", token_budget=budget,
                               now=now[q["chat_id"]])  # fmt: skip
         t0 = time.perf_counter()
-        resp = await retrieve_routed(store, embedder, req, cfg=cfg, llm=clients.llm, graph=clients.extra.get("graph"),
+        resp = await retrieve_routed(store, embedder, req, cfg=cfg, llm=clients.llm, graph=clients.graph,
                                      classification=oracle(ORACLE_TYPE[q["category"]]) if use_oracle else None)  # fmt: skip
         latency = (time.perf_counter() - t0) * 1000
         verdict = next((t.detail for t in resp.trace if t.step == "abstain"), {})
         ranked = [it.source_message_ids for it in resp.items]
         rows.append(score_question(ranked, q["evidence"]) | {
+            "turn_recall_all@budget": recall(ranked, q["evidence"], len(ranked)), "items": len(ranked),
             "tokens": resp.context_tokens, "latency_ms": latency, "category": q["category"], "chat_id": q["chat_id"],
             "predicted": resp.query_type, "abstained": resp.no_relevant_memory and bool(resp.abstention_reason),
             "abstain_score": float(verdict.get("score", -1.0)), "abstain_features": verdict.get("features", {}),
@@ -206,90 +208,25 @@ async def _routed_systems(clients, questions: list[dict], console) -> tuple[dict
         systems[name] = summarise(rows)
         rows_of[name] = rows
         _print(console, name, systems[name])
+    rows = await _evaluate_routed(clients, questions, base, shared, k=BUDGET_K, budget=BUDGET_TOKENS)
+    systems["routed"] = with_budget(systems["routed"], rows)
+    if console:
+        o = systems["routed"]["overall"]
+        console.print(f"{'routed @' + str(BUDGET_TOKENS) + ' tokens':36} R_all@budget={o['turn_recall_all@budget']:.3f} "
+                      f"(1={systems['routed']['by_category']['1']['turn_recall_all@budget']:.3f}) items="
+                      f"{o['budget_items_mean']:.1f} tokens={o['budget_context_tokens_mean']:.0f}")  # fmt: skip
     return systems, rows_of
 
 
-def abstention_report(rows: list[dict], answered: list[dict], dev_chats: set[str]) -> dict:
-    """Category 5 = should abstain, 1-4 = should answer. ``rows``: the routed run; ``answered``: the same
-    questions without the abstention check (their recall when not abstained).
+def classifier_report(rows: list[dict], convs: list[dict]) -> dict:
+    """The routed run's classification (the packaged layer, fitted on the dev file: in-sample there) next to
+    the layer's nested leave-one-conversation-out accuracy (refitted without each conversation's questions)."""
+    from bench.locomo_router import cross_validate
 
-    - ``configured``: the decision as shipped (the calibrated model of the embedder, else the rules);
-    - ``in_sample``: a model fitted on all these conversations, applied to them;
-    - ``cv``: leave one conversation out: each conversation decided by a model (weights and threshold)
-      fitted on the other conversations only (the top-level precision/recall/f1);
-    - ``recall_all@10_1-4``: recall on the answerable questions when an abstention drops the items, for
-      each decision, next to no abstention at all (and as served: other-subject items kept as related);
-    - ``attribution_rule``: the former score (attribution only), threshold chosen on the dev half."""
-    from retrieval.router.abstain import COMPONENTS, forced
-    from retrieval.router.abstain_calib import fit_model, oof
-
-    keep = [i for i, r in enumerate(rows) if r["category"] in CATEGORIES]
-    rows, answered = [rows[i] for i in keep], [answered[i] for i in keep]
-    positive = [r["category"] == "5" for r in rows]
-    negatives = [i for i, p in enumerate(positive) if not p]
-
-    def recall_if_dropped(decisions) -> float:
-        return round(sum(0.0 if decisions[i] else answered[i]["turn_recall_all@10"] for i in negatives)
-                     / max(1, len(negatives)), 4)  # fmt: skip
-
-    def figures(decisions) -> dict:
-        out = prf([float(d) for d in decisions], positive, 0.5)
-        by_conv = {}
-        for chat in sorted({r["chat_id"] for r in rows}):
-            idx = [i for i, r in enumerate(rows) if r["chat_id"] == chat]
-            by_conv[chat] = {k: v for k, v in prf([float(decisions[i]) for i in idx], [positive[i] for i in idx],
-                                                  0.5).items() if k in ("precision", "recall", "f1")}  # fmt: skip
-        abstained_answerable = sum(decisions[i] for i in negatives) / max(1, len(negatives))
-        return out | {"answerable_abstained": round(abstained_answerable, 4),
-                      "recall_all@10_1-4_if_abstained_items_dropped": recall_if_dropped(decisions),
-                      "by_conversation": by_conv}  # fmt: skip
-
-    configured = [bool(r["abstained"]) for r in rows]
-    calib = [{"features": r["abstain_features"], "label": p, "group": r["chat_id"], "source": "locomo"}
-             for r, p in zip(rows, positive, strict=True)]  # fmt: skip
-    report: dict = {"configured": figures(configured) | {
-        "decided_by": sorted({str(r.get("abstain_decided_by")) for r in rows})}}  # fmt: skip
-    if calib and all(c["features"] for c in calib) and len({c["group"] for c in calib}) >= 2 and any(positive):
-        model = fit_model("bench", COMPONENTS, calib)
-        in_sample = [model.probability(c["features"]) > model.threshold or forced(c["features"]) for c in calib]
-        _, cv = oof(COMPONENTS, calib)
-        cv = [bool(d) or forced(c["features"]) for d, c in zip(cv, calib, strict=True)]
-        groups = [c["group"] for c in calib]
-        report["in_sample"] = figures(in_sample) | {"threshold": model.threshold}
-        report["cv"] = figures([bool(d) for d in cv]) | {
-            "how": "leave one conversation out: for each conversation, the model (weights, standardisation) "
-                   "is fitted on the features of the other conversations' questions, its threshold chosen F1-best "
-                   "on their out-of-fold probabilities (nested leave-one-out), then applied to the held-out one",
-            "folds": sorted(set(groups))}  # fmt: skip
-    else:
-        report["in_sample"] = report["cv"] = {"note": "no abstention features in the trace / too few conversations"}
-    head = report["cv"] if "f1" in report["cv"] else report["configured"]
-    report |= {k: head[k] for k in ("precision", "recall", "f1")}
-    report["recall_all@10_1-4"] = {
-        "no_abstention": recall_if_dropped([False] * len(rows)),
-        "as_served": round(sum(rows[i]["turn_recall_all@10"] for i in negatives) / max(1, len(negatives)), 4),
-        **{name: report[name]["recall_all@10_1-4_if_abstained_items_dropped"]
-           for name in ("configured", "in_sample", "cv") if "f1" in report[name]}}  # fmt: skip
-    report["attribution_rule"] = attribution_rule(rows, dev_chats)
-    return report
-
-
-def attribution_rule(rows: list[dict], dev_chats: set[str]) -> dict:
-    """The attribution score alone: the threshold chosen on the dev conversations, reported on the others."""
-    dev = [r for r in rows if r["chat_id"] in dev_chats]
-    test = [r for r in rows if r["chat_id"] not in dev_chats] or rows
-
-    def split(rs):
-        return [r["abstain_score"] for r in rs], [r["category"] == "5" for r in rs]
-
-    threshold = choose_threshold(*split(dev or rows))
-    held_out = prf(*split(test), threshold)
-    return {
-        **{k: held_out[k] for k in ("precision", "recall", "f1")}, "threshold": round(threshold, 4),
-        "held_out": held_out, "all": prf(*split(rows), threshold),
-        "dev_conversations": sorted(dev_chats), "test_conversations": sorted({r["chat_id"] for r in test}),
-        "curve": [{k: p[k] for k in ("threshold", "precision", "recall", "f1")} for p in pr_curve(*split(rows))],
-    }  # fmt: skip
+    shipped = classifier_metrics(rows)
+    cv = cross_validate(convs)
+    cv.pop("model", None)
+    return shipped | {"accuracy_in_sample": shipped["accuracy"], "accuracy_cv": cv.get("accuracy_cv"), "cv": cv}
 
 
 def _print(console, name: str, summary: dict) -> None:
@@ -359,7 +296,7 @@ async def run_locomo(
         "add_only_consolidation": add_stats,
         "systems": systems,
         "routed_eval_seconds": round(routed_secs, 1),
-        "classifier": classifier_metrics(rows_of["routed"]),
+        "classifier": classifier_report(rows_of["routed"], convs),
         "abstention": abstention_report(rows_of["routed"], rows_of["routed-without-abstention"],
                                         {str(c["sample_id"]) for c in convs[::2]}),
     }
@@ -374,6 +311,9 @@ async def run_locomo(
                               f"F1={a[name]['f1']:.3f}  recall_all@10 1-4 (abstained dropped) "
                               f"{a[name]['recall_all@10_1-4_if_abstained_items_dropped']:.3f}")  # fmt: skip
         console.print(f"recall_all@10 1-4 without abstention {a['recall_all@10_1-4']['no_abstention']:.3f}")
+        cl = result["classifier"]
+        console.print(f"classifier accuracy (1/2/4) in-sample {cl['accuracy_in_sample']:.3f}, "
+                      f"leave-one-conversation-out {cl['accuracy_cv']}")  # fmt: skip
     return result
 
 
@@ -409,35 +349,6 @@ def plot(result: dict, path: Path) -> None:
         f"LoCoMo retrieval ({result['conversations']} conversations, {result['questions']} questions)"
     )
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def plot_abstention(report: dict, path: Path) -> None:
-    """Precision/recall trade-off of the attribution score (all conversations), and the calibrated model's
-    configured, in-sample and cross-validated points."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rule = report["attribution_rule"]
-    curve = rule["curve"]
-    fig, ax = plt.subplots(figsize=(5.5, 4.5))
-    ax.plot([p["recall"] for p in curve], [p["precision"] for p in curve], marker=".", lw=1,
-            label="attribution score alone")  # fmt: skip
-    for name, colour in (("configured", "red"), ("in_sample", "orange"), ("cv", "green")):
-        point = report.get(name, {})
-        if "f1" in point:
-            ax.scatter([point["recall"]], [point["precision"]], color=colour, zorder=3,
-                       label=f"{name}: F1 {point['f1']}")  # fmt: skip
-    ax.set_xlabel("recall (category 5 abstained)")
-    ax.set_ylabel("precision")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_title("LoCoMo abstention (category 5)")
-    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

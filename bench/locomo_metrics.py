@@ -77,6 +77,23 @@ def score_question(ranked_sources: list[list[str]], evidence: list[str]) -> dict
     }
 
 
+def with_budget(summary: dict, rows: list[dict]) -> dict:
+    """``summary`` (overall + by category at k=10) with the figures of a run packing items up to a token budget:
+    turn recall_all over every packed item, items and context tokens per question."""
+
+    def figures(rs: list[dict]) -> dict:
+        if not rs:
+            return {"turn_recall_all@budget": 0.0}
+        return {"turn_recall_all@budget": round(mean(r["turn_recall_all@budget"] for r in rs), 4),
+                "budget_items_mean": round(mean(r["items"] for r in rs), 1),
+                "budget_context_tokens_mean": round(mean(r["tokens"] for r in rs), 1),
+                "budget_context_tokens_max": max(r["tokens"] for r in rs)}  # fmt: skip
+
+    overall = summary["overall"] | figures([r for r in rows if r["category"] in ("1", "2", "3", "4")])
+    by_cat = {c: v | figures([r for r in rows if r["category"] == c]) for c, v in summary["by_category"].items()}
+    return summary | {"overall": overall, "by_category": by_cat}
+
+
 # ---- routed retrieval: classifier and abstention metrics ----------------------------------------------
 
 # LoCoMo category -> the query type a perfect classifier would give (3 and 5 are reported separately)

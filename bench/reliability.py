@@ -3,7 +3,8 @@
 - fuzz: ``n_fuzz`` generated bad (and odd) requests -> crashes (server gone), 5xx, hangs (> 10 s);
 - kills: ``ingest`` SIGKILLed ``kills`` times at random points, then finished; ``serve`` SIGKILLed while
   batches are POSTed (``wait=false``) and restarted (it drains its backlog on start) -> lost/duplicated
-  messages against what the log accepted;
+  messages against what the log accepted; a Faust worker SIGKILLed over a Tansu broker -> lost/duplicated
+  records against a clean embedded run (:mod:`bench.reliability_kafka`);
 - load: mixed read/write (4:1) at each rate for ``seconds`` (loopback only) -> errors, p50/p95/p99, RSS growth;
 - leaks: canaries of chat B never in chat A's answers; a key for A probing B on every endpoint;
 - deleted_returned: a deleted user's canary returned after ``replay``;
@@ -211,6 +212,13 @@ def kill_serve(work: Path, kills: int, rng: random.Random) -> dict:
     got, _ = stored_ids(data)
     return {"n": kills, "accepted": len(accepted), "lost": len(accepted - set(got)),
             "duplicated": len(got) - len(set(got))}
+
+
+def kill_kafka_worker(work: Path, kills: int, rng: random.Random) -> dict:
+    """A Faust worker SIGKILLed at random points over a Tansu broker vs a clean run (bench/reliability_kafka.py)."""
+    from bench.reliability_kafka import kill_faust_worker
+
+    return kill_faust_worker(work, kills, rng)
 
 
 # ---- load -------------------------------------------------------------------------------------------

@@ -98,22 +98,28 @@ def noida_server(data_dir: Path, *, attempts: int = 5, timeout: float = 30.0) ->
 # ---- the benchmark ---------------------------------------------------------------------------------
 
 
-def corpus(n_docs: int, dim: int, seed: int = 0):
+def corpus(n_docs: int, dim: int, seed: int = 0, texts: list[str] | None = None, chat: str = "bench"):
+    """``n_docs`` documents of one chat: half turns, half memory records (one ADD decision each), random unit
+    vectors. Texts: 12 words drawn from a synthetic vocabulary, or ``texts`` (real sentences) cycled with a
+    counter so each is distinct."""
     rng = np.random.default_rng(seed)
     words = [f"w{i}" for i in range(3000)] + ["pizza", "杭州", "deploy", "猫", "发布", "周四"]
-    texts = [" ".join(rng.choice(words, size=12)) for _ in range(n_docs)]
+    if texts:
+        texts = [f"{texts[i % len(texts)]} #{i}" for i in range(n_docs)]
+    else:
+        texts = [" ".join(rng.choice(words, size=12)) for _ in range(n_docs)]
     vecs = rng.standard_normal((n_docs, dim)).astype(np.float32)
     half = n_docs // 2
     msgs = [
-        ChatMessage(chat_id="bench", message_id=f"m{i}", sender=f"u{i % 5}", ts=T0 + timedelta(minutes=i),
+        ChatMessage(chat_id=chat, message_id=f"m{i}", sender=f"u{i % 5}", ts=T0 + timedelta(minutes=i),
                     text=texts[i])
         for i in range(half)
     ]  # fmt: skip
     decisions = [
         MemoryDecision(
-            decision_id=f"d{i}", op=DecisionOp.ADD, chat_id="bench", reason="bench", source_event_id="ev",
+            decision_id=f"d{i}", op=DecisionOp.ADD, chat_id=chat, reason="bench", source_event_id="ev",
             at=T0 + timedelta(minutes=i),
-            record=MemoryRecord(memory_id=f"mem{i}", chat_id="bench", kind=MemoryKind.FACT, text=texts[half + i],
+            record=MemoryRecord(memory_id=f"mem{i}", chat_id=chat, kind=MemoryKind.FACT, text=texts[half + i],
                                 speaker=f"u{i % 5}", valid_from=T0 + timedelta(minutes=i),
                                 source_message_ids=[f"m{i % max(half, 1)}"], source_event_id="ev"),
         )
@@ -122,9 +128,8 @@ def corpus(n_docs: int, dim: int, seed: int = 0):
     return rng, words, msgs, vecs[:half], decisions, vecs[half:]
 
 
-async def run(store: MemoryStore, *, n_docs: int, n_queries: int, dim: int, k: int) -> dict:
-    rng, words, msgs, msg_vecs, decisions, dec_vecs = corpus(n_docs, dim)
-    await store.bootstrap()
+async def fill(store: MemoryStore, msgs, msg_vecs, decisions, dec_vecs) -> dict:
+    """Write a :func:`corpus` into ``store`` (bootstrapped): turns in batches of 500, then each decision."""
     t0 = time.perf_counter()
     for i in range(0, len(msgs), 500):
         await store.upsert_messages(msgs[i : i + 500], msg_vecs[i : i + 500])
@@ -132,15 +137,15 @@ async def run(store: MemoryStore, *, n_docs: int, n_queries: int, dim: int, k: i
     t0 = time.perf_counter()
     for d, v in zip(decisions, dec_vecs, strict=True):
         await store.apply_decision(d, v)
-    ingest_memories = time.perf_counter() - t0
-    out: dict = {
-        "docs": n_docs,
-        "queries": n_queries,
-        "k": k,
-        "ingest_turns_s": round(ingest_turns, 3),
-        "apply_decision_ms": round(1000 * ingest_memories / max(len(decisions), 1), 2),
-        "modes": {},
-    }
+    return {"ingest_turns_s": round(ingest_turns, 3),
+            "apply_decision_ms": round(1000 * (time.perf_counter() - t0) / max(len(decisions), 1), 2)}  # fmt: skip
+
+
+async def run(store: MemoryStore, *, n_docs: int, n_queries: int, dim: int, k: int) -> dict:
+    rng, words, msgs, msg_vecs, decisions, dec_vecs = corpus(n_docs, dim)
+    await store.bootstrap()
+    filled = await fill(store, msgs, msg_vecs, decisions, dec_vecs)
+    out: dict = {"docs": n_docs, "queries": n_queries, "k": k, **filled, "modes": {}}
     qvecs = rng.standard_normal((n_queries, dim)).astype(np.float32)
     for mode in ("bm25", "knn", "hybrid"):
         took = []

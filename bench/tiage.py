@@ -6,12 +6,13 @@ a chat of two alternating speakers one minute apart, and a turn is predicted to 
 segmenter puts it in a different topic than the previous turn (it opened a new one, or went back to an
 older one).
 
-In such a chat every turn is an on-time continuation by someone already talking, so same-user continuity,
-recency and the message-cue threshold adjustments carry no information; the bench switches them off
-(:func:`dyadic`) and lets the content signals (semantic, entity) decide against ``shift_threshold``. The
-threshold can be calibrated on a training file (``--train``, best F1 there); the defaults were calibrated
-that way on ``anno_train.json``. The baseline ``always-shift`` predicts a shift at every turn. Scores are
-percentages.
+``memstream`` runs the segmenter with its two-person shift model on (``dyadic_shift``: the learned model of
+:mod:`agents.segment_shift`, fitted on ``anno_train.json`` by ``python -m bench.tiage_train``).
+``content-threshold`` is the earlier rule: in such a chat every turn is an on-time continuation by someone
+already talking, so same-user continuity, recency and the message-cue threshold adjustments are switched
+off (:func:`dyadic`) and the content signals (semantic, entity) decide against ``shift_threshold``,
+calibrated on a training file (``--train``, best F1 there; the defaults were calibrated that way on
+``anno_train.json``). The baseline ``always-shift`` predicts a shift at every turn. Scores are percentages.
 
     python -m bench.tiage --data FILE --out OUT [--embedder none|minilm] [--train FILE]
 """
@@ -28,9 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
+from agents.config import SegmenterConfig
+from agents.seg_metrics import shift_prf
 from agents.segmenter import ChatPool, step
-from bench.metrics_seg import shift_prf
-from memstream.settings import SegmenterConfig
 from schemas import ChatMessage, TopicEventKind
 
 SHIFT_THRESHOLD = {"none": 0.15, "vectors": 0.175}  # calibrated on anno_train.json (best F1)
@@ -128,10 +129,15 @@ async def run_tiage(
     t0 = time.perf_counter()
     vectors = await embed_all(dialogues, embedder)
     t1 = time.perf_counter()
-    pred, n = predict(dialogues, vectors, dyadic(cfg, shift_threshold))
+    pred, n = predict(dialogues, vectors, cfg.model_copy(update={"dyadic_shift": True}))
     t2 = time.perf_counter()
+    content, _ = predict(dialogues, vectors, dyadic(cfg, shift_threshold))
     report = {
-        "systems": {"memstream": _scores(gold, pred), "always-shift": _scores(gold, [True] * len(gold))},
+        "systems": {
+            "memstream": _scores(gold, pred),
+            "content-threshold": _scores(gold, content),
+            "always-shift": _scores(gold, [True] * len(gold)),
+        },
         "meta": {
             "dialogues": len(dialogues),
             "scored_turns": len(gold),

@@ -2,37 +2,49 @@
 
 A conditional-logit ranking model: for each annotated message, a softmax over its candidates (the previous
 ``window`` turns and itself); the loss is the negative log of the probability mass on the gold parents, plus
-L2. Half the examples are shown without vectors so one weight file serves chats with and without an
-embedder. Some features read the parents already chosen for earlier messages, so the examples come from the
-streaming segmenter running with a set of weights: round 1 uses ``--init`` (default: the shipped weights),
-each later round the weights the previous one fitted. ``--cv`` reports leave-one-file-out link
-precision/recall/F1 of the last round (the honest figure for unseen files; the parents in the held-out file
-were still chosen by weights that saw it, a small optimism).
+L2. Every file is shown without vectors and, in the last round, the files with vectors (every
+``--vector-every``-th, to bound the embedding cost) a second time with them, so one weight file serves chats
+with and without an embedder. Rounds before the last read every ``--early-every``-th file.
+Some features read the parents already chosen for earlier messages, so the examples come from the streaming
+segmenter running with a set of weights: round 1 uses ``--init`` (``zero``: every weight 0, a uniform
+ranking, so nothing fitted elsewhere leaks in; default: the shipped weights), each later round the weights
+the previous one fitted. The segmenter starts ``--warmup`` turns before a file's first annotated line.
 
-    python -m bench.train_linker --data DIR [--embedder minilm] [--rounds 2] [--init W] [--cv] [--out FILE]
+``--dev DIR`` scores every round's weights (and, in the last round, every ``--l2``) with the IRC bench's
+own segmenter run on DIR and keeps the best (exact F1 + link F1, with vectors): settings are chosen there,
+never on the training files. ``--cv K`` adds K-fold figures by file on the training data (last round).
+The weight file's ``meta`` records the command, the date, the git commit and a hash of the training files.
+
+    python -m bench.train_linker --data TRAIN_DIR --dev DEV_DIR [--embedder minilm] [--embed-cache FILE]
+        [--rounds 3] [--init zero] [--l2 1 3 10] [--cv 5] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
+import subprocess
 import sys
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 from scipy.optimize import minimize
 
+from agents.config import SegmenterConfig
 from agents.reply_linker import FEATURES, LinkerWeights, LinkMsg, Threads, candidate_matrix, default_weights
 from agents.segment_link import link_msg, threads
 from agents.segment_signals import features
 from agents.segmenter import ChatPool, step
 from bench import irc
-from memstream.settings import SegmenterConfig
 
 WINDOW = 60
+WARMUP = 100
 
 
 @dataclass
@@ -40,13 +52,20 @@ class Example:
     file: str
     line: int
     ids: list[int]  # candidate line numbers, the message's own last
-    x: np.ndarray
+    x: np.ndarray  # float32, one row per candidate
     gold: np.ndarray  # bool per candidate
     vec: bool = False  # built with vectors
 
 
+def turns_from(f: irc.IrcFile, warmup: int | None) -> list[irc.IrcLine]:
+    """The file's turns the segmenter reads: all (``warmup`` None) or from ``warmup`` lines before the
+    first annotated one."""
+    start = 0 if warmup is None else f.cutoff - warmup
+    return [ln for ln in f.lines if ln.kind != "system" and ln.idx >= start]
+
+
 def link_msgs(
-    f: irc.IrcFile, vectors: np.ndarray | None = None, weights: str | None = None
+    f: irc.IrcFile, vectors: np.ndarray | None = None, weights: str | None = None, warmup: int | None = None
 ) -> list[tuple[irc.IrcLine, LinkMsg, LinkMsg, Threads]]:
     """The file's turns as the streaming segmenter sees them, running with the linker weights ``weights``
     (None = the shipped ones): per turn its line, what the linker reads of it before it is placed, what the
@@ -54,26 +73,33 @@ def link_msgs(
     cfg = SegmenterConfig(linker_weights=weights)
     pool = ChatPool(chat_id=f"irc-{f.name}")
     out = []
-    turns = [ln for ln in f.lines if ln.kind != "system"]
-    for k, ln in enumerate(turns):
+    for k, ln in enumerate(turns_from(f, warmup)):
         msg = irc.to_message(f, ln)
         vec = None if vectors is None else vectors[k]
         lm = link_msg(msg, features(msg, vec, pool))
         hints = threads(pool, lm)
         recent = {m.message_id for m in pool.window[-WINDOW:]}
-        hints = Threads({m: t for m, t in hints.topic_of.items() if m in recent}, hints.sender_topic, hints.addressee_topics)
+        hints = Threads(
+            {m: t for m, t in hints.topic_of.items() if m in recent},
+            hints.sender_topic,
+            hints.addressee_topics,
+        )
         pool, _ = step(pool, msg, vec, cfg)
         out.append((ln, lm, pool.window[-1], hints))
     return out
 
 
 def examples(
-    f: irc.IrcFile, vectors: np.ndarray | None, window: int = WINDOW, weights: str | None = None
+    f: irc.IrcFile,
+    vectors: np.ndarray | None,
+    window: int = WINDOW,
+    weights: str | None = None,
+    warmup: int | None = None,
 ) -> list[Example]:
     parents: dict[int, set[int]] = {}
     for a, b in f.gold_links:
         parents.setdefault(max(a, b), set()).add(min(a, b))
-    msgs = link_msgs(f, vectors, weights)
+    msgs = link_msgs(f, vectors, weights, warmup)
     out = []
     for k, (ln, lm, _, hints) in enumerate(msgs):
         if ln.idx < f.cutoff or ln.idx not in parents:
@@ -82,28 +108,29 @@ def examples(
         win = [kept for _, _, kept, _ in msgs[lo:k]]
         cos = None if vectors is None else vectors[lo:k] @ vectors[k]
         ids = [line.idx for line, _, _, _ in msgs[lo:k]] + [ln.idx]
-        x = candidate_matrix(lm, win, cos, hints)
+        x = candidate_matrix(lm, win, cos, hints).astype(np.float32)
         out.append(Example(f.name, ln.idx, ids, x, np.isin(ids, list(parents[ln.idx])), vectors is not None))
     return out
 
 
 def fit(train: list[Example], l2: float = 1.0) -> np.ndarray:
+    """The conditional-logit weights (float32 products: the training matrix of the full split is ~2.5 GB)."""
     usable = [e for e in train if e.gold.any()]
-    x = np.vstack([e.x for e in usable])
+    x = np.vstack([e.x for e in usable]).astype(np.float32, copy=False)
     gold = np.concatenate([e.gold for e in usable])
     sizes = np.asarray([len(e.gold) for e in usable])
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     seg = np.repeat(np.arange(len(usable)), sizes)
 
     def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
-        s = x @ w
+        s = (x @ w.astype(np.float32)).astype(np.float64)
         s = s - np.maximum.reduceat(s, starts)[seg]
         e = np.exp(s)
         z = np.add.reduceat(e, starts)
         zg = np.add.reduceat(np.where(gold, e, 0.0), starts)
         total = float(np.sum(np.log(z) - np.log(np.maximum(zg, 1e-300)))) + 0.5 * l2 * float(w @ w)
         coef = e / z[seg] - np.where(gold, e / np.maximum(zg, 1e-300)[seg], 0.0)  # p - q
-        return total, x.T @ coef + l2 * w
+        return total, (x.T @ coef.astype(np.float32)).astype(np.float64) + l2 * w
 
     res = minimize(loss, np.zeros(x.shape[1]), jac=True, method="L-BFGS-B", options={"maxiter": 1000})
     return res.x
@@ -111,86 +138,222 @@ def fit(train: list[Example], l2: float = 1.0) -> np.ndarray:
 
 def predict(examples_: list[Example], w: np.ndarray) -> dict[str, set[tuple[int, int]]]:
     links: dict[str, set[tuple[int, int]]] = {}
+    w32 = w.astype(np.float32)
     for e in examples_:
-        links.setdefault(e.file, set()).add((e.line, e.ids[int(np.argmax(e.x @ w))]))
+        links.setdefault(e.file, set()).add((e.line, e.ids[int(np.argmax(e.x @ w32))]))
     return links
 
 
 def score(files: list[irc.IrcFile], links: dict[str, set[tuple[int, int]]]) -> dict[str, float]:
-    """The benchmark's metrics for these links (conversations = their connected components)."""
+    """The benchmark's metrics for these links (conversations = their connected components), over the files
+    that have links (a file without vectors has no vector examples)."""
+    files = [f for f in files if f.name in links]
     parent = {name: dict(pairs) for name, pairs in links.items()}
     system = irc.link_system(files, lambda f, line, _: parent.get(f.name, {}).get(line.idx, line.idx))
     return irc.score(files, system)
 
 
-async def embed(files: list[irc.IrcFile], embedder) -> dict[str, np.ndarray | None]:
+async def embed(
+    files: list[irc.IrcFile], embedder, warmup: int | None = None, every: int = 1
+) -> dict[str, np.ndarray | None]:
+    """Vectors of the turns :func:`turns_from` keeps, for every ``every``-th file (None for the others)."""
     out: dict[str, np.ndarray | None] = {}
-    for f in files:
-        texts = [ln.text for ln in f.lines if ln.kind != "system"]
-        out[f.name] = None if embedder is None else np.asarray(await embedder.embed(texts), dtype=np.float64)
+    for k, f in enumerate(files):
+        if embedder is None or k % every:
+            out[f.name] = None
+            continue
+        texts = [ln.text for ln in turns_from(f, warmup)]
+        out[f.name] = np.asarray(await embedder.embed(texts), dtype=np.float32)
     return out
 
 
-def build(files: list[irc.IrcFile], vectors: dict[str, np.ndarray | None], weights: str | None) -> dict[str, list[Example]]:
-    """Examples without vectors, and with them when there are vectors, the segmenter running with ``weights``."""
-    by_file: dict[str, list[Example]] = {}
+def file_examples(
+    f: irc.IrcFile, vectors: np.ndarray | None, weights: str | None, warmup: int | None = None
+) -> list[Example]:
+    """One file's examples without vectors, and again with them when it has vectors."""
+    exs = examples(f, None, weights=weights, warmup=warmup)
+    return exs + (examples(f, vectors, weights=weights, warmup=warmup) if vectors is not None else [])
+
+
+def build(
+    files: list[irc.IrcFile],
+    vectors: dict[str, np.ndarray | None],
+    weights: str | None,
+    warmup: int | None = None,
+    workers: int = 1,
+) -> dict[str, list[Example]]:
+    """Every file's examples, the segmenter running with ``weights`` (files spread over ``workers`` processes)."""
+    args = [(f, vectors.get(f.name), weights, warmup) for f in files]
+    return {f.name: exs for f, exs in zip(files, _map(file_examples, args, workers), strict=True)}
+
+
+def _map(fn, args: list[tuple], workers: int) -> list:
+    if workers <= 1:
+        return [fn(*a) for a in args]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(fn, *zip(*args, strict=True), chunksize=1))
+
+
+def git_commit() -> str | None:
+    """The checkout's commit (None outside a git work tree)."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+    except OSError:
+        return None
+    return out.stdout.strip() or None
+
+
+def provenance(files: list[irc.IrcFile], data: Path, argv: list[str]) -> dict[str, object]:
+    """What the weights were fitted on and how: file list hash (names and contents), command, date, commit."""
+    h = hashlib.sha256()
     for f in files:
-        exs = examples(f, None, weights=weights)
-        if vectors.get(f.name) is not None:
-            exs += examples(f, vectors[f.name], weights=weights)
-        by_file[f.name] = exs
-    return by_file
+        for suffix in (".ascii.txt", ".annotation.txt"):
+            path = data / f"{f.name}{suffix}"
+            h.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return {
+        "data": data.name
+        if data.parent.name != "irc-disentanglement"
+        else f"irc-disentanglement/{data.name}",
+        "files_sha256": h.hexdigest(),
+        "n_files": len(files),
+        "command": "python -m bench.train_linker " + " ".join(argv),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "commit": git_commit(),
+    }
 
 
-def to_weights(w: np.ndarray, files: list[irc.IrcFile], meta: dict[str, object]) -> LinkerWeights:
+def to_weights(w: np.ndarray, meta: dict[str, object]) -> LinkerWeights:
     return LinkerWeights(
         weights={name: round(float(v), 4) for name, v in zip(FEATURES, w, strict=True)},
         window=WINDOW,
-        meta={"fitted_on": [f.name for f in files], **meta},
+        meta=meta,
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def write_weights(path: Path, w: np.ndarray, meta: dict[str, object] | None = None) -> str:
+    path.write_text(to_weights(w, meta or {}).model_dump_json(indent=2) + "\n")
+    default_weights.cache_clear()
+    return str(path)
+
+
+def dev_scores(
+    dev: list[irc.IrcFile], vectors: dict[str, np.ndarray | None], weights: str, workers: int = 1
+) -> dict[str, dict]:
+    """The IRC bench's memstream row on ``dev`` with these linker weights, with and without vectors."""
+    cfg = SegmenterConfig(linker_weights=weights)
+    out = {}
+    for variant in ("no-vector", "vector"):
+        if variant == "vector" and not any(v is not None for v in vectors.values()):
+            continue
+        vecs = [vectors.get(f.name) if variant == "vector" else None for f in dev]
+        runs = _map(irc.segment_file, [(f, v, cfg) for f, v in zip(dev, vecs, strict=True)], workers)
+        system = irc.Output({f.name: r[0] for f, r in zip(dev, runs, strict=True)},
+                            {f.name: r[1] for f, r in zip(dev, runs, strict=True)})  # fmt: skip
+        out[variant] = irc.score(dev, system)
+    return out
+
+
+def dev_key(scores: dict[str, dict]) -> float:
+    row = scores.get("vector", scores["no-vector"])
+    return row["exact_f1"] + row["link_f1"]
+
+
+def cross_validate(files: list[irc.IrcFile], by_file: dict[str, list[Example]], l2: float, k: int) -> dict:
+    """K folds by file: fitted on the other folds, links predicted for the held-out files, scored together."""
+    out: dict[str, dict] = {}
+    folds = [files[i::k] for i in range(k)]
+    for variant in ("no-vector", "vector"):
+        links: dict[str, set[tuple[int, int]]] = {}
+        for fold in folds:
+            held = {f.name for f in fold}
+            wf = fit([e for name, exs in by_file.items() if name not in held for e in exs], l2)
+            test = [e for name in held for e in by_file[name] if e.vec == (variant == "vector")]
+            links.update(predict(test, wf))
+        scored = [f for f in files if f.name in links]
+        if scored:
+            out[f"cv{k}_{variant}"] = score(scored, links)
+    return out
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m bench.train_linker", description=__doc__.split("\n")[0])
-    ap.add_argument("--data", type=Path, required=True)
+    ap.add_argument(
+        "--data", type=Path, required=True, help="annotated IRC files to fit on (the train split)"
+    )
+    ap.add_argument("--dev", type=Path, default=None, help="annotated IRC files to choose rounds and L2 on")
     ap.add_argument("--embedder", choices=["none", "minilm"], default="minilm")
-    ap.add_argument("--l2", type=float, default=1.0)
-    ap.add_argument("--rounds", type=int, default=2, help="refits, each on examples the previous weights linked")
-    ap.add_argument("--init", type=Path, default=None, help="weights for the first round (default: the shipped)")
-    ap.add_argument("--cv", action="store_true", help="leave-one-file-out figures (last round)")
+    ap.add_argument("--embed-cache", type=Path, default=None, help="SQLite vector cache (e.g. under /tmp)")
+    ap.add_argument("--file-every", type=int, default=1, help="fit on every N-th file only (time)")
+    ap.add_argument("--vector-every", type=int, default=1, help="embed every N-th training file")
+    ap.add_argument(
+        "--warmup", type=int, default=None, help="turns before the first annotated line (default all)"
+    )
+    ap.add_argument("--l2", type=float, nargs="+", default=[1.0], help="the first chains the rounds")
+    ap.add_argument(
+        "--rounds", type=int, default=2, help="refits, each on examples the previous weights linked"
+    )
+    ap.add_argument(
+        "--init", default=None, help="weights for round 1: a file, 'zero', or the shipped (default)"
+    )
+    ap.add_argument("--cv", type=int, default=0, help="K-fold figures by file (last round)")
+    ap.add_argument("--early-every", type=int, default=1, help="rounds before the last use every N-th file")
+    ap.add_argument("--workers", type=int, default=1, help="processes building examples")
     ap.add_argument("--out", type=Path, default=None, help="write the weights here")
-    args = ap.parse_args(argv)
-    files = irc.read_irc_dir(args.data)
-    vectors = asyncio.run(embed(files, irc.build_embedder(args.embedder)))
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    files = irc.read_irc_dir(args.data)[:: max(1, args.file_every)]
+    dev = irc.read_irc_dir(args.dev) if args.dev else []
+    embedder = irc.build_embedder(args.embedder, args.embed_cache)
+    vectors: dict[str, np.ndarray | None] = {}  # embedded for the last round only
+    dev_vectors: dict[str, np.ndarray | None] | None = None
     report: dict[str, object] = {"files": len(files), "features": len(FEATURES)}
-    current = str(args.init) if args.init else None
+    best: tuple[float, np.ndarray, str] | None = None
     with tempfile.TemporaryDirectory() as tmp:
-        for r in range(max(1, args.rounds)):
-            by_file = build(files, vectors, current)
+        current = (
+            write_weights(Path(tmp) / "zero.json", np.zeros(len(FEATURES)))
+            if args.init == "zero"
+            else args.init
+        )
+        for r in range(1, max(1, args.rounds) + 1):
+            used = files if r == args.rounds else files[:: max(1, args.early_every)]
+            if r == args.rounds:
+                vectors = asyncio.run(embed(files, embedder, args.warmup, max(1, args.vector_every)))
+            by_file = build(used, vectors, current, args.warmup, args.workers)
             everything = [e for exs in by_file.values() for e in exs]
-            w = fit(everything, args.l2)
-            for variant in ("no-vector", "vector"):
-                test = [e for e in everything if e.vec == (variant == "vector")]
-                if test:
-                    report[f"round{r + 1}_{variant}"] = score(files, predict(test, w))
-            current = str(Path(tmp) / f"round{r + 1}.json")
-            Path(current).write_text(to_weights(w, files, {}).model_dump_json())
-            default_weights.cache_clear()
-            print(json.dumps({k: v for k, v in report.items() if k.startswith(f"round{r + 1}")}), file=sys.stderr)
-    if args.cv:
-        for variant in ("no-vector", "vector"):
-            links: dict[str, set[tuple[int, int]]] = {}
-            for f in files:
-                train = [e for name, exs in by_file.items() if name != f.name for e in exs]
-                wf = fit(train, args.l2)
-                links.update(predict([e for e in by_file[f.name] if e.vec == (variant == "vector")], wf))
-            if links:
-                report[f"cv_{variant}"] = score(files, links)
+            for l2 in args.l2 if r == args.rounds else args.l2[:1]:
+                w = fit(everything, l2)
+                tag = f"round{r}" + (f"_l2={l2:g}" if len(args.l2) > 1 else "")
+                for variant in ("no-vector", "vector"):
+                    test = [e for e in everything if e.vec == (variant == "vector")]
+                    if test:
+                        report[f"{tag}_{variant}"] = score(used, predict(test, w))
+                path = write_weights(Path(tmp) / f"{tag}.json", w)
+                if dev:
+                    if dev_vectors is None:
+                        dev_vectors = asyncio.run(embed(dev, embedder))
+                    report[f"dev_{tag}"] = scores = dev_scores(dev, dev_vectors, path, args.workers)
+                    if best is None or dev_key(scores) > best[0]:
+                        best = (dev_key(scores), w, tag)
+                if l2 == args.l2[0]:
+                    current = write_weights(Path(tmp) / f"round{r}_chain.json", w)
+                print(json.dumps({k: v for k, v in report.items() if tag in k}), file=sys.stderr, flush=True)
+            if args.cv and r == args.rounds:
+                report.update(cross_validate(files, by_file, args.l2[0], args.cv))
+        if best is None:
+            best = (0.0, w, tag)
+        report["chosen"] = best[2]
     print(json.dumps(report, indent=2))
     if args.out:
-        init = str(args.init) if args.init else "the shipped weights"
-        meta = {"l2": args.l2, "embedder": args.embedder, "rounds": args.rounds, "init": init, **report}
-        args.out.write_text(to_weights(w, files, meta).model_dump_json(indent=2) + "\n")
+        init = args.init or "the shipped weights"
+        meta = {**provenance(files, args.data, argv), "l2": args.l2, "embedder": args.embedder,
+                "rounds": args.rounds, "init": init, "warmup": args.warmup, "vector_every": args.vector_every, "file_every": args.file_every,
+                "early_every": args.early_every,
+                "dev": args.dev.name if args.dev else None, **report}  # fmt: skip
+        write_weights(args.out, best[1], meta)
     return 0
 
 

@@ -254,7 +254,7 @@ async def _run_split(split: str, chats: int, embedder: str, emb: Any, k: int, ro
         for q in tqdm(ds.questions, desc=f"{split} questions", unit="q", disable=not show):
             req = RetrieveRequest(chat_id=q.chat_id, query=q.question, k=k, mode="routed", now=now[q.chat_id])
             resp = await retrieve(clients.store, clients.embedder, req, llm=clients.llm,
-                                  graph=clients.extra.get("graph"))
+                                  graph=clients.graph)
             rows.append(score(q, resp, deleted.get(q.chat_id)))
         eval_secs = time.perf_counter() - t1
     finally:

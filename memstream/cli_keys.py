@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from memstream.cli_common import check_chat
 from memstream.settings import Settings
 
 console = Console(stderr=True)
@@ -102,7 +103,7 @@ def revoke(key_id: Annotated[str, typer.Argument(help="The key id (from `memstre
 
 @keys_app.command("audit")
 def audit(
-    chat: Annotated[str | None, typer.Option("--chat", help="Only this chat.")] = None,
+    chat: Annotated[str | None, typer.Option("--chat", help="Only this chat.", callback=check_chat)] = None,
     key: Annotated[str | None, typer.Option("--key", help="Only this key id.")] = None,
     action: Annotated[str | None, typer.Option(help="read | write | export | delete | admin")] = None,
     denied: Annotated[bool, typer.Option("--denied", help="Only refused calls.")] = False,

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from memstream.cli_common import check_chat
 from memstream.settings import Settings
 
 console = Console(stderr=True, soft_wrap=True)  # one report per line, also in logs and pipes
@@ -60,7 +61,7 @@ def _settings(
 
 
 def _brokers(settings: Settings) -> list[str]:
-    from streams.faust_app import brokers_of
+    from streams.kafka_log import brokers_of
 
     return brokers_of(settings.resolved_log_url)
 
@@ -83,8 +84,9 @@ def worker(
     from faust import Worker
     from kafka.errors import KafkaError
 
-    from ops.kafka_tools import missing_topics
-    from streams.faust_app import WorkerConfig, create_app
+    from memstream.kafka_admin import missing_topics
+    from memstream.worker import build_app
+    from streams.worker import WorkerConfig
 
     settings = _settings(data_dir, embedder, brokers)
     try:
@@ -99,7 +101,7 @@ def worker(
                        consolidate_batch=min(batch, 16), exact_offsets=exact_offsets,
                        session_timeout_s=session_timeout, heartbeat_path=heartbeat)  # fmt: skip
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    app = create_app(settings, cfg)
+    app = build_app(settings, cfg)
     Worker(app, loglevel=loglevel, redirect_stdouts=False).execute_from_commandline()
 
 
@@ -116,7 +118,7 @@ def kafka_bootstrap(
 
     from kafka.errors import KafkaError
 
-    from ops.kafka_tools import bootstrap_topics
+    from memstream.kafka_admin import bootstrap_topics
 
     hosts = _brokers(_settings(brokers=brokers))
     deadline = time.monotonic() + wait
@@ -148,7 +150,7 @@ def kafka_produce(
     exact_offsets: ExactOffsets = False,
 ) -> None:
     """Produce a file of messages to the raw topic, keyed by chat id."""
-    from ops.kafka_tools import produce_file
+    from memstream.kafka_admin import produce_file
 
     settings = _settings(brokers=brokers)
     hosts = _brokers(settings)
@@ -168,8 +170,8 @@ def kafka_lag(
     wait_idle: Annotated[float | None, typer.Option(help="Block until the group is idle (seconds).")] = None,
 ) -> None:
     """Unconsumed records per consumer group and topic (JSON)."""
-    from ops.kafka_tools import DEFAULT_GROUP, lag
-    from ops.kafka_tools import wait_idle as wait
+    from memstream.kafka_admin import DEFAULT_GROUP, lag
+    from memstream.kafka_admin import wait_idle as wait
 
     hosts = _brokers(_settings(brokers=brokers))
     if wait_idle is not None:
@@ -183,7 +185,7 @@ def kafka_lag(
 
 @kafka_app.command("delete")
 def kafka_delete(
-    chat: Annotated[str, typer.Option(help="Chat id.")],
+    chat: Annotated[str, typer.Option("--chat", help="Chat id.", callback=check_chat)],
     user: Annotated[str | None, typer.Option(help="Only this sender's data.")] = None,
     brokers: Brokers = None,
     data_dir: DataDir = None,
@@ -193,7 +195,7 @@ def kafka_delete(
     working memory and the embedding cache; topics keeping others' messages are distilled again (with the
     workers' embedder: pass the same --embedder / MEMSTREAM_EMBEDDER). On a compacted raw topic, a
     tombstone per deleted raw record is written (see README, Production)."""
-    from ops.kafka_tools import delete_data
+    from memstream.kafka_replay import delete_data
 
     n = asyncio.run(delete_data(_settings(data_dir, embedder, brokers), chat, user))
     console.print(f"deleted {n} rows; ledgered {chat}/{user or '*'}")
@@ -215,7 +217,7 @@ def kafka_replay(
     embedder: EmbedderOpt = None,
 ) -> None:
     """Rebuild memory from offset 0 of the raw topic into a fresh store, then switch (workers stopped)."""
-    from ops.kafka_tools import replay
+    from memstream.kafka_replay import replay
 
     if not yes and not typer.confirm("Replay rebuilds the store from the raw topic and switches. Continue?"):
         raise typer.Exit(1)

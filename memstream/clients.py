@@ -1,22 +1,32 @@
-"""The client bundle: every backend built once (worker start-up or the API lifespan), chosen by URL."""
+"""The wiring: every backend built once (worker start-up or the API lifespan), chosen by URL scheme through
+one registry (:data:`BACKENDS`), into the typed :class:`streams.clients.Clients` the stages use."""
 
 from __future__ import annotations
 
 import logging
 import re
 from collections import deque
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Literal
 from urllib.parse import urlparse
 
+import numpy as np
+
+from agents.llm import LLMClient
 from memstream.settings import Settings
+from retrieval.graph_protocols import GraphStore
 from retrieval.protocols import Embedder, MemoryStore
-from streams.log import FileLog
+from streams.clients import Clients as StageClients
+from streams.clients import StageLog
+from streams.working_memory import WorkingMemory
 
 log = logging.getLogger(__name__)
+
+Kind = Literal["log", "store", "working_memory"]
+Backend = StageLog | MemoryStore | WorkingMemory
 
 
 class UnsupportedBackend(ValueError):
@@ -29,35 +39,93 @@ def _path_from_url(url: str, scheme: str) -> Path:
     return Path(url[len(scheme) + 3 :])
 
 
-async def open_log(settings: Settings) -> Any:
-    url = settings.resolved_log_url
-    scheme = urlparse(url).scheme
-    if scheme == "file":
-        return await FileLog(_path_from_url(url, "file") / "log.db").open()
-    if scheme == "kafka":  # the API appends to Kafka; the Faust worker (`memstream worker`) processes
-        from streams.faust_app import KafkaLog, brokers_of
+def sqlite_path(url: str) -> Path:
+    """The file of a ``sqlite:///PATH`` URL (``sqlite:////abs`` and ``sqlite:///rel`` both work)."""
+    return Path(url[len("sqlite:///") - 1 :]) if url.startswith("sqlite:////") else Path(url[10:])
 
-        return await KafkaLog(brokers_of(url)).open()
-    raise UnsupportedBackend(f"no log backend for scheme {scheme!r} (known: file, kafka)")
+
+async def _file_log(url: str, dim: int | None) -> StageLog:
+    from streams.log import FileLog
+
+    return await FileLog(_path_from_url(url, "file") / "log.db").open()
+
+
+async def _kafka_log(url: str, dim: int | None) -> StageLog:
+    from streams.kafka_log import KafkaLog, brokers_of  # the API appends; `memstream worker` processes
+
+    return await KafkaLog(brokers_of(url)).open()
+
+
+async def _sqlite_store(url: str, dim: int | None) -> MemoryStore:
+    from retrieval.sqlite_store import SQLiteStore
+
+    path = sqlite_path(url)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return SQLiteStore(path, dim)
+
+
+async def _es_store(url: str, dim: int | None) -> MemoryStore:
+    from retrieval.es_store import ESStore
+
+    return ESStore.from_url(url, dim)  # es://host:port?prefix=memstream&rrf=auto|server|client
+
+
+async def _memory_wm(url: str, dim: int | None) -> WorkingMemory:
+    from streams.working_memory import InProcessWorkingMemory
+
+    return InProcessWorkingMemory()
+
+
+async def _redis_wm(url: str, dim: int | None) -> WorkingMemory:
+    from streams.working_memory import RedisWorkingMemory
+
+    return RedisWorkingMemory(url)
+
+
+@dataclass(frozen=True)
+class BackendEntry:
+    kind: Kind
+    open: Callable[[str, int | None], Awaitable[Backend]]
+
+
+# The one registry: URL scheme -> what it opens. ``memstream.settings.Settings`` names the URLs.
+BACKENDS: dict[str, BackendEntry] = {
+    "file": BackendEntry("log", _file_log),
+    "kafka": BackendEntry("log", _kafka_log),
+    "sqlite": BackendEntry("store", _sqlite_store),
+    "es": BackendEntry("store", _es_store),
+    "es+https": BackendEntry("store", _es_store),
+    "memory": BackendEntry("working_memory", _memory_wm),
+    "redis": BackendEntry("working_memory", _redis_wm),
+    "rediss": BackendEntry("working_memory", _redis_wm),
+    "unix": BackendEntry("working_memory", _redis_wm),
+}
+
+
+async def open_backend(kind: Kind, url: str, dim: int | None = None) -> Backend:
+    """The backend of ``kind`` for ``url``, by its scheme (:class:`UnsupportedBackend` when there is none)."""
+    scheme = urlparse(url).scheme
+    entry = BACKENDS.get(scheme)
+    if entry is None or entry.kind != kind:
+        known = ", ".join(sorted(s for s, e in BACKENDS.items() if e.kind == kind))
+        raise UnsupportedBackend(
+            f"no {kind.replace('_', ' ')} backend for scheme {scheme!r} (known: {known})"
+        )
+    return await entry.open(url, dim)
+
+
+async def open_log(settings: Settings) -> StageLog:
+    return await open_backend("log", settings.resolved_log_url)  # type: ignore[return-value]
 
 
 async def open_store(settings: Settings, dim: int | None) -> MemoryStore:
-    url = settings.resolved_store_url
-    scheme = urlparse(url).scheme
-    if scheme == "sqlite":
-        from retrieval.sqlite_store import SQLiteStore
-
-        path = Path(url[len("sqlite:///") - 1 :]) if url.startswith("sqlite:////") else Path(url[10:])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        store = SQLiteStore(path, dim)
-    elif scheme in ("es", "es+https"):
-        from retrieval.es_store import ESStore
-
-        store = ESStore.from_url(url, dim)  # es://host:port?prefix=memstream&rrf=auto|server|client
-    else:
-        raise UnsupportedBackend(f"no store backend for scheme {scheme!r} (known: sqlite, es, es+https)")
+    store: MemoryStore = await open_backend("store", settings.resolved_store_url, dim)  # type: ignore[assignment]
     await store.bootstrap()
     return store
+
+
+async def open_working_memory(url: str) -> WorkingMemory:
+    return await open_backend("working_memory", url)  # type: ignore[return-value]
 
 
 def open_embedder(settings: Settings) -> Embedder | None:
@@ -65,10 +133,10 @@ def open_embedder(settings: Settings) -> Embedder | None:
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     emb = build_embedder(settings.embedder, settings.data_dir / "embed-cache.db", settings.embed_batch)
-    return LanguageWatch(emb) if settings.embedder == "minilm" else emb
+    return LanguageWatch(emb) if settings.embedder == "minilm" and emb is not None else emb
 
 
-async def open_graph(settings: Settings, dim: int | None):
+async def open_graph(settings: Settings, dim: int | None) -> GraphStore:
     """The graph memory (entities and relation edges) next to the store."""
     from retrieval.graph_sqlite import GraphSQLiteStore
 
@@ -78,28 +146,19 @@ async def open_graph(settings: Settings, dim: int | None):
     return graph
 
 
-def open_llm(settings: Settings) -> Any | None:
+def open_llm(settings: Settings) -> LLMClient | None:
     if not settings.llm.enabled:
         return None
-    from agents.llm import LLMClient
+    from retrieval.llm_openai import OpenAILLM
 
-    return LLMClient(settings.llm)
+    return OpenAILLM(settings.llm)
 
 
-@dataclass
-class Clients:
+@dataclass(kw_only=True)
+class Clients(StageClients):
+    """The stages' clients plus the settings they were built from (the CLI and the API read both)."""
+
     settings: Settings
-    log: Any  # FileLog (embedded) or KafkaLog (production)
-    store: MemoryStore
-    embedder: Embedder | None
-    llm: Any | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    async def close(self) -> None:
-        if "graph" in self.extra:
-            await self.extra["graph"].close()
-        await self.store.close()
-        await self.log.close()
 
 
 class EmbedderMismatch(ValueError):
@@ -158,12 +217,12 @@ class LanguageWatch:
     """Wraps the MiniLM embedder: watches the documents it embeds (the last ``window`` passages) and warns
     once when they are mostly CJK. Everything else is the wrapped embedder's."""
 
-    def __init__(self, inner: Any, window: int = 200, min_seen: int = 50) -> None:
+    def __init__(self, inner: Embedder, window: int = 200, min_seen: int = 50) -> None:
         self.inner = inner
         self.recent: deque[bool] = deque(maxlen=window)
         self.min_seen = min_seen
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)
 
     @property
@@ -174,7 +233,7 @@ class LanguageWatch:
     def dim(self) -> int:
         return self.inner.dim
 
-    async def embed(self, texts: list[str], *, is_query: bool = False):
+    async def embed(self, texts: list[str], *, is_query: bool = False) -> np.ndarray:
         if not is_query and "minilm" not in _warned:
             self.recent.extend(is_cjk_text(t) for t in texts if t and t.strip())
             if len(self.recent) >= self.min_seen and sum(self.recent) >= MOSTLY * len(self.recent):
@@ -232,14 +291,22 @@ async def build_clients(
     embedder: Embedder | None | str = "settings",
     reindex: bool = False,
     sample: Iterable[str] | None = None,
+    log: StageLog | None = None,
 ) -> Clients:
     """Open every backend. ``embedder`` may be passed in to share one loaded model (tests, benchmarks);
     otherwise the settings' embedder, reconciled with the one the data dir is indexed with, or chosen from
-    ``sample`` (texts of the input about to be ingested) on first use (:func:`settle_embedder`)."""
+    ``sample`` (texts of the input about to be ingested) on first use (:func:`settle_embedder`). ``log``
+    replaces the settings' log (a Kafka worker's own, a replay's local one)."""
     if embedder == "settings":
         settings = settle_embedder(settings, reindex=reindex, sample=sample)
     emb = open_embedder(settings) if embedder == "settings" else embedder
-    log = await open_log(settings)
-    store = await open_store(settings, emb.dim if emb is not None else None)
-    extra = {"graph": await open_graph(settings, emb.dim if emb is not None else None)}
-    return Clients(settings=settings, log=log, store=store, embedder=emb, llm=open_llm(settings), extra=extra)
+    assert not isinstance(emb, str)
+    dim = emb.dim if emb is not None else None
+    return Clients(
+        settings=settings,
+        log=log if log is not None else await open_log(settings),
+        store=await open_store(settings, dim),
+        embedder=emb,
+        graph=await open_graph(settings, dim),
+        llm=open_llm(settings),
+    )

@@ -11,11 +11,11 @@ Order (a user U in chat C; a chat deletion removes everything of C the same way)
 4. the log's records holding U's messages become tombstones (:mod:`streams.log_erase`);
 5. each closed topic that lost messages but keeps others' is distilled again (a distillation job on the
    log, processed at once), so the chat keeps a summary and title without U;
-6. every SQLite file zeroes what was freed and truncates its WAL (:mod:`streams.scrub`), last.
+6. every SQLite file zeroes what was freed and truncates its WAL (:mod:`retrieval.scrub`), last.
 
 With a Kafka log the same runs against the production store and working memory; the distillation of
 step 5 runs in-process over a throw-away local log (like a replay), and the raw topic is handled by
-:func:`ops.kafka_tools.delete_data`.
+:func:`memstream.kafka_replay.delete_data`.
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ from agents.segment_state import ChatPool, dump_pools, load_pools
 from memstream.clients import Clients
 from retrieval.deletion import Forgotten
 from retrieval.embedder import forget_cached
+from retrieval.scrub import erase_freed
 from schemas import ChatMessage, DistillJob, TopicSummary, stable_id
 from streams.codec import encode
 from streams.log import FileLog, Produce
 from streams.log_erase import erase_in_log, needles_of, raw_messages
-from streams.scrub import erase_freed
 from streams.topics import DISTILL_JOBS
 from streams.working_memory import PoolRewrite, WorkingMemory
 
@@ -84,7 +84,7 @@ async def delete_data(
     await clients.log.record_deletion(chat_id, user or "*", at)
     raw: list[ChatMessage] = []
     if file_log is not None:
-        await EmbeddedRunner(clients).run_until_idle()  # drain: nothing in flight may derive from them later
+        await EmbeddedRunner(clients, clients.settings.pipeline).run_until_idle()  # drain: nothing in flight may derive from them later
         raw = await raw_messages(file_log, chat_id, user)
     texts = {m.message_id: m.text for m in raw}  # the latest text of each message
     gone = await _forget_in_store(clients, chat_id, user, set(texts))
@@ -96,7 +96,7 @@ async def delete_data(
     if file_log is not None:
         await file_log.record_deleted_ids(chat_id, user or "*", ids)
     cache_texts = [*said, *gone.record_texts]
-    graph = clients.extra.get("graph")
+    graph = clients.graph
     if graph is not None:
         g = await (graph.forget_chat(chat_id) if user is None
                    else graph.forget_user(chat_id, user, sorted(gone.names), sorted(ids)))  # fmt: skip
@@ -134,7 +134,7 @@ async def delete_data(
 def _erase_freed(clients: Clients) -> None:
     """Last, after the distillation's writes too: every embedded file zeroes what was freed and empties its
     WAL (the store and the graph did after their deletion; the log and a second pass here)."""
-    for holder in (clients.log, clients.store, clients.extra.get("graph")):
+    for holder in (clients.log, clients.store, clients.graph):
         db = getattr(holder, "db", None) if holder is not None else None
         if isinstance(db, sqlite3.Connection):
             erase_freed(db, "log_meta" if isinstance(holder, FileLog) else "meta")
@@ -203,7 +203,7 @@ async def _run_jobs(clients: Clients, jobs: list[Produce], file_log: FileLog | N
     from streams.runner import EmbeddedRunner
 
     if file_log is not None:
-        runner = EmbeddedRunner(clients)
+        runner = EmbeddedRunner(clients, clients.settings.pipeline)
         await runner.produce(jobs)
         await runner.run_until_idle()
         return
@@ -213,8 +213,8 @@ async def _run_jobs(clients: Clients, jobs: list[Produce], file_log: FileLog | N
             for chat, sender in sorted(await clients.log.deletions()):
                 await local.record_deletion(chat, sender, "copy")
             local_clients = Clients(settings=clients.settings, log=local, store=clients.store,
-                                    embedder=clients.embedder, llm=clients.llm, extra=clients.extra)  # fmt: skip
-            runner = EmbeddedRunner(local_clients)
+                                    embedder=clients.embedder, llm=clients.llm, graph=clients.graph)  # fmt: skip
+            runner = EmbeddedRunner(local_clients, local_clients.settings.pipeline)
             await runner.produce(jobs)
             await runner.run_until_idle()
         finally:

@@ -46,7 +46,7 @@ async def _demo(settings: Settings, out: Console) -> None:
         for chat_id, question in QUESTIONS:
             resp = await retrieve(clients.store, clients.embedder,
                                   RetrieveRequest(chat_id=chat_id, query=question, k=3, mode="routed"),
-                                  llm=clients.llm, graph=clients.extra.get("graph"))
+                                  llm=clients.llm, graph=clients.graph)
             out.print(f"\n[bold cyan]Q ({chat_id}):[/bold cyan] {question}")
             out.print(f"  [dim]type={resp.query_type} strategy={resp.strategy}[/dim]")
             if resp.no_relevant_memory:
@@ -58,7 +58,7 @@ async def _demo(settings: Settings, out: Console) -> None:
                 out.print(f"  [{when}] ({item.kind}) {who}{item.text}  "
                           f"[dim]evidence={','.join(item.source_message_ids)} score={item.score:.3f}[/dim]")
         out.print(f"\nData is in {settings.data_dir}/ — try `memstream --help`, "
-                  f"`memstream query team-alpha \"...\" --data-dir {settings.data_dir}` or `memstream serve`.")
+                  f"`memstream query --chat team-alpha \"...\" --data-dir {settings.data_dir}` or `memstream serve`.")
     finally:
         await clients.close()
 

@@ -90,7 +90,7 @@ async def ingest(
     on_read: Callable[[], None] | None = None,
 ) -> IngestReport:
     report = IngestReport()
-    runner = EmbeddedRunner(clients)
+    runner = EmbeddedRunner(clients, clients.settings.pipeline)
 
     def counted(items: Iterable[Parsed]) -> Iterable[Parsed]:
         for item in items:
@@ -107,11 +107,11 @@ async def ingest(
 
 async def replay(clients: Clients, progress: Progress | None = None) -> RunStats:
     """Rebuild memory from offset 0 into an empty store (raw messages and the deletion ledger are kept)."""
-    runner = EmbeddedRunner(clients)
+    runner = EmbeddedRunner(clients, clients.settings.pipeline)
     await runner.reset_for_replay()
     for chat_id in await clients.store.chats():
         await clients.store.delete_chat(chat_id)
-    graph = clients.extra.get("graph")  # derived data too
+    graph = clients.graph  # derived data too
     if graph is not None:
         for chat_id in await graph.chats():
             await graph.delete_chat(chat_id)
@@ -126,11 +126,11 @@ async def delete(clients: Clients, chat_id: str, user: str | None) -> int:
 
 async def delete_report(clients: Clients, chat_id: str, user: str | None) -> DeletionReport:
     """:func:`delete` with the full report; the configured working memory (Redis) forgets them too."""
+    from memstream.clients import open_working_memory
     from memstream.deletion import delete_data
-    from streams.working_memory import open_working_memory
 
     url = clients.settings.working_memory_url
-    wm = None if url.startswith("memory:") else open_working_memory(url)
+    wm = None if url.startswith("memory:") else await open_working_memory(url)
     try:
         return await delete_data(clients, chat_id, user, wm=wm)
     finally:

@@ -15,16 +15,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from agents import resegment as core
-from agents.audit_stage import AuditStage
+from agents.config import SegmenterConfig
 from agents.topic_audit import AuditReport
 from memstream.clients import Clients
-from memstream.settings import SegmenterConfig
 from schemas import ChatMessage, DistillJob, MemoryDecision, TopicEvent, TopicSummary
 from schemas.segmentation import SegmentationDiff, SegmentationVersion
 from streams.codec import encode
 from streams.log import FileLog, Produce
 from streams.runner import EmbeddedRunner, Progress, RunStats
 from streams.segmentation_ledger import VersionLedger
+from streams.stages.audit import AuditStage
 from streams.topics import DISTILL_JOBS, MEMORY_DECISIONS, TOPIC_SEGMENTS
 
 __all__ = [
@@ -112,7 +112,7 @@ async def topics_view(clients: Clients, chat_id: str, version: int | None = None
 
 
 async def _process(clients: Clients, items: list[Produce], progress: Progress | None) -> RunStats | None:
-    runner = EmbeddedRunner(clients)
+    runner = EmbeddedRunner(clients, clients.settings.pipeline)
     await runner.produce(items)
     if not isinstance(clients.log, FileLog):  # production: the Faust workers consume these topics
         return None
@@ -194,7 +194,7 @@ async def apply_audit(
     in place (a soft repair, nothing is lost); the split and merge repairs enabled in the settings are applied
     as a new segmentation version of the chat (kind ``audit``), exactly like a re-segmentation: the repaired
     topics are superseded, the new ones distilled, and ``rollback`` undoes it."""
-    reports, _ = await AuditStage(clients).run(chat_id, apply=True)
+    reports, _ = await AuditStage(clients, clients.settings.audit).run(chat_id, apply=True)
     cfg = clients.settings.audit
     applied = []
     for r in reports:

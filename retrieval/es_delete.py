@@ -1,4 +1,4 @@
-"""Deletion in the Elasticsearch store (:class:`retrieval.es_store.ESStore`): a user's or a chat's data and
+"""Deletion in the Elasticsearch store (:class:`retrieval.es_store._Store`): a user's or a chat's data and
 everything derived from it (what goes is decided by :mod:`retrieval.deletion`, as for the embedded store).
 
 Memory records are stored whole but not indexed by their sources, so the chat's versions are read and the
@@ -11,16 +11,45 @@ ends with a best-effort ``forcemerge(only_expunge_deletes)`` of the indices it t
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from retrieval import es_mapping as M
 from retrieval import es_queries as Q
 from retrieval.deletion import Forgotten, affected_topics, doomed_memories, reopened, trim_topic
-from schemas import ChatMessage, MemoryRecord
+from schemas import ChatMessage, MemoryRecord, TopicSummary
 
-if TYPE_CHECKING:
-    from retrieval.es_store import ESStore
+if TYPE_CHECKING:  # a third-party type only
+    from elasticsearch import AsyncElasticsearch
 
 __all__ = ["forget_chat", "forget_user"]
+
+
+class _Store(Protocol):
+    """What the deletion needs of :class:`retrieval.es_store.ESStore` (typed here, not imported)."""
+
+    @property
+    def es(self) -> AsyncElasticsearch: ...
+
+    def alias(self, kind: str) -> str: ...
+
+    async def _bulk(
+        self, ops: list[tuple[dict[str, Any], dict[str, Any] | None]]
+    ) -> list[dict[str, Any]]: ...
+
+    async def _mget(self, kind: str, chat_id: str, local_ids: list[str]) -> dict[str, dict[str, Any]]: ...
+
+    async def _scan(
+        self, kind: str, query: dict[str, Any], sort: list[str], routing: str | None
+    ) -> list[dict[str, Any]]: ...
+
+    async def _delete(self, kind: str, query: dict[str, Any], routing: str | None) -> int: ...
+
+    async def list_messages(self, chat_id: str, **kwargs: Any) -> list[ChatMessage]: ...
+
+    async def list_memories(self, chat_id: str, **kwargs: Any) -> list[MemoryRecord]: ...
+
+    async def list_topics(self, chat_id: str) -> list[TopicSummary]: ...
+
 
 _TERMS = 1000  # values per terms query
 
@@ -30,11 +59,13 @@ def _chunks(values: Collection[str]) -> list[list[str]]:
     return [items[i : i + _TERMS] for i in range(0, len(items), _TERMS)]
 
 
-async def _delete_terms(store: ESStore, kind: str, chat: str, field: str, values: Collection[str]) -> int:
-    return sum([await store._delete(kind, Q.build_chat_query(chat, terms={field: c}), chat) for c in _chunks(values)])
+async def _delete_terms(store: _Store, kind: str, chat: str, field: str, values: Collection[str]) -> int:
+    return sum(
+        [await store._delete(kind, Q.build_chat_query(chat, terms={field: c}), chat) for c in _chunks(values)]
+    )
 
 
-async def _expunge(store: ESStore, kinds: Collection[str]) -> None:
+async def _expunge(store: _Store, kinds: Collection[str]) -> None:
     """Merge away deleted documents (best effort: a cluster or API server may not support it)."""
     try:
         index = ",".join(store.alias(k) for k in kinds)
@@ -45,7 +76,7 @@ async def _expunge(store: ESStore, kinds: Collection[str]) -> None:
         return
 
 
-async def forget_chat(store: ESStore, chat_id: str) -> Forgotten:
+async def forget_chat(store: _Store, chat_id: str) -> Forgotten:
     """Remove everything of a chat; ``removed`` counts its messages, docs and topics."""
     out = Forgotten()
     for m in await store.list_messages(chat_id):
@@ -57,11 +88,13 @@ async def forget_chat(store: ESStore, chat_id: str) -> Forgotten:
         out.removed += await store._delete(kind, query, chat_id)
     out.memories = await store._delete("memories", query, chat_id)
     await store._delete("decisions", query, chat_id)
-    await _expunge(store, Q.INDEX_KINDS)
+    await _expunge(store, M.INDEX_KINDS)
     return out
 
 
-async def forget_user(store: ESStore, chat_id: str, sender: str, message_ids: Collection[str] = ()) -> Forgotten:
+async def forget_user(
+    store: _Store, chat_id: str, sender: str, message_ids: Collection[str] = ()
+) -> Forgotten:
     """Remove a sender's messages in one chat (and ``message_ids``) and everything derived from them."""
     chat, out = chat_id, Forgotten()
     rows = await store._scan("messages", Q.build_chat_query(chat, terms={"sender": [sender]}), ["seq"], chat)
@@ -71,8 +104,12 @@ async def forget_user(store: ESStore, chat_id: str, sender: str, message_ids: Co
     turns = Q.build_chat_query(chat, terms={"kind": ["turn"], "sender": [sender]})
     resp = await store.es.search(index=store.alias("docs"), routing=chat, size=0, query=turns,
                                  aggs={"names": {"terms": {"field": "speaker", "size": 10_000}}})  # fmt: skip
-    out.names = {sender, *(m.display_name for m in msgs), *(b["key"] for b in resp["aggregations"]["names"]["buckets"])}
-    by_doc = {Q.turn_doc_id(chat, m): m for m in out.message_ids}
+    out.names = {
+        sender,
+        *(m.display_name for m in msgs),
+        *(b["key"] for b in resp["aggregations"]["names"]["buckets"]),
+    }
+    by_doc = {M.turn_doc_id(chat, m): m for m in out.message_ids}
     for doc_id, src in (await store._mget("docs", chat, list(by_doc))).items():
         if src.get("vector"):
             out.vectors[by_doc[doc_id]] = src["vector"]
@@ -98,7 +135,7 @@ async def forget_user(store: ESStore, chat_id: str, sender: str, message_ids: Co
             continue
         if trimmed is None:
             await store.es.options(ignore_status=404).delete(
-                index=store.alias("topics"), id=Q.es_id(chat, topic.topic_id), routing=chat, refresh=True
+                index=store.alias("topics"), id=M.es_id(chat, topic.topic_id), routing=chat, refresh=True
             )
             out.topics_dropped += 1
             continue
@@ -108,14 +145,19 @@ async def forget_user(store: ESStore, chat_id: str, sender: str, message_ids: Co
             out.redistil.append(trimmed)
     out.removed += await _delete_terms(store, "messages", chat, "message_id", out.message_ids)
     out.removed += await store._delete("messages", Q.build_chat_query(chat, terms={"sender": [sender]}), chat)
-    await _expunge(store, Q.INDEX_KINDS)
+    await _expunge(store, M.INDEX_KINDS)
     return out
 
 
-def _reopen_ops(store: ESStore, chat: str, r: MemoryRecord) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
-    key = Q.es_id(chat, r.memory_id)
+def _reopen_ops(
+    store: _Store, chat: str, r: MemoryRecord
+) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    key = M.es_id(chat, r.memory_id)
     patch = {"valid_to": None, "superseded_by": None, "record": r.model_dump(mode="json")}
     return [
         ({"update": {"_index": store.alias("memories"), "_id": key, "routing": chat}}, {"doc": patch}),
-        ({"update": {"_index": store.alias("docs"), "_id": key, "routing": chat}}, {"doc": {"valid_to": None}}),
+        (
+            {"update": {"_index": store.alias("docs"), "_id": key, "routing": chat}},
+            {"doc": {"valid_to": None}},
+        ),
     ]

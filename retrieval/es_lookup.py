@@ -1,17 +1,24 @@
-"""Filter-only lookups of memory records on Elasticsearch (the ``find_memories`` of :class:`ESStore`)."""
+"""Filter-only lookups of memory records on Elasticsearch (the ``find_memories`` of :class:`_Store`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from retrieval import es_queries as Q
 from retrieval.protocols import MemoryFilter
 from schemas import MemoryRecord
 
-if TYPE_CHECKING:
-    from retrieval.es_store import ESStore
-
 __all__ = ["find_memories"]
+
+
+class _Store(Protocol):
+    """What the lookup needs of :class:`retrieval.es_store.ESStore` (typed here, not imported)."""
+
+    async def _mget(self, kind: str, chat_id: str, local_ids: list[str]) -> dict[str, dict[str, Any]]: ...
+
+    async def _scan(
+        self, kind: str, query: dict[str, Any], sort: list[str], routing: str | None
+    ) -> list[dict[str, Any]]: ...
 
 
 def _state_clause(query: dict[str, Any], state: str) -> dict[str, Any]:
@@ -20,7 +27,7 @@ def _state_clause(query: dict[str, Any], state: str) -> dict[str, Any]:
     return query
 
 
-async def find_memories(store: ESStore, chat_id: str, q: MemoryFilter) -> list[MemoryRecord]:
+async def find_memories(store: _Store, chat_id: str, q: MemoryFilter) -> list[MemoryRecord]:
     """Memory records of one chat matching ``q``, oldest first."""
     if q.kinds is not None and not q.kinds or q.message_ids is not None and not q.message_ids:
         return []

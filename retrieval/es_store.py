@@ -5,41 +5,37 @@ tokens, exact cosine kNN (float HNSW, filtered), RRF fusion with the same tie-br
 aliases (``{prefix}-docs`` -> ``{prefix}-docs-v1``, likewise messages, memories, decisions, topics), so a
 blue/green rebuild can switch an alias. Every record's ``_id`` derives from (chat id, event-derived id) and
 every request is routed and filtered by chat id. Writes refresh (``wait_for`` by default) so the next
-search sees them; gets are real-time. Query shapes live in :mod:`retrieval.es_queries`.
+search sees them; gets are real-time. Indices and low-level I/O: :mod:`retrieval.es_indices`; ids, mappings
+and sources: :mod:`retrieval.es_mapping`; query shapes: :mod:`retrieval.es_queries`.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
-from elasticsearch import ApiError, AsyncElasticsearch
+from elasticsearch import ApiError
 
 from retrieval import es_delete
+from retrieval import es_mapping as M
 from retrieval import es_queries as Q
 from retrieval.deletion import Forgotten
+from retrieval.es_indices import BulkError, ESIndices
 from retrieval.es_lookup import find_memories as _find_memories
 from retrieval.protocols import Hit, MemoryFilter, SearchQuery
 from schemas import ChatMessage, DecisionOp, MemoryDecision, MemoryRecord, TopicSummary
 
 RRFMode = Literal["server", "client", "auto"]
-_BULK_CHUNK = 500  # actions per bulk request
-_PAGE = 1000  # hits per listing page / ids per mget
 _FILL_VECTOR = "if (ctx._source.vector == null) { ctx._source.vector = params.v } else { ctx.op = 'noop' }"
-
-
-class BulkError(RuntimeError):
-    """Some actions of a bulk request failed (other than the expected create conflicts / update misses)."""
 
 
 class ServerRRFUnavailable(RuntimeError):
     """The cluster cannot run (or explain) the ``rrf`` retriever: no licence, too old, or not compatible."""
 
 
-class ESStore:
+class ESStore(ESIndices):
     """``MemoryStore`` over Elasticsearch. The constructor does no I/O; call :meth:`bootstrap` first.
 
     ``rrf_mode``: ``server`` fuses hybrid search with the ``rrf`` retriever (needs a licence on
@@ -60,160 +56,33 @@ class ESStore:
     ) -> None:
         if rrf_mode not in ("server", "client", "auto"):
             raise ValueError(f"rrf_mode must be server, client or auto, not {rrf_mode!r}")
-        if refresh not in ("wait_for", "true", "false"):  # "false": searches may miss the latest writes
-            raise ValueError(f"refresh must be wait_for, true or false, not {refresh!r}")
-        self.hosts = [url_or_hosts] if isinstance(url_or_hosts, str) else list(url_or_hosts)
-        self.prefix = index_prefix
-        self.dim = dim
+        super().__init__(url_or_hosts, index_prefix=index_prefix, dim=dim, refresh=refresh, shards=shards,
+                         request_timeout=request_timeout)  # fmt: skip
         self.rrf_mode: RRFMode = rrf_mode
-        self.refresh = refresh
-        self.shards = shards
-        self.request_timeout = request_timeout
-        self._client: AsyncElasticsearch | None = None
         self._server_rrf: bool | None = {"server": True, "client": False}.get(rrf_mode)
-        self._seq = 0
 
     @classmethod
     def from_url(cls, url: str, dim: int | None = None) -> ESStore:
         """From ``es://host:port?prefix=memstream&rrf=auto|server|client`` (see ``parse_store_url``)."""
-        hosts, kwargs = Q.parse_store_url(url)
+        hosts, kwargs = M.parse_store_url(url)
         return cls(hosts, dim=dim, **kwargs)
-
-    # ---- lifecycle -------------------------------------------------------------------------------
-
-    def alias(self, kind: str) -> str:
-        return f"{self.prefix}-{kind}"
-
-    async def bootstrap(self) -> None:
-        """Put the index templates and create the ``-v1`` indices and their aliases where missing."""
-        if self._client is not None:
-            return
-        es = AsyncElasticsearch(
-            self.hosts, request_timeout=self.request_timeout, max_retries=3, retry_on_timeout=True
-        )
-        try:
-            await self._check_dim(es)
-            for kind in Q.INDEX_KINDS:
-                await es.indices.put_index_template(
-                    **Q.index_template(self.prefix, kind, self.dim, self.shards)
-                )
-                if await es.indices.exists_alias(name=self.alias(kind)):
-                    continue
-                try:
-                    await es.indices.create(
-                        index=f"{self.alias(kind)}-v1", aliases={self.alias(kind): {"is_write_index": True}}
-                    )
-                except ApiError as e:
-                    if e.error != "resource_already_exists_exception":
-                        raise
-        except BaseException:
-            await es.close()
-            raise
-        self._client = es
-
-    async def _check_dim(self, es: AsyncElasticsearch) -> None:
-        if not await es.indices.exists_alias(name=self.alias("docs")):
-            return
-        mappings = (await es.indices.get_mapping(index=self.alias("docs"))).body
-        dims = {m["mappings"]["properties"].get("vector", {}).get("dims") for m in mappings.values()} - {None}
-        if dims and self.dim is not None and dims != {self.dim}:
-            raise ValueError(
-                f"index {self.alias('docs')} holds {dims.pop()}-d vectors, embedder gives {self.dim}-d"
-            )
-        if dims and self.dim is None:
-            self.dim = dims.pop()
-
-    async def close(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
-
-    @property
-    def es(self) -> AsyncElasticsearch:
-        if self._client is None:
-            raise RuntimeError("ESStore used before bootstrap() (or after close())")
-        return self._client
 
     @property
     def fusion(self) -> str:
         """Where hybrid results are fused: ``server``, ``client``, or ``untried`` (``auto`` before a hybrid search)."""
         return {True: "server", False: "client", None: "untried"}[self._server_rrf]
 
-    def _next_seq(self, n: int) -> int:
-        """``n`` consecutive insertion sequence numbers (monotonic within this process, time-ordered across)."""
-        start = max(time.time_ns(), self._seq + 1)
-        self._seq = start + n - 1
-        return start
-
-    # ---- low-level I/O ---------------------------------------------------------------------------
-
-    async def _bulk(self, ops: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> list[dict[str, Any]]:
-        """Run ``(action, body)`` pairs in chunks; returns each action's result. A ``create`` that finds the
-        document (409) or an ``update`` that misses it (404) is an expected outcome; anything else raises."""
-        results: list[dict[str, Any]] = []
-        failed: list[str] = []
-        for i in range(0, len(ops), _BULK_CHUNK):
-            lines: list[dict[str, Any]] = []
-            for action, body in ops[i : i + _BULK_CHUNK]:
-                lines += [action] if body is None else [action, body]
-            resp = await self.es.bulk(operations=lines, refresh=self.refresh)
-            for item in resp["items"]:
-                ((op, result),) = item.items()
-                status = result.get("status", 500)
-                if status >= 300 and (op, status) not in {("create", 409), ("update", 404), ("delete", 404)}:
-                    failed.append(f"{op} {result.get('_index')}/{result.get('_id')}: {result.get('error')}")
-                results.append(result)
-        if failed:
-            raise BulkError(f"{len(failed)} bulk actions failed; first: {failed[0]}")
-        return results
-
-    async def _mget(self, kind: str, chat_id: str, local_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """Real-time fetch of a chat's records by local id -> ``_source`` (missing ids left out)."""
-        out: dict[str, dict[str, Any]] = {}
-        unique = list(dict.fromkeys(local_ids))
-        for i in range(0, len(unique), _PAGE):
-            chunk = unique[i : i + _PAGE]
-            docs = [{"_id": Q.es_id(chat_id, x), "routing": chat_id} for x in chunk]
-            resp = await self.es.mget(index=self.alias(kind), docs=docs)
-            for local_id, d in zip(chunk, resp["docs"], strict=True):
-                if d.get("found") and d["_source"].get("chat_id") == chat_id:
-                    out[local_id] = d["_source"]
-        return out
-
-    async def _scan(
-        self, kind: str, query: dict[str, Any], sort: list[str], routing: str | None
-    ) -> list[dict[str, Any]]:
-        """Every hit of a filter query in ``sort`` order (``search_after`` pages)."""
-        out: list[dict[str, Any]] = []
-        after = None
-        while True:
-            resp = await self.es.search(
-                index=self.alias(kind), query=query, sort=[{f: "asc"} for f in sort], size=_PAGE,
-                search_after=after, routing=routing, track_total_hits=False,
-            )  # fmt: skip
-            hits = resp["hits"]["hits"]
-            out += [h["_source"] for h in hits]
-            if len(hits) < _PAGE:
-                return out
-            after = hits[-1]["sort"]
-
-    async def _delete(self, kind: str, query: dict[str, Any], routing: str | None) -> int:
-        resp = await self.es.delete_by_query(
-            index=self.alias(kind), query=query, routing=routing, refresh=True, conflicts="proceed"
-        )
-        return int(resp.get("deleted", 0))
-
     # ---- vectors ---------------------------------------------------------------------------------
 
     def _check_vectors(self, vectors: np.ndarray | None, n: int) -> list[list[float] | None] | None:
         if vectors is None:
             return None
-        rows, self.dim = Q.unit_vectors(vectors, n, self.dim)
+        rows, self.dim = M.unit_vectors(vectors, n, self.dim)
         return rows
 
     def _put_doc(self, chat_id: str, source: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Create a doc unless it exists; an existing doc without a vector gets this one (first wins)."""
-        meta = {"_index": self.alias("docs"), "_id": Q.es_id(chat_id, source["doc_id"]), "routing": chat_id}
+        meta = {"_index": self.alias("docs"), "_id": M.es_id(chat_id, source["doc_id"]), "routing": chat_id}
         if "vector" not in source:
             return {"create": meta}, source
         script = {"source": _FILL_VECTOR, "params": {"v": source["vector"]}}
@@ -232,11 +101,11 @@ class ESStore:
         for i, m in enumerate(messages):
             meta = {
                 "_index": self.alias("messages"),
-                "_id": Q.es_id(m.chat_id, m.message_id),
+                "_id": M.es_id(m.chat_id, m.message_id),
                 "routing": m.chat_id,
             }
-            ops.append(({"create": meta}, Q.message_source(m, seq + i)))
-            ops.append(self._put_doc(m.chat_id, Q.turn_source(m, None if vecs is None else vecs[i], seq + i)))
+            ops.append(({"create": meta}, M.message_source(m, seq + i)))
+            ops.append(self._put_doc(m.chat_id, M.turn_source(m, None if vecs is None else vecs[i], seq + i)))
         results = await self._bulk(ops)
         return sum(1 for r in results[::2] if r.get("status") == 201)
 
@@ -246,13 +115,13 @@ class ESStore:
         if not await self._mget("messages", chat, [message.message_id]):
             return False
         vecs = self._check_vectors(vector, 1) if vector is not None and message.text.strip() else None
-        turn = Q.turn_source(message, None if vecs is None else vecs[0], self._next_seq(1))
+        turn = M.turn_source(message, None if vecs is None else vecs[0], self._next_seq(1))
         if not message.text.strip():
             turn["tokens"] = ""
-        meta = {"_id": Q.es_id(chat, message.message_id), "routing": chat}
-        doc_meta = {"_id": Q.es_id(chat, turn["doc_id"]), "routing": chat}
+        meta = {"_id": M.es_id(chat, message.message_id), "routing": chat}
+        doc_meta = {"_id": M.es_id(chat, turn["doc_id"]), "routing": chat}
         await self._bulk([
-            ({"index": {"_index": self.alias("messages"), **meta}}, Q.message_source(message, turn["seq"])),
+            ({"index": {"_index": self.alias("messages"), **meta}}, M.message_source(message, turn["seq"])),
             ({"index": {"_index": self.alias("docs"), **doc_meta}}, turn),
         ])  # fmt: skip
         return True
@@ -280,7 +149,7 @@ class ESStore:
             raise ValueError(f"{decision.op} decision {decision.decision_id} carries no record")
         if record is not None and record.chat_id != chat:
             raise ValueError(f"decision {decision.decision_id}: record belongs to another chat")
-        decision_key = Q.es_id(chat, decision.decision_id)
+        decision_key = M.es_id(chat, decision.decision_id)
         target = decision.target_memory_id if decision.op in (DecisionOp.UPDATE, DecisionOp.DELETE) else None
         applied, live = await self._decision_state(chat, decision_key, target)
         if applied:
@@ -292,11 +161,11 @@ class ESStore:
             ops += self._close_ops(chat, live, decision.at, by)
         if decision.op in (DecisionOp.ADD, DecisionOp.UPDATE) and record is not None:
             seq = self._next_seq(1)
-            meta = {"_index": self.alias("memories"), "_id": Q.es_id(chat, record.memory_id), "routing": chat}
-            ops.append(({"create": meta}, Q.memory_source(record, seq)))
-            ops.append(self._put_doc(chat, Q.memory_doc_source(record, None if vec is None else vec[0], seq)))
+            meta = {"_index": self.alias("memories"), "_id": M.es_id(chat, record.memory_id), "routing": chat}
+            ops.append(({"create": meta}, M.memory_source(record, seq)))
+            ops.append(self._put_doc(chat, M.memory_doc_source(record, None if vec is None else vec[0], seq)))
         meta = {"_index": self.alias("decisions"), "_id": decision_key, "routing": chat}
-        ops.append(({"create": meta}, Q.decision_source(decision)))
+        ops.append(({"create": meta}, M.decision_source(decision)))
         try:  # one bulk, the decision last: items of one chat (one shard) are applied in order
             results = await self._bulk(ops)
         except BulkError:  # an effect failed: forget the decision so a redelivery applies it again
@@ -320,7 +189,7 @@ class ESStore:
         ]
         if target:
             docs.append(
-                {"_index": self.alias("memories"), "_id": Q.es_id(chat_id, target), "routing": chat_id}
+                {"_index": self.alias("memories"), "_id": M.es_id(chat_id, target), "routing": chat_id}
             )
         got = [d["_source"] if d.get("found") and d["_source"].get("chat_id") == chat_id else None
                for d in (await self.es.mget(docs=docs))["docs"]]  # fmt: skip
@@ -337,7 +206,7 @@ class ESStore:
     ) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
         """Updates closing a live memory version at ``at``: its record and its doc."""
         closed = live.model_copy(update={"valid_to": at, "superseded_by": by})
-        key = Q.es_id(chat_id, live.memory_id)
+        key = M.es_id(chat_id, live.memory_id)
         patch = {"valid_to": at.isoformat(), "superseded_by": by, "record": closed.model_dump(mode="json")}
         return [
             ({"update": {"_index": self.alias("memories"), "_id": key, "routing": chat_id}}, {"doc": patch}),
@@ -400,9 +269,6 @@ class ESStore:
                 self._server_rrf = False
         return await self._hybrid_client(q)
 
-    async def _search(self, kind: str, chat_id: str, body: dict[str, Any], **extra: Any) -> Any:
-        return await self.es.search(index=self.alias(kind), routing=chat_id, **Q.search_kwargs(body), **extra)
-
     async def _hybrid_client(self, q: SearchQuery) -> list[Hit]:
         """BM25 and kNN legs in one ``msearch``, fused here with :func:`retrieval.fusion.rrf`."""
         n = max(q.candidates, q.k)
@@ -424,7 +290,7 @@ class ESStore:
             "retriever": retriever,
             "size": q.k,
             "explain": True,
-            "_source": {"excludes": Q.DOC_SOURCE_EXCLUDES},
+            "_source": {"excludes": M.DOC_SOURCE_EXCLUDES},
         }
         try:
             resp = await self._search("docs", q.chat_id, body)
@@ -441,12 +307,12 @@ class ESStore:
     async def upsert_topic(self, topic: TopicSummary) -> None:
         """Store the topic's latest state and tag its messages' turn docs with its id."""
         chat = topic.chat_id
-        meta = {"_index": self.alias("topics"), "_id": Q.es_id(chat, topic.topic_id), "routing": chat}
+        meta = {"_index": self.alias("topics"), "_id": M.es_id(chat, topic.topic_id), "routing": chat}
         ops: list[tuple[dict[str, Any], dict[str, Any] | None]] = [
-            ({"index": meta}, Q.topic_source(topic, self._next_seq(1)))
+            ({"index": meta}, M.topic_source(topic, self._next_seq(1)))
         ]
         for m in topic.message_ids:
-            key = Q.es_id(chat, Q.turn_doc_id(chat, m))
+            key = M.es_id(chat, M.turn_doc_id(chat, m))
             ops.append(({"update": {"_index": self.alias("docs"), "_id": key, "routing": chat}},
                         {"doc": {"topic_id": topic.topic_id}}))  # fmt: skip
         await self._bulk(ops)
@@ -456,27 +322,6 @@ class ESStore:
             "topics", Q.build_chat_query(chat_id), ["started_epoch", "seq", "topic_id"], chat_id
         )
         return [TopicSummary.model_validate(r["topic"]) for r in rows]
-
-    async def chats(self) -> list[str]:
-        index = ",".join(self.alias(k) for k in ("messages", "docs", "topics"))
-        found: set[str] = set()
-        after: dict[str, Any] | None = None
-        while True:
-            source = {"sources": [{"chat": {"terms": {"field": "chat_id"}}}], "size": _PAGE}
-            aggs = {"c": {"composite": {**source, **({"after": after} if after else {})}}}
-            try:
-                resp = await self.es.search(index=index, size=0, aggs=aggs)
-            except ApiError as e:  # no composite aggregation (some compatible servers): one terms page
-                if e.status_code != 400 or after is not None:
-                    raise
-                resp = await self.es.search(index=index, size=0,
-                                            aggs={"c": {"terms": {"field": "chat_id", "size": 65_536}}})  # fmt: skip
-                return sorted(b["key"] for b in resp["aggregations"]["c"]["buckets"])
-            agg = resp["aggregations"]["c"]
-            found.update(b["key"]["chat"] for b in agg["buckets"])
-            after = agg.get("after_key")
-            if not agg["buckets"] or after is None:
-                return sorted(found)
 
     async def delete_chat(self, chat_id: str) -> int:
         """Remove everything of a chat; returns the number of messages, docs and topics removed."""

@@ -1,25 +1,35 @@
-"""Deletion in the embedded graph store (:class:`retrieval.graph_sqlite.GraphSQLiteStore`).
+"""Deletion in the embedded graph store (:class:`retrieval.graph_sqlite._Store`).
 
 A user's deletion removes who they are and what they said: edges they stated (by sender id or display
 name), their person node with every edge touching it, edges whose only evidence is their messages, their
 message ids from the evidence of edges others also support, then nodes left without edges. Afterwards the
-file's freed pages are zeroed and its WAL truncated (:mod:`streams.scrub`).
+file's freed pages are zeroed and its WAL truncated (:mod:`retrieval.scrub`).
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from retrieval.graph_protocols import EntityNode, RelationEdge
-from streams.scrub import erase_freed
-
-if TYPE_CHECKING:
-    from retrieval.graph_sqlite import GraphSQLiteStore
+from agents.graph_model import EntityNode, RelationEdge
+from retrieval.scrub import erase_freed
+from retrieval.sqlite_util import chunks
+from retrieval.sqlite_util import marks as _marks
 
 __all__ = ["GraphForgotten", "forget_chat", "forget_user"]
+
+
+class _Store(Protocol):
+    """What the deletion needs of :class:`retrieval.graph_sqlite.GraphSQLiteStore` (typed, not imported)."""
+
+    @property
+    def db(self) -> sqlite3.Connection: ...
+
+    def _write(self, chat_id: str | None) -> AbstractContextManager[sqlite3.Connection]: ...
+
 
 _CHUNK = 400
 
@@ -33,21 +43,13 @@ class GraphForgotten:
     texts: list[str] = field(default_factory=list)
 
 
-def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
-    for i in range(0, len(items), _CHUNK):
-        yield items[i : i + _CHUNK]
-
-
-def _marks(items: Sequence[Any]) -> str:
-    return ",".join("?" * len(items))
-
-
-def forget_chat(store: GraphSQLiteStore, chat_id: str) -> GraphForgotten:
+def forget_chat(store: _Store, chat_id: str) -> GraphForgotten:
     out = GraphForgotten()
     with store._write(chat_id) as db:
         out.texts = _texts(db, chat_id, "entities", "1", ()) + _texts(db, chat_id, "edges", "1", ())
         out.removed = sum(
-            db.execute(f"DELETE FROM {t} WHERE chat_id = ?", (chat_id,)).rowcount for t in ("entities", "edges")
+            db.execute(f"DELETE FROM {t} WHERE chat_id = ?", (chat_id,)).rowcount
+            for t in ("entities", "edges")
         )
         db.execute("DELETE FROM entity_keys WHERE chat_id = ?", (chat_id,))
         db.execute("DELETE FROM edge_sources WHERE chat_id = ?", (chat_id,))
@@ -56,7 +58,7 @@ def forget_chat(store: GraphSQLiteStore, chat_id: str) -> GraphForgotten:
 
 
 def forget_user(
-    store: GraphSQLiteStore, chat_id: str, sender: str, names: Collection[str] = (), message_ids: Collection[str] = ()
+    store: _Store, chat_id: str, sender: str, names: Collection[str] = (), message_ids: Collection[str] = ()
 ) -> GraphForgotten:
     out = GraphForgotten()
     with store._write(chat_id) as db:
@@ -75,14 +77,18 @@ def _forget_in(
     if persons:
         where += f" OR subject_id IN ({_marks(persons)}) OR object_id IN ({_marks(persons)})"
         args += [*persons, *persons]
-    edge_ids = [r[0] for r in db.execute(f"SELECT edge_id FROM edges WHERE chat_id = ? AND ({where})", (chat, *args))]
+    edge_ids = [
+        r[0] for r in db.execute(f"SELECT edge_id FROM edges WHERE chat_id = ? AND ({where})", (chat, *args))
+    ]
     touched: set[str] = set()  # edges with evidence among the deleted messages
-    for chunk in _chunks(ids):
+    for chunk in chunks(ids, _CHUNK):
         touched.update(r[0] for r in db.execute(
             f"SELECT edge_id FROM edge_sources WHERE chat_id = ? AND message_id IN ({_marks(chunk)})", (chat, *chunk)))  # fmt: skip
     gone_ids = set(ids)
     for edge_id in sorted(touched - set(edge_ids)):
-        row = db.execute("SELECT payload FROM edges WHERE chat_id = ? AND edge_id = ?", (chat, edge_id)).fetchone()
+        row = db.execute(
+            "SELECT payload FROM edges WHERE chat_id = ? AND edge_id = ?", (chat, edge_id)
+        ).fetchone()
         if row is None:
             continue
         edge = RelationEdge.model_validate_json(row[0])
@@ -93,10 +99,12 @@ def _forget_in(
         db.execute("UPDATE edges SET payload = ? WHERE chat_id = ? AND edge_id = ?",
                    (edge.model_copy(update={"source_message_ids": kept}).model_dump_json(), chat, edge_id))  # fmt: skip
         out.evidence_trimmed += 1
-    for chunk in _chunks(ids):
-        db.execute(f"DELETE FROM edge_sources WHERE chat_id = ? AND message_id IN ({_marks(chunk)})", (chat, *chunk))
+    for chunk in chunks(ids, _CHUNK):
+        db.execute(
+            f"DELETE FROM edge_sources WHERE chat_id = ? AND message_id IN ({_marks(chunk)})", (chat, *chunk)
+        )
     edge_ids = list(dict.fromkeys(edge_ids))
-    for chunk in _chunks(edge_ids):
+    for chunk in chunks(edge_ids, _CHUNK):
         out.texts += _texts(db, chat, "edges", f"edge_id IN ({_marks(chunk)})", chunk)
     _delete_ids(db, chat, "edge_id", ("edges", "edge_sources"), edge_ids)
     orphans = [r[0] for r in db.execute(
@@ -105,7 +113,7 @@ def _forget_in(
         " AND NOT EXISTS (SELECT 1 FROM edges WHERE chat_id = e.chat_id AND object_id = e.entity_id)"
         " AND (type != 'person' OR sender IS NULL OR sender = ?)", (chat, sender)).fetchall()]  # fmt: skip
     doomed = list(dict.fromkeys([*persons, *orphans]))
-    for chunk in _chunks(doomed):
+    for chunk in chunks(doomed, _CHUNK):
         out.texts += _texts(db, chat, "entities", f"entity_id IN ({_marks(chunk)})", chunk)
     _delete_ids(db, chat, "entity_id", ("entities", "entity_keys"), doomed)
     out.removed += len(edge_ids) + len(doomed)
@@ -113,14 +121,20 @@ def _forget_in(
 
 def _texts(db: sqlite3.Connection, chat: str, table: str, where: str, args: Sequence[Any]) -> list[str]:
     """The embedded texts of the rows about to go: entity names and aliases, triple sentences and facts."""
-    rows = db.execute(f"SELECT payload FROM {table} WHERE chat_id = ? AND ({where})", (chat, *args)).fetchall()
+    rows = db.execute(
+        f"SELECT payload FROM {table} WHERE chat_id = ? AND ({where})", (chat, *args)
+    ).fetchall()
     if table == "entities":
         return [n.name for n in (EntityNode.model_validate_json(r[0]) for r in rows)]
     edges = [RelationEdge.model_validate_json(r[0]) for r in rows]
     return [t for e in edges for t in (e.text, e.fact) if t]
 
 
-def _delete_ids(db: sqlite3.Connection, chat: str, column: str, tables: tuple[str, ...], ids: list[str]) -> None:
-    for chunk in _chunks(ids):
+def _delete_ids(
+    db: sqlite3.Connection, chat: str, column: str, tables: tuple[str, ...], ids: list[str]
+) -> None:
+    for chunk in chunks(ids, _CHUNK):
         for table in tables:
-            db.execute(f"DELETE FROM {table} WHERE chat_id = ? AND {column} IN ({_marks(chunk)})", (chat, *chunk))
+            db.execute(
+                f"DELETE FROM {table} WHERE chat_id = ? AND {column} IN ({_marks(chunk)})", (chat, *chunk)
+            )

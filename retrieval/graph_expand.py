@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from retrieval.graph_protocols import GraphStore, RelationEdge, Subgraph, is_exclusive
-from retrieval.text import count_tokens
+from agents.graph_model import RelationEdge, Subgraph, is_exclusive
+from agents.text import count_tokens
+from retrieval.graph_protocols import GraphStore
 
 __all__ = ["RelatedFact", "expand", "related_facts", "render_edge"]
 

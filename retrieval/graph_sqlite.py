@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval import graph_delete
-from retrieval.graph_protocols import (
+from agents.graph_model import (
     EdgeInvalidation,
     EntityNode,
     GraphApplyStats,
@@ -28,37 +27,14 @@ from retrieval.graph_protocols import (
     RelationEdge,
     Subgraph,
 )
+from agents.text import has_cjk
+from retrieval import graph_delete
+from retrieval.graph_sqlite_writes import SCHEMA, close_edge, insert_edge, upsert_node
+from retrieval.sqlite_util import chunks as _chunks
+from retrieval.sqlite_util import marks as _marks
 from retrieval.sqlite_util import open_sqlite
-from retrieval.text import has_cjk
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS entities (
-    chat_id TEXT NOT NULL, entity_id TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL,
-    sender TEXT, payload TEXT NOT NULL, vec BLOB, PRIMARY KEY (chat_id, entity_id));
-CREATE TABLE IF NOT EXISTS entity_keys (
-    chat_id TEXT NOT NULL, key TEXT NOT NULL, entity_id TEXT NOT NULL, PRIMARY KEY (chat_id, key));
-CREATE TABLE IF NOT EXISTS edges (
-    chat_id TEXT NOT NULL, edge_id TEXT NOT NULL, subject_id TEXT NOT NULL, predicate TEXT NOT NULL,
-    object_id TEXT NOT NULL, valid_from REAL NOT NULL, valid_to REAL, sender TEXT, speaker TEXT,
-    payload TEXT NOT NULL, vec BLOB, PRIMARY KEY (chat_id, edge_id));
-CREATE INDEX IF NOT EXISTS edges_by_subject ON edges (chat_id, subject_id);
-CREATE INDEX IF NOT EXISTS edges_by_object ON edges (chat_id, object_id);
-CREATE TABLE IF NOT EXISTS edge_sources (
-    chat_id TEXT NOT NULL, message_id TEXT NOT NULL, edge_id TEXT NOT NULL,
-    PRIMARY KEY (chat_id, message_id, edge_id));
-"""
-_CHUNK = 500  # SQL variables per IN (...) list
 _MIN_ENTITY_COSINE = 0.45  # a query sentence against an entity name: below this it is not about it
-
-
-def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
-    for i in range(0, len(items), _CHUNK):
-        yield items[i : i + _CHUNK]
-
-
-def _marks(items: Sequence[Any]) -> str:
-    return ",".join("?" * len(items))
 
 
 def _fold(text: str) -> str:
@@ -105,7 +81,7 @@ class GraphSQLiteStore:
     async def bootstrap(self) -> None:
         if self._conn is not None:
             return
-        conn, recorded = open_sqlite(self.path, _SCHEMA, self.dim, "graph store")
+        conn, recorded = open_sqlite(self.path, SCHEMA, self.dim, "graph store")
         if recorded is not None:
             self.dim = recorded
         self._conn = conn
@@ -195,75 +171,16 @@ class GraphSQLiteStore:
         added = updated = edges_added = closed = 0
         with self._write(chat_id) as db:
             for node in nodes:
-                status = self._upsert_node(db, node, self._blob(node_vectors, node.entity_id))
+                status = upsert_node(db, node, self._blob(node_vectors, node.entity_id))
                 added += status == "added"
                 updated += status == "updated"
             for edge in edges:
-                edges_added += self._insert_edge(db, edge, self._blob(edge_vectors, edge.edge_id))
+                edges_added += insert_edge(db, edge, self._blob(edge_vectors, edge.edge_id))
             for inv in invalidations:
-                closed += self._close_edge(db, chat_id, inv)
+                closed += close_edge(db, chat_id, inv)
         return GraphApplyStats(
             nodes_added=added, nodes_updated=updated, edges_added=edges_added, edges_invalidated=closed
         )
-
-    def _upsert_node(self, db: sqlite3.Connection, node: EntityNode, vec: bytes | None) -> str:
-        row = db.execute(
-            "SELECT payload, vec FROM entities WHERE chat_id = ? AND entity_id = ?",
-            (node.chat_id, node.entity_id),
-        ).fetchone()
-        status = "added"
-        if row is None:
-            db.execute(
-                "INSERT INTO entities (chat_id, entity_id, key, name, type, sender, payload, vec) VALUES (?,?,?,?,?,?,?,?)",
-                (node.chat_id, node.entity_id, node.key, node.name, node.type, node.sender, node.model_dump_json(), vec),
-            )  # fmt: skip
-        else:
-            stored = EntityNode.model_validate_json(row[0])
-            merged = _merge_node(stored, node)
-            status = "updated" if merged != stored or (row[1] is None and vec is not None) else "same"
-            if status == "updated":
-                db.execute(
-                    "UPDATE entities SET type = ?, sender = ?, payload = ?, vec = COALESCE(vec, ?)"
-                    " WHERE chat_id = ? AND entity_id = ?",
-                    (merged.type, merged.sender, merged.model_dump_json(), vec, node.chat_id, node.entity_id),
-                )
-            node = merged
-        db.executemany(
-            "INSERT OR IGNORE INTO entity_keys (chat_id, key, entity_id) VALUES (?,?,?)",
-            [(node.chat_id, key, node.entity_id) for key in dict.fromkeys([node.key, *node.aliases])],
-        )
-        return status
-
-    def _insert_edge(self, db: sqlite3.Connection, e: RelationEdge, vec: bytes | None) -> bool:
-        cur = db.execute(
-            "INSERT OR IGNORE INTO edges (chat_id, edge_id, subject_id, predicate, object_id, valid_from, valid_to,"
-            " sender, speaker, payload, vec) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (e.chat_id, e.edge_id, e.subject_id, e.predicate, e.object_id, e.valid_from.timestamp(),
-             e.valid_to.timestamp() if e.valid_to else None, e.sender, e.speaker, e.model_dump_json(), vec),
-        )  # fmt: skip
-        if cur.rowcount != 1:
-            return False
-        db.executemany(
-            "INSERT OR IGNORE INTO edge_sources (chat_id, message_id, edge_id) VALUES (?,?,?)",
-            [(e.chat_id, mid, e.edge_id) for mid in e.source_message_ids],
-        )
-        return True
-
-    def _close_edge(self, db: sqlite3.Connection, chat_id: str, inv: EdgeInvalidation) -> bool:
-        row = db.execute(
-            "SELECT payload FROM edges WHERE chat_id = ? AND edge_id = ? AND valid_to IS NULL",
-            (chat_id, inv.edge_id),
-        ).fetchone()
-        if row is None:
-            return False
-        edge = RelationEdge.model_validate_json(row[0])
-        at = max(inv.at, edge.valid_from)  # never close an edge before it began
-        closed = edge.model_copy(update={"valid_to": at, "invalidated_by": inv.by_edge_id})
-        db.execute(
-            "UPDATE edges SET valid_to = ?, payload = ? WHERE chat_id = ? AND edge_id = ?",
-            (at.timestamp(), closed.model_dump_json(), chat_id, inv.edge_id),
-        )
-        return True
 
     # ---- reads -----------------------------------------------------------------------------------
 
@@ -448,20 +365,3 @@ class GraphSQLiteStore:
 
     async def forget_chat(self, chat_id: str) -> graph_delete.GraphForgotten:
         return graph_delete.forget_chat(self, chat_id)
-
-
-def _merge_node(stored: EntityNode, new: EntityNode) -> EntityNode:
-    """The stored node with what ``new`` adds: aliases, a sharper type than ``concept``, subtype, sender."""
-    aliases = [
-        *stored.aliases,
-        *(a for a in [new.key, *new.aliases] if a != stored.key and a not in stored.aliases),
-    ]
-    return stored.model_copy(
-        update={
-            "aliases": list(dict.fromkeys(aliases)),
-            "type": new.type if stored.type == "concept" else stored.type,
-            "subtype": stored.subtype or new.subtype,
-            "sender": stored.sender or new.sender,
-            "first_seen": min(stored.first_seen, new.first_seen),
-        }
-    )

@@ -8,9 +8,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from agents.text import count_tokens
 from retrieval.protocols import Embedder, Hit, MemoryStore, SearchQuery
 from retrieval.render import drop_covered, render_context
-from retrieval.text import count_tokens
 from schemas import RetrievedItem, RetrieveRequest, RetrieveResponse, TraceStep
 
 MODE_TO_STORE = {"hybrid": "hybrid", "bm25": "bm25", "embedding": "knn"}

@@ -1,6 +1,6 @@
-"""Deletion in the embedded store (:class:`retrieval.sqlite_store.SQLiteStore`): a user's or a chat's data
+"""Deletion in the embedded store (:class:`retrieval.sqlite_store._Store`): a user's or a chat's data
 and everything derived from it, in one transaction, then physically (see :mod:`retrieval.deletion` for what
-goes and :mod:`streams.scrub` for the bytes).
+goes and :mod:`retrieval.scrub` for the bytes).
 
 The FTS5 index keeps a deleted row's terms in its segments until they are merged, so every deletion ends
 with an FTS ``optimize`` (merging the segments drops them), the file's free pages are zeroed
@@ -10,39 +10,42 @@ with an FTS ``optimize`` (merging the segments drops them), the file's free page
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 import numpy as np
 
 from retrieval.deletion import Forgotten, affected_topics, doomed_memories, reopened, trim_topic
+from retrieval.scrub import erase_freed
+from retrieval.sqlite_util import chunks as _chunks
+from retrieval.sqlite_util import marks as _marks
+from retrieval.vector_cache import Effects
 from schemas import ChatMessage, MemoryRecord, TopicSummary
-from streams.scrub import erase_freed
-
-if TYPE_CHECKING:
-    from retrieval.sqlite_store import SQLiteStore
 
 __all__ = ["forget_chat", "forget_user"]
 
-_CHUNK = 500
 
+class _Store(Protocol):
+    """What the deletion needs of :class:`retrieval.sqlite_store.SQLiteStore` (typed here, not imported)."""
 
-def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
-    for i in range(0, len(items), _CHUNK):
-        yield items[i : i + _CHUNK]
+    @property
+    def db(self) -> sqlite3.Connection: ...
 
-
-def _marks(items: Sequence[Any]) -> str:
-    return ",".join("?" * len(items))
+    def _write(self) -> AbstractContextManager[tuple[sqlite3.Connection, Effects]]: ...
 
 
 def delete_docs(db: sqlite3.Connection, chat_id: str, where: str, args: Sequence[Any]) -> int:
     """Remove matching docs of one chat with their FTS rows and vectors; returns how many."""
-    rows = db.execute(f"SELECT rid, doc_id FROM docs WHERE chat_id = ? AND ({where})", (chat_id, *args)).fetchall()
+    rows = db.execute(
+        f"SELECT rid, doc_id FROM docs WHERE chat_id = ? AND ({where})", (chat_id, *args)
+    ).fetchall()
     for chunk in _chunks(rows):
         rids, doc_ids = [r[0] for r in chunk], [r[1] for r in chunk]
         db.execute(f"DELETE FROM docs_fts WHERE rowid IN ({_marks(rids)})", rids)
-        db.execute(f"DELETE FROM vectors WHERE chat_id = ? AND doc_id IN ({_marks(doc_ids)})", (chat_id, *doc_ids))
+        db.execute(
+            f"DELETE FROM vectors WHERE chat_id = ? AND doc_id IN ({_marks(doc_ids)})", (chat_id, *doc_ids)
+        )
         db.execute(f"DELETE FROM docs WHERE chat_id = ? AND rid IN ({_marks(rids)})", (chat_id, *rids))
     return len(rows)
 
@@ -58,7 +61,7 @@ def _scrub(db: sqlite3.Connection) -> None:
     erase_freed(db, "meta")
 
 
-async def forget_chat(store: SQLiteStore, chat_id: str) -> Forgotten:
+async def forget_chat(store: _Store, chat_id: str) -> Forgotten:
     """Remove everything of a chat; ``removed`` counts its messages, docs and topics."""
     db = store.db
     out = Forgotten()
@@ -80,7 +83,7 @@ async def forget_chat(store: SQLiteStore, chat_id: str) -> Forgotten:
 
 
 async def forget_user(
-    store: SQLiteStore, chat_id: str, sender: str, message_ids: Collection[str] = ()
+    store: _Store, chat_id: str, sender: str, message_ids: Collection[str] = ()
 ) -> Forgotten:
     """Remove a sender's messages in one chat (theirs in the store, plus ``message_ids`` known from the log)
     and everything derived from them; reopen what only deleted versions had superseded; trim topics."""
@@ -93,7 +96,8 @@ async def forget_user(
     out.message_ids = {m.message_id for m in msgs} | set(message_ids)
     out.texts = {m.message_id: m.text for m in msgs}
     names = db.execute(  # the display names this sender used (turn docs' speaker)
-        "SELECT DISTINCT speaker FROM docs WHERE chat_id = ? AND kind = 'turn' AND sender = ?", (chat_id, sender)
+        "SELECT DISTINCT speaker FROM docs WHERE chat_id = ? AND kind = 'turn' AND sender = ?",
+        (chat_id, sender),
     ).fetchall()
     out.names = {sender, *(m.display_name for m in msgs), *(n for (n,) in names if n)}
     out.vectors = _turn_vectors(store, chat_id, out.message_ids)
@@ -110,13 +114,17 @@ async def forget_user(
     with store._write() as (db, fx):
         fx.stale.add(chat_id)
         out.removed += delete_docs(db, chat_id, "kind = 'turn' AND sender = ?", (sender,))
-        out.removed += sum(delete_docs(db, chat_id, f"doc_id IN ({_marks(c)})", c) for c in _chunks(sorted(doomed)))
+        out.removed += sum(
+            delete_docs(db, chat_id, f"doc_id IN ({_marks(c)})", c) for c in _chunks(sorted(doomed))
+        )
         out.removed += sum(
             delete_docs(db, chat_id, "EXISTS (SELECT 1 FROM json_each(docs.source_message_ids) j"
                                      f" WHERE j.value IN ({_marks(c)}))", c)
             for c in _chunks(ids)
         )  # fmt: skip
-        out.memories = _in(db, "DELETE FROM memories WHERE chat_id = ? AND memory_id IN ({marks})", chat_id, doomed)
+        out.memories = _in(
+            db, "DELETE FROM memories WHERE chat_id = ? AND memory_id IN ({marks})", chat_id, doomed
+        )
         _in(db, "DELETE FROM decisions WHERE chat_id = ? AND memory_id IN ({marks})", chat_id, doomed)
         for r in back:
             payload = r.model_dump_json()
@@ -126,7 +134,9 @@ async def forget_user(
                        (payload, chat_id, r.memory_id))  # fmt: skip
         out.reopened = len(back)
         _trim_topics(db, chat_id, out)
-        out.removed += _in(db, "DELETE FROM messages WHERE chat_id = ? AND message_id IN ({marks})", chat_id, ids)
+        out.removed += _in(
+            db, "DELETE FROM messages WHERE chat_id = ? AND message_id IN ({marks})", chat_id, ids
+        )
         out.removed += db.execute(
             "DELETE FROM messages WHERE chat_id = ? AND sender = ?", (chat_id, sender)
         ).rowcount
@@ -152,12 +162,13 @@ def _trim_topics(db: sqlite3.Connection, chat_id: str, out: Forgotten) -> None:
             out.redistil.append(trimmed)
 
 
-def _turn_vectors(store: SQLiteStore, chat_id: str, message_ids: Collection[str]) -> dict[str, list[float]]:
+def _turn_vectors(store: _Store, chat_id: str, message_ids: Collection[str]) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
     prefix = f"turn:{chat_id}:"
     for chunk in _chunks([prefix + m for m in sorted(message_ids)]):
         rows = store.db.execute(
-            f"SELECT doc_id, vec FROM vectors WHERE chat_id = ? AND doc_id IN ({_marks(chunk)})", (chat_id, *chunk)
+            f"SELECT doc_id, vec FROM vectors WHERE chat_id = ? AND doc_id IN ({_marks(chunk)})",
+            (chat_id, *chunk),
         ).fetchall()
         out.update((d[len(prefix) :], np.frombuffer(v, dtype=np.float32).tolist()) for d, v in rows)
     return out

@@ -3,111 +3,34 @@
 SQLite calls run on the event-loop thread (each is sub-millisecond to a few ms and a write batch is one
 transaction), so no statement ever interleaves with another coroutine's transaction. Every statement that
 reads or writes chat data is filtered by ``chat_id``; kNN only ever sees the vectors of the queried chat.
+Tables in :mod:`retrieval.sqlite_schema`, writes in :mod:`retrieval.sqlite_writes`, queries in
+:mod:`retrieval.sqlite_search` (edits, lookups and deletion in ``sqlite_edit/lookup/delete``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from retrieval import sqlite_search
 from retrieval.deletion import Forgotten
-from retrieval.fusion import rrf
-from retrieval.protocols import Doc, Hit, MemoryFilter, SearchQuery
+from retrieval.protocols import Hit, MemoryFilter, SearchQuery
 from retrieval.sqlite_delete import forget_chat, forget_user
 from retrieval.sqlite_edit import replace_message as _replace_message
 from retrieval.sqlite_lookup import find_memories as _find_memories
-from retrieval.sqlite_util import open_sqlite
-from retrieval.text import fts_query, tokenize
+from retrieval.sqlite_schema import SCHEMA, chat_token, epoch, turn_body
+from retrieval.sqlite_util import chunks, marks, open_sqlite
+from retrieval.sqlite_writes import close_memory, insert_memory, put_doc
 from retrieval.vector_cache import ChatVectors as _ChatVectors
 from retrieval.vector_cache import Effects as _Effects
 from schemas import ChatMessage, DecisionOp, MemoryDecision, MemoryRecord, TopicSummary
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS messages (
-    chat_id TEXT NOT NULL, message_id TEXT NOT NULL, sender TEXT NOT NULL, ts_epoch REAL NOT NULL,
-    payload TEXT NOT NULL, PRIMARY KEY (chat_id, message_id));
-CREATE INDEX IF NOT EXISTS messages_by_ts ON messages (chat_id, ts_epoch);
-CREATE INDEX IF NOT EXISTS messages_by_sender ON messages (chat_id, sender);
-CREATE TABLE IF NOT EXISTS docs (
-    rid INTEGER PRIMARY KEY, doc_id TEXT NOT NULL UNIQUE, chat_id TEXT NOT NULL, kind TEXT NOT NULL,
-    text TEXT NOT NULL, speaker TEXT, sender TEXT, ts TEXT NOT NULL, ts_epoch REAL NOT NULL, valid_to TEXT,
-    topic_id TEXT, source_message_ids TEXT NOT NULL, entities TEXT NOT NULL, memory TEXT);
-CREATE INDEX IF NOT EXISTS docs_by_chat ON docs (chat_id, kind, ts_epoch);
-CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5 (body, chat, tokenize = 'unicode61 remove_diacritics 0');
-CREATE TABLE IF NOT EXISTS vectors (doc_id TEXT PRIMARY KEY, chat_id TEXT NOT NULL, vec BLOB NOT NULL);
-CREATE INDEX IF NOT EXISTS vectors_by_chat ON vectors (chat_id);
-CREATE TABLE IF NOT EXISTS memories (
-    memory_id TEXT PRIMARY KEY, chat_id TEXT NOT NULL, subject TEXT, attribute TEXT, speaker TEXT,
-    valid_from TEXT NOT NULL, valid_to TEXT, superseded_by TEXT, version INTEGER NOT NULL,
-    record TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS memories_by_chat ON memories (chat_id, subject);
-CREATE TABLE IF NOT EXISTS decisions (
-    decision_id TEXT PRIMARY KEY, chat_id TEXT NOT NULL, op TEXT NOT NULL, memory_id TEXT,
-    applied TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS decisions_by_chat ON decisions (chat_id);
-CREATE TABLE IF NOT EXISTS topics (
-    chat_id TEXT NOT NULL, topic_id TEXT NOT NULL, started_epoch REAL NOT NULL, payload TEXT NOT NULL,
-    PRIMARY KEY (chat_id, topic_id));
-"""
-_DOC_COLS = "rid, doc_id, chat_id, kind, text, speaker, ts, valid_to, topic_id, source_message_ids, entities"
-_INSERT_DOC = (
-    "INSERT OR IGNORE INTO docs (doc_id, chat_id, kind, text, speaker, sender, ts, ts_epoch, valid_to,"
-    " topic_id, source_message_ids, entities, memory) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
-)
-_CHUNK = 500  # SQL variables per IN (...) list
-
-
-def _epoch(value: datetime) -> float:
-    """Seconds since the epoch; naive datetimes (only possible in queries) are taken as UTC."""
-    return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
-def _chunks(items: list[Any]) -> Iterator[list[Any]]:
-    for i in range(0, len(items), _CHUNK):
-        yield items[i : i + _CHUNK]
-
-
-def _marks(items: list[Any]) -> str:
-    return ",".join("?" * len(items))
-
-
-def _chat_token(chat_id: str) -> str:
-    """An FTS token naming the chat: MATCH is restricted to it, so BM25 work scales with the chat, not the corpus."""
-    return "c" + hashlib.blake2b(chat_id.encode(), digest_size=8).hexdigest()
-
-
-def _turn_body(msg: ChatMessage) -> str:
-    """FTS text of a turn: speaker and date prefixed to the text (helps BM25 on chat memory)."""
-    return " ".join(tokenize(f"{msg.display_name} {msg.ts:%Y-%m-%d} {msg.text}"))
-
-
-def _row_to_doc(row: tuple) -> Doc:
-    _, doc_id, chat_id, kind, text, speaker, ts, valid_to, topic_id, sources, entities = row
-    return Doc(
-        doc_id=doc_id,
-        chat_id=chat_id,
-        kind=kind,
-        text=text,
-        speaker=speaker,
-        ts=datetime.fromisoformat(ts),
-        valid_to=datetime.fromisoformat(valid_to) if valid_to else None,
-        topic_id=topic_id,
-        source_message_ids=json.loads(sources),
-        entities=json.loads(entities),
-    )
 
 
 class SQLiteStore:
@@ -126,7 +49,7 @@ class SQLiteStore:
     async def bootstrap(self) -> None:
         if self._conn is not None:
             return
-        conn, recorded = open_sqlite(self.path, _SCHEMA, self.dim, "store")
+        conn, recorded = open_sqlite(self.path, SCHEMA, self.dim, "store")
         if recorded is not None:
             self.dim, self._dim_recorded = recorded, True
         self._conn = conn
@@ -226,53 +149,25 @@ class SQLiteStore:
             for i, m in enumerate(messages):
                 row = (f"turn:{m.chat_id}:{m.message_id}", m.chat_id, "turn", m.text, m.display_name, m.sender,
                        m.ts.isoformat(), m.ts.timestamp(), None, None, json.dumps([m.message_id]), "[]", None)  # fmt: skip
-                self._put_doc(db, fx, row, _turn_body(m), None if vecs is None else vecs[i])
+                put_doc(db, fx, row, turn_body(m), None if vecs is None else vecs[i])
         return added
-
-    def _put_doc(
-        self,
-        db: sqlite3.Connection,
-        fx: _Effects,
-        row: tuple,
-        body: str,
-        vec: np.ndarray | None,
-        subject: str | None = None,
-    ) -> None:
-        """Insert a doc unless it exists (FTS-indexing only new ones) and its vector unless it has one."""
-        doc_id, chat_id, kind, ts_epoch = row[0], row[1], row[2], row[7]
-        cur = db.execute(_INSERT_DOC, row)
-        rid = cur.lastrowid if cur.rowcount == 1 else None
-        if rid is not None:
-            db.execute(
-                "INSERT INTO docs_fts (rowid, body, chat) VALUES (?,?,?)", (rid, body, _chat_token(chat_id))
-            )
-        if vec is None:
-            return
-        cur = db.execute(
-            "INSERT OR IGNORE INTO vectors (doc_id, chat_id, vec) VALUES (?,?,?)",
-            (doc_id, chat_id, vec.tobytes()),
-        )
-        if cur.rowcount == 1 and rid is not None:
-            fx.added.setdefault(chat_id, []).append((rid, kind, ts_epoch, True, subject, vec))
-        elif cur.rowcount == 1:
-            fx.stale.add(chat_id)  # an existing doc got its first vector: rebuild that chat's matrix
 
     async def replace_message(self, message: ChatMessage, vector: np.ndarray | None) -> bool:
         """An edit: the stored message and its turn doc take the new text (and vector); False if unknown."""
         vec = self._check_vectors(vector, 1) if vector is not None and message.text.strip() else None
         with self._write() as (db, fx):
             fx.stale.add(message.chat_id)
-            rid = _replace_message(db, message, None if vec is None else vec[0], _turn_body(message),
-                                   _chat_token(message.chat_id))  # fmt: skip
+            rid = _replace_message(db, message, None if vec is None else vec[0], turn_body(message),
+                                   chat_token(message.chat_id))  # fmt: skip
         return rid is not None
 
     async def get_messages(self, chat_id: str, message_ids: list[str]) -> list[ChatMessage]:
         """The stored messages among ``message_ids``, in the order asked (unknown ids are skipped)."""
         found: dict[str, str] = {}
-        for chunk in _chunks(list(dict.fromkeys(message_ids))):
+        for chunk in chunks(list(dict.fromkeys(message_ids))):
             found.update(
                 self.db.execute(
-                    f"SELECT message_id, payload FROM messages WHERE chat_id = ? AND message_id IN ({_marks(chunk)})",
+                    f"SELECT message_id, payload FROM messages WHERE chat_id = ? AND message_id IN ({marks(chunk)})",
                     (chat_id, *chunk),
                 ).fetchall()
             )
@@ -283,9 +178,9 @@ class SQLiteStore:
     ) -> list[ChatMessage]:
         sql, args = "SELECT payload FROM messages WHERE chat_id = ?", [chat_id]
         if since is not None:
-            sql, args = sql + " AND ts_epoch >= ?", [*args, _epoch(since)]
+            sql, args = sql + " AND ts_epoch >= ?", [*args, epoch(since)]
         if until is not None:
-            sql, args = sql + " AND ts_epoch <= ?", [*args, _epoch(until)]
+            sql, args = sql + " AND ts_epoch <= ?", [*args, epoch(until)]
         rows = self.db.execute(sql + " ORDER BY ts_epoch, rowid", args).fetchall()
         return [ChatMessage.model_validate_json(r[0]) for r in rows]
 
@@ -307,54 +202,15 @@ class SQLiteStore:
         with self._write() as (db, fx):
             if decision.op in (DecisionOp.UPDATE, DecisionOp.DELETE) and decision.target_memory_id:
                 new_id = record.memory_id if decision.op == DecisionOp.UPDATE and record else None
-                self._close_memory(db, fx, decision.chat_id, decision.target_memory_id, decision.at, new_id)
+                close_memory(db, fx, decision.chat_id, decision.target_memory_id, decision.at, new_id)
             if decision.op in (DecisionOp.ADD, DecisionOp.UPDATE) and record is not None:
-                self._insert_memory(db, fx, record, None if vec is None else vec[0])
+                insert_memory(db, fx, record, None if vec is None else vec[0])
             db.execute(
                 "INSERT INTO decisions (decision_id, chat_id, op, memory_id, applied) VALUES (?,?,?,?,?)",
                 (decision.decision_id, decision.chat_id, decision.op.value,
                  record.memory_id if record else decision.target_memory_id, decision.at.isoformat()),
             )  # fmt: skip
         return True
-
-    def _insert_memory(
-        self, db: sqlite3.Connection, fx: _Effects, r: MemoryRecord, vec: np.ndarray | None
-    ) -> None:
-        payload = r.model_dump_json()
-        db.execute(
-            "INSERT OR IGNORE INTO memories (memory_id, chat_id, subject, attribute, speaker, valid_from,"
-            " valid_to, superseded_by, version, record) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (r.memory_id, r.chat_id, r.subject, r.attribute, r.speaker, r.valid_from.isoformat(),
-             _iso(r.valid_to), r.superseded_by, r.version, payload),
-        )  # fmt: skip
-        row = (r.memory_id, r.chat_id, r.kind.value, r.text, r.speaker, r.speaker, r.valid_from.isoformat(),
-               r.valid_from.timestamp(), _iso(r.valid_to), r.topic_id, json.dumps(r.source_message_ids),
-               json.dumps(r.entities), payload)  # fmt: skip
-        self._put_doc(db, fx, row, " ".join(tokenize(f"{r.text} {r.speaker or ''}")), vec, r.subject)
-
-    def _close_memory(
-        self, db: sqlite3.Connection, fx: _Effects, chat_id: str, memory_id: str, at: datetime, by: str | None
-    ) -> None:
-        """Close a live memory version at ``at`` (row, record JSON and doc); a closed version is left as is."""
-        row = db.execute(
-            "SELECT record FROM memories WHERE chat_id = ? AND memory_id = ? AND valid_to IS NULL",
-            (chat_id, memory_id),
-        ).fetchone()
-        if row is None:
-            return
-        closed = MemoryRecord.model_validate_json(row[0]).model_copy(
-            update={"valid_to": at, "superseded_by": by}
-        )
-        payload = closed.model_dump_json()
-        db.execute(
-            "UPDATE memories SET valid_to = ?, superseded_by = ?, record = ? WHERE chat_id = ? AND memory_id = ?",
-            (at.isoformat(), by, payload, chat_id, memory_id),
-        )
-        rids = db.execute(
-            "UPDATE docs SET valid_to = ?, memory = ? WHERE chat_id = ? AND doc_id = ? RETURNING rid",
-            (at.isoformat(), payload, chat_id, memory_id),
-        ).fetchall()
-        fx.closed.extend((chat_id, rid) for (rid,) in rids)
 
     async def get_memory(self, chat_id: str, memory_id: str) -> MemoryRecord | None:
         row = self.db.execute(
@@ -382,34 +238,18 @@ class SQLiteStore:
         if subject is not None:
             keep &= cv.subjects == subject
         top = cv.top(query, keep, k)
-        payloads = self._column_by_rid(chat_id, "memory", [rid for rid, _ in top])
+        payloads = sqlite_search.column_by_rid(self.db, chat_id, "memory", [rid for rid, _ in top])
         return [(MemoryRecord.model_validate_json(payloads[rid]), s) for rid, s in top if payloads.get(rid)]
 
     # ---- search ----------------------------------------------------------------------------------
 
-    def _filters(self, q: SearchQuery) -> tuple[str, list[Any]]:
-        sql, args = "", []
-        if q.kinds is not None:
-            sql, args = sql + f" AND d.kind IN ({_marks(q.kinds)})", [*args, *q.kinds]
-        if q.since is not None:
-            sql, args = sql + " AND d.ts_epoch >= ?", [*args, _epoch(q.since)]
-        if q.until is not None:
-            sql, args = sql + " AND d.ts_epoch <= ?", [*args, _epoch(q.until)]
-        if not q.include_superseded:
-            sql += " AND d.valid_to IS NULL"
-        return sql, args
+    async def search(self, query: SearchQuery) -> list[Hit]:
+        """BM25, cosine kNN or both fused by RRF, always within ``query.chat_id`` (:mod:`retrieval.sqlite_search`).
 
-    def _bm25(self, q: SearchQuery, limit: int) -> list[tuple[int, float]]:
-        match = fts_query(q.text)
-        if not match or limit <= 0 or (q.kinds is not None and not q.kinds):
-            return []
-        where, args = self._filters(q)
-        rows = self.db.execute(
-            "SELECT d.rid, bm25(docs_fts, 1.0, 0.0) AS s FROM docs_fts JOIN docs d ON d.rid = docs_fts.rowid"
-            f" WHERE docs_fts MATCH ? AND d.chat_id = ?{where} ORDER BY s, d.rid LIMIT ?",
-            (f'chat : "{_chat_token(q.chat_id)}" AND body : ({match})', q.chat_id, *args, limit),
-        ).fetchall()
-        return [(rid, -score) for rid, score in rows]  # FTS5 bm25() is negated: flip so higher is better
+        ``scores`` carries ``bm25`` (positive BM25, higher is better) and ``bm25_rank``, ``cosine`` and
+        ``knn_rank``, and ``rrf`` for hybrid. Hybrid without a query vector degrades to BM25 candidates.
+        """
+        return sqlite_search.search(self.db, query, lambda limit: self._knn(query, limit))
 
     def _knn(self, q: SearchQuery, limit: int) -> list[tuple[int, float]]:
         if q.vector is None:
@@ -418,63 +258,9 @@ class SQLiteStore:
         if cv is None:
             return []
         query = self._check_vectors(np.asarray(q.vector, dtype=np.float32), 1, stored=False)[0]
-        since = _epoch(q.since) if q.since else None
-        until = _epoch(q.until) if q.until else None
+        since = epoch(q.since) if q.since else None
+        until = epoch(q.until) if q.until else None
         return cv.top(query, cv.mask(q.kinds, since, until, not q.include_superseded), limit)
-
-    async def search(self, query: SearchQuery) -> list[Hit]:
-        """BM25, cosine kNN or both fused by RRF, always within ``query.chat_id``.
-
-        ``scores`` carries ``bm25`` (positive BM25, higher is better) and ``bm25_rank``, ``cosine`` and
-        ``knn_rank``, and ``rrf`` for hybrid. Hybrid without a query vector degrades to BM25 candidates.
-        """
-        q, ranked = query, []
-        scores: dict[int, dict[str, float]] = {}
-        if q.mode == "bm25":
-            ranked = self._bm25(q, q.k)
-            label, rank_label = "bm25", "bm25_rank"
-        elif q.mode == "knn":
-            ranked = self._knn(q, q.k)
-            label, rank_label = "cosine", "knn_rank"
-        else:
-            return self._hybrid(q)
-        for rank, (rid, s) in enumerate(ranked, start=1):
-            scores[rid] = {label: s, rank_label: float(rank)}
-        return self._hits(q.chat_id, ranked, scores)
-
-    def _hybrid(self, q: SearchQuery) -> list[Hit]:
-        n = max(q.candidates, q.k)
-        lists = {"bm25": self._bm25(q, n), "knn": self._knn(q, n)}
-        scores: dict[int, dict[str, float]] = {}
-        for name, label in (("bm25", "bm25"), ("knn", "cosine")):
-            for rank, (rid, s) in enumerate(lists[name], start=1):
-                scores.setdefault(rid, {}).update({label: s, f"{name}_rank": float(rank)})
-        fused = rrf([[str(rid) for rid, _ in lst] for lst in lists.values()], k=q.rrf_k)[: q.k]
-        ranked = [(int(rid), s) for rid, s in fused]
-        for rid, s in ranked:
-            scores[rid]["rrf"] = s
-        return self._hits(q.chat_id, ranked, scores)
-
-    def _hits(self, chat_id: str, ranked: list[tuple[int, float]], scores: dict[int, dict]) -> list[Hit]:
-        docs = self._docs_by_rid(chat_id, [rid for rid, _ in ranked])
-        return [Hit(doc=docs[rid], score=s, scores=scores[rid]) for rid, s in ranked if rid in docs]
-
-    def _docs_by_rid(self, chat_id: str, rids: list[int]) -> dict[int, Doc]:
-        out: dict[int, Doc] = {}
-        for chunk in _chunks(rids):
-            rows = self.db.execute(
-                f"SELECT {_DOC_COLS} FROM docs WHERE chat_id = ? AND rid IN ({_marks(chunk)})",
-                (chat_id, *chunk),
-            ).fetchall()
-            out.update((row[0], _row_to_doc(row)) for row in rows)
-        return out
-
-    def _column_by_rid(self, chat_id: str, column: str, rids: list[int]) -> dict[int, Any]:
-        out: dict[int, Any] = {}
-        for chunk in _chunks(rids):
-            sql = f"SELECT rid, {column} FROM docs WHERE chat_id = ? AND rid IN ({_marks(chunk)})"
-            out.update(self.db.execute(sql, (chat_id, *chunk)).fetchall())
-        return out
 
     # ---- topics, chats, deletion, export ---------------------------------------------------------
 
@@ -486,9 +272,9 @@ class SQLiteStore:
                 "INSERT OR REPLACE INTO topics (chat_id, topic_id, started_epoch, payload) VALUES (?,?,?,?)",
                 (topic.chat_id, topic.topic_id, topic.started_at.timestamp(), topic.model_dump_json()),
             )
-            for chunk in _chunks(doc_ids):
+            for chunk in chunks(doc_ids):
                 db.execute(
-                    f"UPDATE docs SET topic_id = ? WHERE chat_id = ? AND doc_id IN ({_marks(chunk)})",
+                    f"UPDATE docs SET topic_id = ? WHERE chat_id = ? AND doc_id IN ({marks(chunk)})",
                     (topic.topic_id, topic.chat_id, *chunk),
                 )
 

@@ -1,11 +1,13 @@
-"""Opening the embedded SQLite files of the stores (shared by the hybrid store and the graph store)."""
+"""Opening the embedded SQLite files of the stores and chunked IN lists (shared by the hybrid and graph stores)."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator, Sequence, Sized
 from pathlib import Path
+from typing import Any
 
-from streams.scrub import mark_scrubbed
+from retrieval.scrub import mark_scrubbed
 
 
 def open_sqlite(path: str, schema: str, dim: int | None, label: str) -> tuple[sqlite3.Connection, int | None]:
@@ -20,7 +22,7 @@ def open_sqlite(path: str, schema: str, dim: int | None, label: str) -> tuple[sq
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA temp_store=MEMORY")
-    conn.execute("PRAGMA secure_delete=ON")  # deleted rows' bytes are zeroed (see streams.scrub)
+    conn.execute("PRAGMA secure_delete=ON")  # deleted rows' bytes are zeroed (see retrieval.scrub)
     conn.executescript(schema)
     if fresh:
         mark_scrubbed(conn, "meta")
@@ -29,3 +31,17 @@ def open_sqlite(path: str, schema: str, dim: int | None, label: str) -> tuple[sq
         conn.close()
         raise ValueError(f"{label} {path} holds {row[0]}-d vectors, embedder gives {dim}-d")
     return conn, (int(row[0]) if row is not None else None)
+
+
+CHUNK = 500  # SQL variables per IN (...) list (SQLite's default limit is 999)
+
+
+def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
+    """``items`` in slices of at most ``size`` (one IN list each)."""
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def marks(items: Sized) -> str:
+    """``?,?,…`` — one placeholder per item."""
+    return ",".join("?" * len(items))

@@ -18,9 +18,9 @@ import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, Self
+from typing import Protocol, Self, runtime_checkable
 
-from streams.scrub import erase_freed, mark_scrubbed, secure
+from retrieval.scrub import erase_freed, mark_scrubbed, secure
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -62,8 +62,9 @@ class Produce:
     value: str
 
 
+@runtime_checkable
 class EventLog(Protocol):
-    """What a runner needs from a log (file-backed here; Kafka in production)."""
+    """What the embedded runner needs from a log it consumes (file-backed; the Faust worker reads Kafka)."""
 
     async def append(self, items: list[Produce]) -> int: ...
 
@@ -79,10 +80,16 @@ class EventLog(Protocol):
 
     async def load_state(self, group: str) -> dict[str, str]: ...
 
+    async def reset_derived(self, derived_topics: list[str]) -> None: ...
+
+    async def deletions(self) -> set[tuple[str, str]]: ...
+
+    async def close(self) -> None: ...
+
 
 def open_durable_sqlite(path: Path, schema: str) -> sqlite3.Connection:
     """An autocommit SQLite connection in WAL mode with synchronous=FULL (a commit survives a kill) and
-    secure_delete on (deleted or rewritten bytes are zeroed, see :mod:`streams.scrub`)."""
+    secure_delete on (deleted or rewritten bytes are zeroed, see :mod:`retrieval.scrub`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     db = secure(sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30))
     db.execute("PRAGMA journal_mode=WAL")
@@ -257,7 +264,7 @@ class FileLog(DurableSQLite):
             )
 
     async def erase_freed(self) -> bool:
-        """Zero freed pages and truncate the WAL (see :func:`streams.scrub.erase_freed`)."""
+        """Zero freed pages and truncate the WAL (see :func:`retrieval.scrub.erase_freed`)."""
         return erase_freed(self.db, "log_meta")
 
     async def topic_counts(self) -> dict[str, int]:

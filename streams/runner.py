@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from agents.graph_stage import GraphStage
-from agents.stages import ConsolidateStage, DistillStage, IndexStage, SegmentStage, StageOutput
-from memstream.clients import Clients
-from streams.log import Produce
+from streams.clients import Clients
+from streams.config import PipelineConfig
+from streams.log import EventLog, Produce
+from streams.stages import StageOutput, build_stages
 from streams.topics import DEAD_LETTERS, DERIVED_TOPICS, RAW_MESSAGES
 
 log = logging.getLogger("memstream.runner")
@@ -37,14 +37,18 @@ class RunStats:
 
 
 class EmbeddedRunner:
-    def __init__(self, clients: Clients, *, batch: int = 256) -> None:
+    def __init__(self, clients: Clients, cfg: PipelineConfig, *, batch: int = 256) -> None:
+        if not isinstance(clients.log, EventLog):
+            raise TypeError(f"the embedded runner consumes a local log, not {type(clients.log).__name__}")
         self.clients = clients
+        self.log: EventLog = clients.log
         self.batch = batch
-        self.segment = SegmentStage(clients)
-        self.distill = DistillStage(clients)
-        self.consolidate = ConsolidateStage(clients)
-        self.index = IndexStage(clients)
-        self.graph = GraphStage(clients) if "graph" in clients.extra else None
+        self.stages = build_stages(clients, cfg)
+        self.segment = self.stages.segment
+        self.distill = self.stages.distill
+        self.consolidate = self.stages.consolidate
+        self.index = self.stages.index
+        self.graph = self.stages.graph
         self._loaded = False
 
     async def produce(self, items: Iterable[Produce]) -> int:
@@ -54,15 +58,15 @@ class EmbeddedRunner:
         for item in items:
             chunk.append(item)
             if len(chunk) >= 1000:
-                added += await self.clients.log.append(chunk)
+                added += await self.log.append(chunk)
                 chunk = []
         if chunk:
-            added += await self.clients.log.append(chunk)
+            added += await self.log.append(chunk)
         return added
 
     async def _load(self) -> None:
         if not self._loaded:
-            self.segment.load_state(await self.clients.log.load_state(self.segment.group))
+            self.segment.load_state(await self.log.load_state(self.segment.group))
             self._loaded = True
 
     async def _run_stage(self, stage, *, batch: int, limit: int | None, stats: RunStats, progress) -> int:
@@ -71,13 +75,13 @@ class EmbeddedRunner:
         consumed = 0
         rounds = 0
         while limit is None or rounds < limit:
-            offset = await self.clients.log.committed(stage.group, topic)
-            records = await self.clients.log.read(topic, offset, batch)
+            offset = await self.log.committed(stage.group, topic)
+            records = await self.log.read(topic, offset, batch)
             if not records:
                 break
             out = await stage.process(records)
             state = stage.dump_state() if hasattr(stage, "dump_state") else None
-            await self.clients.log.commit(stage.group, {topic: records[-1].offset + 1}, out.produced, state)
+            await self.log.commit(stage.group, {topic: records[-1].offset + 1}, out.produced, state)
             stats.add(stage.group, out)
             consumed += len(records)
             rounds += 1
@@ -87,11 +91,10 @@ class EmbeddedRunner:
 
     async def _lag(self, stage) -> int:
         topic = stage.source.name
-        return await self.clients.log.end_offset(topic) - await self.clients.log.committed(stage.group, topic)
+        return await self.log.end_offset(topic) - await self.log.committed(stage.group, topic)
 
     async def lag(self) -> dict[str, int]:
-        stages = (self.segment, self.distill, self.consolidate, self.index, *([self.graph] if self.graph else []))
-        return {s.group: await self._lag(s) for s in stages}
+        return {s.group: await self._lag(s) for s in self.stages.all()}
 
     async def run_until_idle(self, progress: Progress | None = None) -> RunStats:
         """Process every topic until no stage has anything left to consume."""
@@ -122,12 +125,12 @@ class EmbeddedRunner:
 
     async def reset_for_replay(self) -> None:
         """Forget every derived record, offset and state (raw messages and dead letters stay)."""
-        await self.clients.log.reset_derived([t.name for t in DERIVED_TOPICS])
+        await self.log.reset_derived([t.name for t in DERIVED_TOPICS])
         self.segment.load_state(None)
         self._loaded = True
 
     async def dead_letters(self, limit: int = 100) -> list[str]:
-        return [r.value for r in await self.clients.log.read(DEAD_LETTERS.name, 0, limit)]
+        return [r.value for r in await self.log.read(DEAD_LETTERS.name, 0, limit)]
 
     async def raw_count(self) -> int:
-        return await self.clients.log.end_offset(RAW_MESSAGES.name)
+        return await self.log.end_offset(RAW_MESSAGES.name)

@@ -294,13 +294,3 @@ class RedisWorkingMemory:
 
     async def close(self) -> None:
         await self._redis.aclose()
-
-
-def open_working_memory(url: str) -> WorkingMemory:
-    """The one registry, keyed by URL scheme."""
-    scheme = urlparse(url).scheme
-    if scheme == "memory":
-        return InProcessWorkingMemory()
-    if scheme in ("redis", "rediss", "unix"):
-        return RedisWorkingMemory(url)
-    raise ValueError(f"no working-memory backend for scheme {scheme!r} (known: memory, redis)")

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from agents.extract.text import split_sentences
-from retrieval.text import has_cjk, tokenize
+from agents.text import has_cjk, tokenize
 from schemas import CandidateFact, DistillResult, MemoryKind, stable_id
 
 __all__ = ["candidates_from_result"]

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
 
-from retrieval.text import tokenize
+from agents.text import tokenize
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryRecord, stable_id
 
 __all__ = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from agents.config import ConsolidatorConfig
 from agents.consolidate.records import (
     Similar,
     SimilarByCandidate,
@@ -19,7 +20,6 @@ from agents.consolidate.records import (
     value_in,
 )
 from agents.extract.slots import MULTI_VALUED
-from memstream.settings import ConsolidatorConfig
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord
 
 __all__ = ["Batch", "decide", "decide_batch", "similar_for"]

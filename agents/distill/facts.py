@@ -15,7 +15,7 @@ from agents.extract.slot_text import question_slot, short_answer_value, slot_sen
 from agents.extract.slots import SlotMatch, find_slots, is_retraction
 from agents.extract.tasks import find_task
 from agents.extract.text import cjk_tags, is_filler, is_question, split_sentences
-from retrieval.text import ENGLISH_STOPWORDS, extract_keywords, has_cjk, tokenize
+from agents.text import ENGLISH_STOPWORDS, extract_keywords, has_cjk, tokenize
 from schemas import ChatMessage, Relation
 
 __all__ = ["answer_slot_fact", "distill_message"]

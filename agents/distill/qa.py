@@ -6,7 +6,7 @@ from agents.distill.context import TopicContext
 from agents.extract.slot_text import question_slot
 from agents.extract.tasks import EN_TASK_REQUEST
 from agents.extract.text import is_filler, is_question, is_small_talk_question, split_sentences
-from retrieval.text import extract_keywords
+from agents.text import extract_keywords
 from schemas import ChatMessage, QAPair
 
 __all__ = ["answer_part", "find_qa", "question_part"]

@@ -19,7 +19,7 @@ from datetime import datetime, time, tzinfo
 from agents.extract.clock import find_clocks
 from agents.extract.date_rules import ABSOLUTE_RULES, EN_RULES, TAIL_RULES, ZH_RULES, Context, resolve
 from agents.extract.date_words import MONTHS, WEEKDAYS, DateMention
-from retrieval.text import has_cjk
+from agents.text import has_cjk
 
 __all__ = [
     "MONTHS",

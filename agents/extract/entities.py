@@ -8,8 +8,8 @@ import unicodedata
 
 from agents.extract.dates import MONTHS, WEEKDAYS, ZH_DATE_WORD
 from agents.extract.text import ZH_FILLERS, cjk_tags
-from retrieval.graph_protocols import EntityType
-from retrieval.text import ENGLISH_STOPWORDS, has_cjk
+from agents.graph_model import EntityType
+from agents.text import ENGLISH_STOPWORDS, has_cjk
 
 __all__ = [
     "MENTION_RE",

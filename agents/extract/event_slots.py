@@ -16,7 +16,7 @@ import re
 
 from agents.extract.person import looks_like_name
 from agents.extract.slots import SlotMatch
-from retrieval.text import has_cjk
+from agents.text import has_cjk
 
 __all__ = ["all_slots", "find_plan_slots"]
 

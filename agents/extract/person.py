@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from agents.extract.dates import ZH_DATE_TAIL
 from agents.extract.text import cjk_tags
-from retrieval.text import ENGLISH_STOPWORDS, has_cjk
+from agents.text import ENGLISH_STOPWORDS, has_cjk
 
 __all__ = ["Rewrite", "conjugate", "en_subject", "looks_like_name", "to_third_person", "zh_subject"]
 

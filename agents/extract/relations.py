@@ -13,8 +13,8 @@ from datetime import datetime
 
 from agents.extract.entities import entity_type, is_participant, normalise_name
 from agents.extract.text import cjk_tags
-from retrieval.graph_protocols import EXCLUSIVE_PREDICATES, EntityType, is_exclusive
-from retrieval.text import ENGLISH_STOPWORDS, has_cjk
+from agents.graph_model import EXCLUSIVE_PREDICATES, EntityType, is_exclusive
+from agents.text import ENGLISH_STOPWORDS, has_cjk
 from schemas import DistillResult, MemoryKind
 
 __all__ = [

@@ -6,7 +6,7 @@ import re
 
 from agents.extract.slots import PETS, ZH_PET
 from agents.extract.text import split_sentences
-from retrieval.text import has_cjk
+from agents.text import has_cjk
 
 __all__ = ["question_slot", "short_answer_value", "slot_sentence"]
 

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from agents.extract.person import en_subject, zh_subject
-from retrieval.text import has_cjk
+from agents.text import has_cjk
 
 __all__ = [
     "EN_SLOTS",

@@ -8,7 +8,7 @@ from datetime import datetime
 from agents.extract.dates import DateMention, find_time
 from agents.extract.entities import MENTION_RE
 from agents.extract.text import is_question
-from retrieval.text import ENGLISH_STOPWORDS, has_cjk
+from agents.text import ENGLISH_STOPWORDS, has_cjk
 from schemas import ChatMessage, TaskItem
 
 __all__ = ["EN_DECISION", "EN_TASK_REQUEST", "ZH_DECISION", "find_task"]

@@ -7,7 +7,7 @@ from functools import lru_cache
 
 import rjieba
 
-from retrieval.text import has_cjk
+from agents.text import has_cjk
 
 __all__ = [
     "ZH_FILLERS",

@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from retrieval.graph_protocols import EntityNode, RelationEdge
+from agents.graph_model import EntityNode, RelationEdge
 from schemas import ChatMessage, MemoryRecord, RetrievedItem, TopicSummary
 from schemas.segmentation import SegmentationVersion
 

@@ -19,10 +19,9 @@ The check reads the top ``window`` ranked candidates and computes a few **featur
 **The decision** is a small learned model over those features (``abstain_calib``: a noisy-OR of two logistic
 components, ``no_match`` and ``other_subject``), fitted per embedder on calibration data
 (``python -m bench.calibrate_abstention``) and shipped as package data with its provenance; it abstains when
-the probability exceeds the model's F1-best threshold, for the reason whose component is the more likely. Without weights for the embedder
-(or with ``AbstentionConfig.model="rules"``) the hand-set rules decide, as before: nothing matches (best
-coverage under ``min_coverage`` and best cosine under the embedder's ``min_cosine``) -> ``no_match``; else
-the attribution score ``(others - named) / (others + named)`` above ``threshold`` -> ``other_subject``.
+the probability exceeds the model's F1-best threshold, for the more likely component's reason. Without weights
+(or with ``model="rules"``) hand-set rules decide: no coverage and no cosine -> ``no_match``; attribution
+``(others - named) / (others + named)`` above ``threshold`` -> ``other_subject``.
 """
 
 from __future__ import annotations
@@ -34,10 +33,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.text import has_cjk, tokenize
 from retrieval.router.candidates import Cand
 from retrieval.router.recipes import AbstentionConfig
 from retrieval.router.scoring import coverage
-from retrieval.text import has_cjk, tokenize
 
 
 class Verdict(BaseModel):
@@ -393,10 +392,6 @@ def rules(f: dict, ev: Evidence, subject, other_name, keys, cfg: AbstentionConfi
         return Verdict(abstain=False, score=-1.0, subject=subject, **base)
     score = (ev.other - ev.named) / (ev.other + ev.named) if ev.other > 0 else -1.0
     return Verdict(
-        abstain=cfg.enabled and score > cfg.threshold,
-        reason="other_subject" if score > cfg.threshold else None,
-        score=round(score, 4),
-        subject=subject,
-        other=other_name,
-        **base,
-    )
+        abstain=cfg.enabled and score > cfg.threshold, reason="other_subject" if score > cfg.threshold else None,
+        score=round(score, 4), subject=subject, other=other_name, **base,
+    )  # fmt: skip

@@ -1,5 +1,7 @@
-"""Query-type classifier: cue-word rules (Chinese + English), an embedding nearest-prototype layer and an
-optional LLM layer, combined into probabilities over the five AdaptMR query types.
+"""Query-type classifier: a learned final layer (``learned.py``: softmax regression over the cue-word rules as
+features and the question's framing words, fitted on labelled questions) and an optional LLM layer, combined
+into probabilities over the five AdaptMR query types. Without packaged weights (``model="rules"``) the
+hand-set combination of the cue-word rules and an embedding nearest-prototype layer decides.
 
 The rule layer and the combination are pure functions. The prototype layer embeds a fixed, generic set of
 example questions once per embedder (no benchmark question is among them) and scores a query by its
@@ -11,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,7 +29,8 @@ QUERY_TYPES: tuple[QueryType, ...] = (
 class ClassifierConfig(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    prior: dict[str, float] = Field(default_factory=lambda: {"factual_extraction": 1.0})
+    model: str = "auto"  # the learned layer: "auto" (packaged weights) | "rules" (hand-set) | path to weights
+    prior: dict[str, float] = Field(default_factory=lambda: {"factual_extraction": 1.0})  # hand-set only
     rule_weight: float = 1.0
     prototype_weight: float = 0.5
     prototype_temperature: float = 6.0  # cosine gaps -> logits
@@ -299,9 +302,15 @@ def prototype_logits(
 
 
 def combine(layers: dict[str, dict[str, float]], cfg: ClassifierConfig) -> Classification:
-    """Weighted sum of layer logits + prior -> softmax probabilities. Pure."""
+    """Weighted sum of layer logits + prior -> softmax probabilities. With a ``learned`` layer it decides
+    (with the LLM's, when there is one): the rules it was fitted on are in its features, shown for the trace
+    only. Pure."""
     weights = {"rules": cfg.rule_weight, "prototypes": cfg.prototype_weight, "llm": cfg.llm_weight}
-    total = {t: cfg.prior.get(t, 0.0) for t in QUERY_TYPES}
+    prior = cfg.prior
+    if "learned" in layers:
+        weights |= {"rules": 0.0, "prototypes": 0.0, "learned": 1.0}
+        prior = {}
+    total = {t: prior.get(t, 0.0) for t in QUERY_TYPES}
     for name, logits in layers.items():
         for t in QUERY_TYPES:
             total[t] += weights.get(name, 1.0) * logits.get(t, 0.0)
@@ -312,36 +321,6 @@ def combine(layers: dict[str, dict[str, float]], cfg: ClassifierConfig) -> Class
     label = max(QUERY_TYPES, key=lambda t: (probs[t], -QUERY_TYPES.index(t)))
     return Classification(label=label, probs=probs, layers={k: {t: round(v, 3) for t, v in d.items()}
                                                             for k, d in layers.items()})  # fmt: skip
-
-
-async def classify(
-    query: str,
-    *,
-    embedder=None,
-    vector: np.ndarray | None = None,
-    index: PrototypeIndex | None = None,
-    llm: Any | None = None,
-    cfg: ClassifierConfig | None = None,
-) -> Classification:
-    """Classify ``query``; ``vector`` (its embedding of the skeleton) may be passed in to save a call."""
-    cfg = cfg or ClassifierConfig()
-    rules = rule_logits(query)
-    layers: dict[str, dict[str, float]] = {"rules": rules}
-    top2 = sorted((v + cfg.prior.get(t, 0.0) for t, v in rules.items()), reverse=True)[:2]
-    if top2[0] - top2[1] >= cfg.confident_margin:
-        return combine(layers, cfg)
-    if embedder is not None and index is not None and cfg.prototype_weight > 0:
-        labels, matrix = await index.matrix(embedder)
-        if vector is None:
-            vector = (await embedder.embed([skeleton(query)], is_query=True))[0]
-        layers["prototypes"] = prototype_logits(labels, matrix, vector, cfg)
-    if llm is not None and cfg.use_llm:
-        from retrieval.router.llm_layer import llm_logits
-
-        logits = await llm_logits(llm, query)
-        if logits:
-            layers["llm"] = logits
-    return combine(layers, cfg)
 
 
 def oracle(label: QueryType) -> Classification:

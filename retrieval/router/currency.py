@@ -15,10 +15,10 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from agents.text import tokenize
 from retrieval.protocols import Doc
 from retrieval.router.candidates import Cand
 from retrieval.router.strategies import Ranking
-from retrieval.text import tokenize
 from schemas import MemoryKind, MemoryRecord
 
 __all__ = ["Succession", "apply_currency", "build_succession", "doc_from_record", "heads_to_fetch"]

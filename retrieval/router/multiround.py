@@ -18,11 +18,11 @@ from collections import Counter
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.text import tokenize
 from retrieval.router.candidates import Cand
 from retrieval.router.query import QueryAnalysis
 from retrieval.router.scoring import in_window, mentions_time
 from retrieval.router.timeparse import TimeWindow
-from retrieval.text import tokenize
 
 
 class Confidence(BaseModel):

@@ -10,11 +10,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from agents.text import count_tokens
 from retrieval.protocols import Embedder, MemoryFilter, MemoryStore
 from retrieval.render import drop_covered
-from retrieval.router import abstain, multiround
+from retrieval.router import abstain, multihop, multiround
 from retrieval.router.candidates import Cand, Pool, SearchSpec, embed_specs, run_specs
-from retrieval.router.classifier import Classification, PrototypeIndex, classify, skeleton
+from retrieval.router.classifier import Classification, PrototypeIndex, skeleton
+from retrieval.router.classify import classify
 from retrieval.router.currency import (
     Succession,
     apply_currency,
@@ -26,11 +28,9 @@ from retrieval.router.layers import render_layers
 from retrieval.router.query import QueryAnalysis, analyse
 from retrieval.router.recipes import RouterConfig, StrategyRecipe, strategy_mix
 from retrieval.router.scoring import doc_tokens, keyword_weights
-from retrieval.router.slot_query import current_values, states_superseded, superseded_values
-from retrieval.router.slot_query import parse as parse_slot_query
+from retrieval.router.slot_step import slot_answers
 from retrieval.router.strategies import RANKERS, Context, Ranking, aggregate_lines, fuse_rankings
 from retrieval.router.timeparse import widen
-from retrieval.text import count_tokens
 from schemas import RetrievedItem, RetrieveRequest, RetrieveResponse, TraceStep
 
 DEFAULT_INDEX = PrototypeIndex()
@@ -177,7 +177,10 @@ async def gather(run: Run, store, embedder, qa: QueryAnalysis, mix, llm) -> tupl
                                     for s in specs])  # fmt: skip
     succ = await supersession(store, run.req.chat_id)
     ranking, ctx = rank_pool(run, qa, mix, recipes)  # stale items are handled for every strategy below
-    run.step("round0", t0, query=run.req.query, top=_top(ranking, run.req.k))
+    ranking.scored, hop = await multihop.second_hop(store, embedder, run.req.chat_id, run.vectors, any(
+        r.second_hop for r in recipes), ranking.scored, qa, ctx.tokens, run.cfg.multihop, main_spec(run.req, recipes[0]))
+    specs += hop
+    run.step("round0", t0, query=run.req.query, top=_top(ranking, run.req.k), second_hop=[s.text for s in hop])
     mr = run.cfg.multiround
     for rnd in range(1, mr.max_rounds + 2):
         t0 = time.perf_counter()
@@ -210,53 +213,10 @@ async def gather(run: Run, store, embedder, qa: QueryAnalysis, mix, llm) -> tupl
     ranking = await current_versions(store, run, succ, ranking)
     run.step("currency", t0, stale_facts=len(succ.successor))
     t0 = time.perf_counter()
-    ranking = await slot_answers(store, run, ranking, succ)
+    ranking, run.slot_answers = await slot_answers(store, run.req.chat_id, run.req.query, run.participants,
+                                                   run.req.k, ranking, succ)
     run.step("slots", t0, answers=run.slot_answers)
     return ranking, ctx
-
-
-async def slot_answers(store: MemoryStore, run: Run, ranking: Ranking, succ: Succession) -> Ranking:
-    """A question asking for a slot ("Where does Wendy work now?") gets its live value(s) on top; items
-    stating an earlier value of that slot (and not the current one) are marked superseded below them."""
-    sq = parse_slot_query(run.req.query, run.participants)
-    if sq is None:
-        return ranking
-    records = []
-    for attribute in sq.attributes:
-        records += await store.find_memories(
-            run.req.chat_id, MemoryFilter(kinds=["fact"], attribute=attribute, state="live", limit=500)
-        )
-    found = current_values(sq, run.req.query, records)[:2]
-    if not found:
-        return ranking
-    scored = [(c, s) for c, s in ranking.scored]
-    top = max((s for _, s in scored), default=0.0)
-    by_id = {c.doc_id: c for c, _ in scored}
-    notes = dict(ranking.notes)
-    ids = [r.memory_id for r in found]
-    lead = [(by_id.get(r.memory_id) or Cand(doc=doc_from_record(r), found_by=["slot"]), top + 1.0 - 0.01 * i)
-            for i, r in enumerate(found)]  # fmt: skip
-    for r in found:
-        note = f"current {r.attribute.replace('_', ' ')} of {r.subject} (since {r.valid_from:%Y-%m-%d})"
-        notes[r.memory_id] = f"{notes[r.memory_id]}; {note}" if notes.get(r.memory_id) else note
-    run.slot_answers = ids
-    old = superseded_values(sq, run.req.query, found, [*records, *succ.records.values()])
-    rest, stale = [], []
-    for c, s in scored:
-        if c.doc_id in ids:
-            continue
-        head = states_superseded(c.doc.text, old) if old else None
-        if head is None:
-            rest.append((c, s))
-            continue
-        note = f"superseded: {head.attribute.replace('_', ' ')} of {head.subject} is now {head.value} " \
-               f"(since {head.valid_from:%Y-%m-%d})"
-        if "superseded" not in (notes.get(c.doc_id) or ""):
-            notes[c.doc_id] = f"{notes[c.doc_id]}; {note}" if notes.get(c.doc_id) else note
-        stale.append((c, s))
-    keep = max(0, run.req.k - len(lead) - 1)  # stale items stay in view as history, below the current ones
-    return Ranking(ranking.strategy, lead + rest[:keep] + stale + rest[keep:], notes, ranking.lines,
-                   ranking.chronological)
 
 
 def _top(ranking: Ranking, k: int) -> list[dict]:

@@ -8,8 +8,8 @@ from datetime import datetime
 import rjieba
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.text import CHINESE_STOPWORDS, has_cjk, tokenize
 from retrieval.router.timeparse import TimeQuery, parse_time
-from retrieval.text import CHINESE_STOPWORDS, has_cjk, tokenize
 
 # question words and generic verbs that say nothing about the content sought
 _QUESTION_TOKENS = frozenset(

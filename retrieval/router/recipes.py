@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from retrieval.router.classifier import QUERY_TYPES, ClassifierConfig, QueryType
+from retrieval.router.multihop import MultiHopConfig
 
 
 class RescoreWeights(BaseModel):
@@ -52,6 +53,9 @@ class StrategyRecipe(BaseModel):
     reserve_subqueries: bool = True  # each sub-query's best item gets a place in the top k
     feedback_round: bool = False  # a second round with terms from the first round's best items
     aggregate: bool = False  # a "set / count" line over the items for each focal term
+    second_hop: bool = False  # iterative retrieval: bridge terms of the first hop's best items searched again
+    w_other_person: float = 0.0  # the question names one person: items by/about another one drop this much
+    w_focal: float = 0.0  # an aggregation question: items carrying a focal keyword rise this much
     rescore: RescoreWeights = Field(default_factory=RescoreWeights)
 
 
@@ -69,7 +73,8 @@ KNOWLEDGE_UPDATE = StrategyRecipe(
     w_newer=0.35,
     rescore=RescoreWeights(recency=0.15, recency_half_life_days=60.0),
 )
-MULTI_HOP = StrategyRecipe(name="multi_hop", subqueries=True, aggregate=True)
+MULTI_HOP = StrategyRecipe(name="multi_hop", subqueries=True, aggregate=True, candidates_factor=8, second_hop=False,
+                           w_other_person=0.2, w_focal=0.15)  # fmt: skip
 ABSTENTION = StrategyRecipe(name="abstention")
 # what "without factual extraction" falls back to: the uniform hybrid top-K (no rerank, no expansion)
 PLAIN = StrategyRecipe(name="uniform", candidates_factor=4, expand_morphology=False, w_coverage=0.0, w_window=0.0,
@@ -152,6 +157,7 @@ class RouterConfig(BaseModel):
     abstention: AbstentionConfig = Field(default_factory=AbstentionConfig)
     multiround: MultiRoundConfig = Field(default_factory=MultiRoundConfig)
     graph: GraphConfig = Field(default_factory=GraphConfig)
+    multihop: MultiHopConfig = Field(default_factory=MultiHopConfig)
     fuse_min_prob: float = 0.25  # a second type at least this likely is fused in
     fuse_max: int = 2
     disabled: list[QueryType] = Field(

@@ -17,10 +17,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
+from agents.text import tokenize
 from retrieval.router.candidates import Cand
 from retrieval.router.recipes import RescoreWeights
 from retrieval.router.timeparse import TimeWindow
-from retrieval.text import tokenize
 
 _TIME_MENTION = re.compile(
     r"\b(?:yesterday|today|tonight|tomorrow|last (?:week|weekend|month|year|night|summer|winter|spring|fall|"

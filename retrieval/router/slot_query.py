@@ -20,10 +20,10 @@ from collections.abc import Iterable
 from pydantic import BaseModel, ConfigDict
 
 from agents.consolidate.records import norm_text as _norm
-from retrieval.text import has_cjk
+from agents.text import has_cjk
 from schemas import MemoryRecord
 
-__all__ = ["SlotQuery", "current_values", "parse", "superseded_values", "states_superseded"]
+__all__ = ["SlotQuery", "current_values", "parse", "states_superseded", "subject_in_text", "superseded_values"]
 
 
 class SlotQuery(BaseModel):
@@ -50,7 +50,7 @@ _ZH_PERSON = (
 )
 _EN_FAVORITE = re.compile(
     r"(?i)\b(?:what|which) (?P<k>\w+) (?:is|are|does|do)\b.*\b(?:favou?rite|like[sd]? (?:the )?most|loves? (?:the )?most|"
-    r"likes? best|best)\b|\bfavou?rite (?P<k2>(?!(?:these|now|nowadays|today|currently|lately|recently|at|of|in|right|"
+    r"likes? best|best)\b|\b(?:favou?rite|fave|top) (?P<k2>(?!(?:these|now|nowadays|today|currently|lately|recently|at|of|in|right|"
     r"then|this)\b)\w+)"
 )
 _ZH_FAVORITE = re.compile(r"最(?:喜欢|爱)的?(?:哪个|哪种|哪家|什么|啥)?(?P<k>[\u4e00-\u9fff]{1,3}?)(?:是|[？?]|$)")
@@ -97,8 +97,9 @@ def _named(name: str, query: str, cjk: bool) -> bool:
     return re.search(rf"(?i)(?<!\w){re.escape(name)}(?!\w)", query) is not None
 
 
-def _subject_in_query(subject: str | None, query: str) -> bool:
-    """A plan slot's subject (an event or task noun: ``move``, ``机房搬迁``, ``release notes``) is named."""
+def subject_in_text(subject: str | None, query: str) -> bool:
+    """A plan slot's subject (an event or task noun: ``move``, ``机房搬迁``, ``release notes``) is named in
+    ``query`` (a question, or any text)."""
     if not subject:
         return False
     if has_cjk(subject):
@@ -112,7 +113,7 @@ def _asked(sq: SlotQuery, query: str, r: MemoryRecord) -> bool:
     if not r.attribute or r.attribute not in sq.attributes or not r.value:
         return False
     if r.attribute in ("when", "where", "owner"):
-        return sq.event and _subject_in_query(r.subject, query)
+        return sq.event and subject_in_text(r.subject, query)
     return sq.person is not None and _norm(r.subject) == _norm(sq.person)
 
 

@@ -16,12 +16,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from agents.text import count_tokens
 from retrieval.router.candidates import Cand
+from retrieval.router.multihop import person_focus
 from retrieval.router.query import QueryAnalysis
 from retrieval.router.recipes import StrategyRecipe
 from retrieval.router.scoring import age_days, coverage, in_window, memory_score, mentions_time
 from retrieval.router.timeparse import TimeWindow
-from retrieval.text import count_tokens
 
 
 @dataclass
@@ -175,7 +176,10 @@ def rank_multi_hop(cands: list[Cand], ctx: Context, r: StrategyRecipe) -> Rankin
         reserved = list(unique.values())[: max(1, ctx.k // 2)]
         for i, c in enumerate(reserved):
             scores[c.doc_id] = max(scores[c.doc_id], floor + 1e-3 * (len(reserved) - i))
-    return Ranking(r.name, _sorted(scores, by_id))
+    scored = _sorted(scores, by_id)
+    if r.w_other_person or r.w_focal:
+        scored = person_focus(scored, ctx.analysis, r.w_other_person, r.w_focal)
+    return Ranking(r.name, scored)
 
 
 def aggregate_lines(ranked: list[Cand], ctx: Context, limit: int = 3) -> list[str]:

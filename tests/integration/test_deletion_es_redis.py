@@ -9,10 +9,9 @@ import uuid
 
 import pytest
 
-from memstream.clients import build_clients
+from memstream.clients import build_clients, open_working_memory
 from memstream.ops import delete_report, ingest
 from memstream.settings import Settings
-from streams.working_memory import open_working_memory
 from tests.helpers import write_jsonl
 from tests.integration import kafka_fixtures
 from tests.pipeline.deletion_data import (
@@ -59,7 +58,7 @@ async def _to_working_memory(clients, chat: str, journal: dict[str, str]) -> Non
     """What a Faust worker keeps in Redis for a chat: its pool (fenced by a version), the active topics'
     windows and consolidation journal entries."""
     pool = (await clients.log.load_state("segmenter"))[chat]
-    wm = open_working_memory(clients.settings.working_memory_url)
+    wm = await open_working_memory(clients.settings.working_memory_url)
     try:
         assert await wm.put_pool(chat, pool, 3600.0, version=41)
         for topic in json.loads(pool)["topics"]:
@@ -87,7 +86,7 @@ async def test_es_store_and_redis_forget_the_user_at_once(tmp_path, es_clients, 
     await check_stored(clients, case)
     await check_others_kept(clients, case)
 
-    wm = open_working_memory(clients.settings.working_memory_url)
+    wm = await open_working_memory(clients.settings.working_memory_url)
     try:
         pool = await wm.get_pool(case.chat)
         assert pool and not any(f'"{m}"' in pool for m in user_ids) and f'"{case.user}"' not in pool
@@ -112,7 +111,7 @@ async def test_es_chat_deletion_leaves_nothing_and_other_chats_untouched(tmp_pat
     assert await clients.store.export_chat("eng") == {"chat_id": "eng", "messages": [], "memories": [], "topics": []}
     assert "eng" not in await clients.store.chats()
     assert await clients.store.export_chat("zh") == kept
-    wm = open_working_memory(clients.settings.working_memory_url)
+    wm = await open_working_memory(clients.settings.working_memory_url)
     try:
         assert await wm.get_pool("eng") is None and await wm.topic_windows("eng") == {}
         assert await wm.get_pool("zh") is not None and await wm.topic_windows("zh")

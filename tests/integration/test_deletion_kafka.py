@@ -9,9 +9,10 @@ import json
 import pytest
 from kafka.admin import NewTopic
 
+from memstream.kafka_admin import _admin, bootstrap_topics, produce, read_ledger
+from memstream.kafka_delete import _raw_by_partition, cleanup_policy, raw_tombstones
+from memstream.kafka_replay import delete_data
 from memstream.settings import Settings
-from ops.kafka_delete import _raw_by_partition, cleanup_policy, raw_tombstones
-from ops.kafka_tools import _admin, bootstrap_topics, delete_data, produce, read_ledger
 from streams.codec import Tombstone, decode, is_tombstone
 from streams.log import Produce
 from streams.topics import RAW_MESSAGES

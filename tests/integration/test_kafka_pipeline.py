@@ -12,22 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from memstream.clients import open_working_memory
+from memstream.kafka_admin import bootstrap_topics, committed_offsets, lag, produce, produce_file, read_topic
+from memstream.kafka_admin import wait_idle as kafka_wait_idle
+from memstream.kafka_replay import delete_data
+from memstream.kafka_replay import replay as kafka_replay
 from memstream.settings import Settings
-from ops.kafka_tools import (
-    bootstrap_topics,
-    committed_offsets,
-    delete_data,
-    lag,
-    produce,
-    produce_file,
-    read_topic,
-)
-from ops.kafka_tools import replay as kafka_replay
-from ops.kafka_tools import wait_idle as kafka_wait_idle
+from retrieval.graph_sqlite import GraphSQLiteStore
 from retrieval.sqlite_store import SQLiteStore
 from streams.log import Produce
 from streams.topics import DEAD_LETTERS, DISTILL_RESULTS, RAW_MESSAGES
-from streams.working_memory import open_working_memory
 from tests.integration import kafka_fixtures
 from tests.integration.kafka_fixtures import cli, spawn_worker, stop, worker_env
 
@@ -73,6 +67,20 @@ async def store_snapshot(path: Path) -> dict:
         await store.close()
 
 
+async def graph_snapshot(path: Path) -> dict:
+    """Every entity and relation edge (invalidated ones too) of a graph memory file, by chat."""
+    graph = GraphSQLiteStore(path, None)
+    await graph.bootstrap()
+    try:
+        snap: dict = {"entities": [], "edges": []}
+        for chat in sorted(await graph.chats()):
+            snap["entities"] += sorted(n.model_dump_json() for n in await graph.entities(chat))
+            snap["edges"] += sorted(e.model_dump_json() for e in await graph.edges(chat, include_invalid=True))
+        return snap
+    finally:
+        await graph.close()
+
+
 def embedded_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTREAM_")}
     return {**env, "PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -101,9 +109,12 @@ def kafka_settings(broker, tmp_path: Path, wm_url: str) -> Settings:
 
 
 async def test_kafka_run_equals_embedded_run(tmp_path, tansu_broker, redis_wm_url):
+    """Same records and the same graph memory: both runtimes run the one stage list (streams.stages)."""
     src = locomo_slice(tmp_path, 3)
     expected = await embedded_snapshot(src, tmp_path / "embedded")
     assert expected["memories"] and expected["messages"] == 58
+    expected_graph = await graph_snapshot(tmp_path / "embedded" / "graph.db")
+    assert expected_graph["entities"] and expected_graph["edges"]
 
     hosts = tansu_broker.hosts
     bootstrap_topics(hosts, partitions=2)
@@ -120,10 +131,11 @@ async def test_kafka_run_equals_embedded_run(tmp_path, tansu_broker, redis_wm_ur
     finally:
         assert stop(worker) == 0
     assert await store_snapshot(store) == expected
+    assert await graph_snapshot(tmp_path / "kdata" / "graph.db") == expected_graph
 
     dead = [json.loads(r.value) for r in read_topic(hosts, DEAD_LETTERS.name)]
     assert [(d["stage"], d["payload"]) for d in dead] == [("segment", junk.value)]
-    wm = open_working_memory(redis_wm_url)
+    wm = await open_working_memory(redis_wm_url)
     try:
         assert await wm.get_pool(CHAT)  # the segmenter's state lives in Redis between batches
     finally:
@@ -213,8 +225,8 @@ async def test_deleted_user_does_not_come_back_after_replay(tmp_path, tansu_brok
 
 
 async def test_kafka_log_appends_keyed_records_and_reads_the_ledger(tansu_broker):
-    from ops.kafka_tools import read_ledger, record_deletion
-    from streams.faust_app import KafkaLog
+    from memstream.kafka_admin import read_ledger, record_deletion
+    from streams.kafka_log import KafkaLog
 
     hosts = tansu_broker.hosts
     bootstrap_topics(hosts, partitions=2)

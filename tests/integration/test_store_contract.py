@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from agents.text import tokenize
 from retrieval.protocols import MemoryStore, SearchQuery
 from retrieval.sqlite_store import SQLiteStore
-from retrieval.text import tokenize
 from schemas import ChatMessage, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord, TopicSummary
 
 pytestmark = pytest.mark.integration

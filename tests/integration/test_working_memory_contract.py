@@ -8,12 +8,8 @@ import uuid
 
 import pytest
 
-from streams.working_memory import (
-    InProcessWorkingMemory,
-    RedisWorkingMemory,
-    WorkingMemory,
-    open_working_memory,
-)
+from memstream.clients import open_working_memory
+from streams.working_memory import InProcessWorkingMemory, RedisWorkingMemory, WorkingMemory
 
 pytestmark = pytest.mark.integration
 
@@ -23,10 +19,10 @@ REDIS_URL = os.environ.get("MEMSTREAM_TEST_REDIS_URL", "redis://127.0.0.1:6379/0
 @pytest.fixture(params=["memory", "redis"])
 async def wm(request):
     if request.param == "memory":
-        backend: WorkingMemory = open_working_memory("memory://")
+        backend: WorkingMemory = await open_working_memory("memory://")
         assert isinstance(backend, InProcessWorkingMemory)
     else:
-        backend = open_working_memory(f"{REDIS_URL}?prefix=test-wm-{uuid.uuid4().hex[:12]}")
+        backend = await open_working_memory(f"{REDIS_URL}?prefix=test-wm-{uuid.uuid4().hex[:12]}")
         assert isinstance(backend, RedisWorkingMemory)
     assert isinstance(backend, WorkingMemory)
     yield backend
@@ -102,6 +98,18 @@ async def test_forget_chat_drops_only_that_chat(wm):
     assert await wm.get_journal("c1", "r1") == "x"
 
 
-def test_unknown_scheme_is_rejected():
+async def test_unknown_scheme_is_rejected():
     with pytest.raises(ValueError, match="scheme"):
-        open_working_memory("etcd://somewhere")
+        await open_working_memory("etcd://somewhere")
+
+
+async def test_redis_scheme_opens_redis_working_memory():
+    """memstream.clients.BACKENDS["redis"] against the local Redis."""
+    backend = await open_working_memory(f"{REDIS_URL}?prefix=test-wm-{uuid.uuid4().hex[:12]}")
+    try:
+        assert isinstance(backend, RedisWorkingMemory)
+        await backend.put_pool("c1", "p", None)
+        assert await backend.get_pool("c1") == "p"
+        await backend.forget_chat("c1")
+    finally:
+        await backend.close()

@@ -112,7 +112,7 @@ async def check_retrieval(clients, case: Case, modes=("routed", "hybrid")) -> No
         for query in (*case.queries, case.kept_query):
             req = RetrieveRequest(chat_id=case.chat, query=query, k=10, mode=mode)
             resp = await retrieve(clients.store, clients.embedder, req, llm=clients.llm,
-                                  graph=clients.extra.get("graph"))  # fmt: skip
+                                  graph=clients.graph)  # fmt: skip
             for item in resp.items:
                 check_item(item, case)
             assert not contains_canary(resp.context, case), (mode, query, resp.context)
@@ -130,7 +130,7 @@ async def check_stored(clients, case: Case) -> None:
     export = await store.export_chat(case.chat)
     assert not contains_canary(str(export), case)
     assert not case.user_ids & {m["message_id"] for m in export["messages"]}
-    graph = clients.extra.get("graph")
+    graph = clients.graph
     if graph is not None:
         for e in await graph.edges(case.chat, include_invalid=True):
             assert not set(e.source_message_ids) & case.user_ids and e.sender != case.user, e

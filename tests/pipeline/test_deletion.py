@@ -66,7 +66,7 @@ async def test_deleted_user_is_gone_at_once_physically_and_after_replay(tmp_path
         derived = [m for m in await clients.store.list_memories(case.chat)
                    if set(m.source_message_ids) & case.user_ids and m.speaker not in case.names]  # fmt: skip
         assert derived, "the chat must have records of others that quote the user (summaries, Q&A...)"
-        assert canary_files(data_dir, case) and _cached(data_dir, texts, minilm.name) == len(texts)
+        assert canary_files(data_dir, case) and _cached(data_dir, texts, minilm.cache_name) == len(texts)
 
         report = await delete_report(clients, case.chat, case.user)
         assert report.removed > 0 and report.memories >= len(derived) and report.log_records > 0
@@ -75,7 +75,7 @@ async def test_deleted_user_is_gone_at_once_physically_and_after_replay(tmp_path
             assert (data_dir / f"{name}-wal").stat().st_size == 0, name
         await _assert_gone(clients, case, data_dir)
         await check_others_kept(clients, case)
-        assert _cached(data_dir, texts, minilm.name) == 0
+        assert _cached(data_dir, texts, minilm.cache_name) == 0
         raw = await clients.log.keyed(RAW_MESSAGES.name, case.chat)
         assert sum(is_tombstone(r.value) for r in raw) == len(case.user_ids)  # offsets kept, payloads gone
         assert [r.offset for r in raw] == sorted(r.offset for r in raw)
@@ -118,15 +118,15 @@ async def test_deleting_a_chat_leaves_nothing_of_it_and_other_chats_untouched(tm
     try:
         await _ingest(clients, tmp_path, ENGLISH.rows + CHINESE.rows)
         kept = await clients.store.export_chat("zh")
-        kept_edges = await clients.extra["graph"].edges("zh", include_invalid=True)
+        kept_edges = await clients.graph.edges("zh", include_invalid=True)
         assert await delete(clients, "eng", None) > 0
         for _ in range(2):  # right away, then after a replay
             assert "eng" not in await clients.store.chats()
             assert await clients.store.export_chat("eng") == {"chat_id": "eng", "messages": [], "memories": [],
                                                                "topics": []}  # fmt: skip
-            assert "eng" not in await clients.extra["graph"].chats()
+            assert "eng" not in await clients.graph.chats()
             assert await clients.store.export_chat("zh") == kept
-            assert await clients.extra["graph"].edges("zh", include_invalid=True) == kept_edges
+            assert await clients.graph.edges("zh", include_invalid=True) == kept_edges
             assert canary_files(data_dir, gone) == {}
             assert canary_files(data_dir, CHINESE)  # the other chat is all there
             for record in await clients.log.keyed(RAW_MESSAGES.name, "eng"):

@@ -131,7 +131,7 @@ async def test_bad_record_inside_the_stream_is_dead_lettered(tmp_path):
     settings = Settings(data_dir=tmp_path / "d", embedder="none")
     clients = await build_clients(settings, embedder=None)
     try:
-        runner = EmbeddedRunner(clients)
+        runner = EmbeddedRunner(clients, clients.settings.pipeline)
         good = make_messages(1, 5)
         items = [Produce(RAW_MESSAGES.name, "chat-0", r["message_id"], json.dumps(r)) for r in good]
         items.insert(2, Produce(RAW_MESSAGES.name, "chat-0", "junk", '{"chat_id": 5}'))

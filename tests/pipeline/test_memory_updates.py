@@ -79,7 +79,7 @@ def _settings(root: Path) -> Settings:
 
 async def _ask(clients, chat: str, query: str):
     return await retrieve(clients.store, clients.embedder, RetrieveRequest(chat_id=chat, query=query, k=5,
-                          mode="routed", now=NOW), graph=clients.extra.get("graph"))  # fmt: skip
+                          mode="routed", now=NOW), graph=clients.graph)  # fmt: skip
 
 
 def _marked(item) -> bool:

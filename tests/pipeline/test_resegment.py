@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from agents.config import SegmenterConfig
 from memstream import resegment as rs
 from memstream.cli import app
 from memstream.clients import build_clients
 from memstream.ops import ingest, replay
-from memstream.settings import SegmenterConfig, Settings
+from memstream.settings import Settings
 from retrieval.protocols import SearchQuery
 from streams.segmentation_ledger import open_ledger
 from streams.topics import DISTILL_JOBS, MEMORY_DECISIONS, TOPIC_SEGMENTS

@@ -11,10 +11,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from typer.testing import CliRunner
 
+from agents.config import AuditConfig, SegmenterConfig
 from memstream.cli import app as cli_app
 from memstream.clients import build_clients
 from memstream.ops import ingest
-from memstream.settings import AuditConfig, SegmenterConfig, Settings
+from memstream.settings import Settings
 from schemas import TopicEventKind
 from streams.codec import decode
 from streams.topics import DISTILL_JOBS, TOPIC_SEGMENTS

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from agents.graph_model import EntityNode, RelationEdge
 from memstream.ui import html, views
-from retrieval.graph_protocols import EntityNode, RelationEdge
 from schemas import ChatMessage, MemoryRecord, RetrievedItem, TopicSummary
 from schemas.segmentation import SegmentationVersion
 

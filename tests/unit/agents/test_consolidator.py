@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
+from agents.config import ConsolidatorConfig, DistillerConfig
 from agents.consolidator import (
     candidates_from_result,
     decide,
@@ -12,7 +13,6 @@ from agents.consolidator import (
     memory_id_for,
 )
 from agents.distiller import distill_extractive
-from memstream.settings import ConsolidatorConfig, DistillerConfig
 from schemas import (
     CandidateFact,
     ChatMessage,

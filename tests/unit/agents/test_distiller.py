@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from agents.config import DistillerConfig
 from agents.distiller import distill_extractive
-from memstream.settings import DistillerConfig
 from schemas import ChatMessage, DistillJob, DistillResult
 
 CFG = DistillerConfig()

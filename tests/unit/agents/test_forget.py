@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
+from agents.config import SegmenterConfig
 from agents.forget import forget_in_pool, forget_in_pool_json
 from agents.segmenter import ChatPool, step
-from memstream.settings import SegmenterConfig
 from schemas import ChatMessage
 
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)

@@ -22,11 +22,13 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from agents.config import ConsolidatorConfig, DistillerConfig
 from agents.consolidator import decide_batch, decide_llm, memory_id_for
 from agents.distiller import distill_extractive, distill_llm
 from agents.llm import LLMClient, parse_json_reply, repair_json, strict_json_schema
 from agents.prompts import distill_v1
-from memstream.settings import ConsolidatorConfig, DistillerConfig, LLMConfig
+from retrieval.config import LLMConfig
+from retrieval.llm_openai import OpenAILLM
 from schemas import CandidateFact, ChatMessage, DecisionOp, DistillJob, MemoryRecord
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -115,7 +117,7 @@ def llm(server: tuple[ScriptedLLM, str]) -> tuple[ScriptedLLM, LLMClient]:
     scripted, base_url = server
     scripted.reset()
     cfg = LLMConfig(base_url=base_url, model="test", timeout_s=0.5, max_retries=2, backoff_s=0.01)
-    return scripted, LLMClient(cfg)
+    return scripted, OpenAILLM(cfg)
 
 
 def _job(topic: str = "t1") -> DistillJob:

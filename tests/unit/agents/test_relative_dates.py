@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime, time, timedelta, timezone
 
 import pytest
 
+from agents.config import DistillerConfig
 from agents.distiller import distill_extractive
 from agents.extract.dates import (
     ZH_DATE_WORD,
@@ -19,7 +20,6 @@ from agents.extract.dates import (
     find_time,
     resolve_when,
 )
-from memstream.settings import DistillerConfig
 from schemas import ChatMessage, DistillJob
 
 CST = timezone(timedelta(hours=8))

@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
+from agents.config import SegmenterConfig
 from agents.reply_linker import FEATURES, LinkMsg, candidate_matrix, default_weights, rank, text_cues
 from agents.segment_link import decode_vec, encode_vec
 from agents.segmenter import ChatPool, dump_pools, load_pools, step
-from memstream.settings import SegmenterConfig
 from schemas import ChatMessage, TopicEventKind
 
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)

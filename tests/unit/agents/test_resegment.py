@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from agents.config import SegmenterConfig
 from agents.resegment import (
     hide_decisions,
     plan_repairs,
@@ -19,7 +20,6 @@ from agents.resegment import (
     version_summaries,
 )
 from agents.segmentation_diff import TopicSet, diff_segmentations, main_topics
-from memstream.settings import SegmenterConfig
 from schemas import ChatMessage, DecisionOp, MemoryKind, MemoryRecord, TopicSummary
 from schemas.segmentation import SegmentationVersion
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from agents import segmenter
+from agents.config import SegmenterConfig
 from agents.segmenter import ChatPool, affinity, close_idle, dump_pools, flush, load_pools, step
-from memstream.settings import SegmenterConfig
 from schemas import ChatMessage, TopicEventKind
 
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from agents import topic_audit as A
-from memstream.settings import AuditConfig
+from agents.config import AuditConfig
 from schemas import ChatMessage, TopicEvent, TopicEventKind
 
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)

@@ -164,3 +164,34 @@ def test_linker_training_refits_on_its_own_links_and_writes_a_loadable_weight_fi
     assert set(w.weights) == set(FEATURES) and w.meta["rounds"] == 2
     # the examples come from the segmenter running with the linker, so the window carries chosen parents
     assert any(w.weights[name] != 0.0 for name in ("cand_answered_sender", "linked_pair", "cand_root"))
+
+
+def test_server_mode_lines_are_not_turns_and_empty_lines_stay_messages(tmp_path):
+    log = "=== mode/#ubuntu [+o alice]  by ChanServ\n[10:00] <alice> \n[10:01] <bob> alice: hello?\n"
+    (tmp_path / "2009-01-01_10.ascii.txt").write_text(log)
+    (tmp_path / "2009-01-01_10.annotation.txt").write_text("0 0 -\n1 1 -\n1 2 -\n")
+    f = irc.read_irc_file(tmp_path / "2009-01-01_10.ascii.txt", tmp_path / "2009-01-01_10.annotation.txt")
+    assert [ln.kind for ln in f.lines] == ["system", "message", "message"]
+    assert irc.to_message(f, f.lines[1]).text == "..." and irc.to_message(f, f.lines[2]).sender == "bob"
+
+
+def test_linker_training_chooses_on_dev_and_records_provenance(tmp_path, capsys):
+    from agents.reply_linker import LinkerWeights
+    from bench import train_linker
+
+    train, dev = tmp_path / "train", tmp_path / "dev"
+    train.mkdir()
+    dev.mkdir()
+    write(train)
+    write(dev, "2009-02-02_10")
+    out = tmp_path / "w.json"
+    argv = ["--data", str(train), "--dev", str(dev), "--embedder", "none", "--init", "zero", "--rounds", "2",
+            "--l2", "0.1", "1", "--warmup", "5", "--out", str(out)]  # fmt: skip
+    assert train_linker.main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    dev_rows = {k for k in report if k.startswith("dev_")}
+    assert dev_rows == {"dev_round1_l2=0.1", "dev_round2_l2=0.1", "dev_round2_l2=1"}  # the first L2 chains rounds
+    assert report["chosen"] in {k.removeprefix("dev_") for k in dev_rows}
+    meta = LinkerWeights.model_validate_json(out.read_text()).meta
+    assert meta["n_files"] == 1 and len(str(meta["files_sha256"])) == 64 and meta["init"] == "zero"
+    assert str(meta["command"]).startswith("python -m bench.train_linker --data") and meta["date"]

@@ -45,11 +45,12 @@ def test_dialogues_become_two_alternating_speakers_a_minute_apart(tmp_path):
 
 async def test_run_tiage_scores_memstream_and_always_shift(tmp_path):
     report = await tiage.run_tiage(write(tmp_path), tmp_path / "out", shift_threshold=0.05)
-    assert set(report["systems"]) == {"memstream", "always-shift"}
+    assert set(report["systems"]) == {"memstream", "content-threshold", "always-shift"}
     always = report["systems"]["always-shift"]
     assert always == {"precision": 20.0, "recall": 100.0, "f1": round(200 / 6, 2)}
-    mem = report["systems"]["memstream"]
-    assert mem["recall"] == 100.0  # the pizza turn shares no word with the hiking talk
+    content = report["systems"]["content-threshold"]
+    assert content["recall"] == 100.0  # the pizza turn shares no word with the hiking talk
+    assert 0.0 <= report["systems"]["memstream"]["f1"] <= 100.0
     assert (tmp_path / "out" / "tiage.json").exists() and (tmp_path / "out" / "tiage.png").exists()
 
 
@@ -58,3 +59,17 @@ async def test_threshold_can_be_calibrated_on_a_training_file(tmp_path):
     report = await tiage.run_tiage(path, tmp_path / "out", train=path)
     assert report["meta"]["threshold_source"].startswith("calibrated")
     assert report["systems"]["memstream"]["f1"] >= report["systems"]["always-shift"]["f1"]
+
+
+def test_shift_model_training_writes_weights_the_segmenter_loads(tmp_path, capsys):
+    from agents.segment_shift import SHIFT_FEATURES, ShiftWeights
+    from bench import tiage_train
+
+    path = write(tmp_path)
+    out = tmp_path / "shift.json"
+    argv = ["--data", str(path), "--dev", str(path), "--embedder", "none", "--folds", "2", "--out", str(out)]
+    assert tiage_train.main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["turns"] == 5 and {"cv", "train_in_sample_no-vector", "dev_no-vector"} <= set(report)
+    w = ShiftWeights.model_validate_json(out.read_text())
+    assert set(w.weights) == set(SHIFT_FEATURES) and w.meta["data_sha256"] and "tiage_train" in w.meta["command"]

@@ -8,10 +8,11 @@ from datetime import UTC, datetime, timedelta, timezone
 import numpy as np
 import pytest
 
+from agents.text import tokenize
+from retrieval import es_mapping as M
 from retrieval import es_queries as Q
 from retrieval.fusion import rrf
 from retrieval.protocols import SearchQuery
-from retrieval.text import tokenize
 from schemas import ChatMessage, MemoryKind, MemoryRecord, TopicSummary
 
 T0 = datetime(2024, 3, 4, 9, 30, tzinfo=timezone(timedelta(hours=8)))
@@ -39,13 +40,13 @@ def chat_terms(node) -> list[str]:
 
 
 def test_ids_are_derived_bounded_and_chat_scoped():
-    assert Q.es_id("A", "m1") == Q.es_id("A", "m1") != Q.es_id("B", "m1")
-    assert Q.es_id("A", "x" * 600) != Q.es_id("A", "x" * 599) and len(Q.es_id("A", "x" * 600)) == 32
-    assert Q.turn_doc_id("A", "m1") == "turn:A:m1"
+    assert M.es_id("A", "m1") == M.es_id("A", "m1") != M.es_id("B", "m1")
+    assert M.es_id("A", "x" * 600) != M.es_id("A", "x" * 599) and len(M.es_id("A", "x" * 600)) == 32
+    assert M.turn_doc_id("A", "m1") == "turn:A:m1"
 
 
 def test_index_templates():
-    t = Q.index_template("ms", "docs", 384)
+    t = M.index_template("ms", "docs", 384)
     assert t["name"] == "ms-docs" and t["index_patterns"] == ["ms-docs-v*"]
     mappings = t["template"]["mappings"]
     assert mappings["dynamic"] == "strict"
@@ -57,19 +58,19 @@ def test_index_templates():
     for field in ("doc_id", "chat_id", "kind", "speaker", "topic_id", "source_message_ids"):
         assert props[field] == {"type": "keyword"}
     assert props["ts"] == props["valid_to"] == {"type": "date"}
-    assert "dims" not in Q.index_template("ms", "docs", None)["template"]["mappings"]["properties"]["vector"]
-    for kind in Q.INDEX_KINDS:
-        assert "chat_id" in Q.index_template("ms", kind, 8)["template"]["mappings"]["properties"]
+    assert "dims" not in M.index_template("ms", "docs", None)["template"]["mappings"]["properties"]["vector"]
+    for kind in M.INDEX_KINDS:
+        assert "chat_id" in M.index_template("ms", kind, 8)["template"]["mappings"]["properties"]
 
 
 def test_turn_source_round_trips_to_the_doc_and_indexes_the_sqlite_tokens():
     m = ChatMessage(
         chat_id="A", message_id="m7", sender="bob", sender_name="Bob", ts=T0, text="我会在周四前写好发布说明"
     )
-    src = Q.turn_source(m, None, 5)
+    src = M.turn_source(m, None, 5)
     assert "vector" not in src and src["seq"] == 5 and src["sender"] == "bob"
     assert src["tokens"].split() == tokenize(f"Bob {T0:%Y-%m-%d} {m.text}")
-    doc = Q.doc_from_source(json.loads(json.dumps(src)))
+    doc = M.doc_from_source(json.loads(json.dumps(src)))
     assert (doc.doc_id, doc.kind, doc.speaker, doc.ts, doc.source_message_ids) == (
         "turn:A:m7",
         "turn",
@@ -77,8 +78,8 @@ def test_turn_source_round_trips_to_the_doc_and_indexes_the_sqlite_tokens():
         T0,
         ["m7"],
     )
-    assert Q.turn_source(m, [1.0, 0.0], 5)["vector"] == [1.0, 0.0]
-    msg = Q.message_source(m, 5)
+    assert M.turn_source(m, [1.0, 0.0], 5)["vector"] == [1.0, 0.0]
+    msg = M.message_source(m, 5)
     assert ChatMessage.model_validate(json.loads(json.dumps(msg["message"]))) == m
 
 
@@ -87,18 +88,18 @@ def test_memory_sources():
         memory_id="k1", chat_id="A", kind=MemoryKind.TASK, text="Bob writes the notes", speaker="Bob", subject="bob",
         valid_from=T0, source_message_ids=["m7"], source_event_id="ev", entities=["notes"],
     )  # fmt: skip
-    doc = Q.memory_doc_source(r, None, 1)
+    doc = M.memory_doc_source(r, None, 1)
     assert (doc["doc_id"], doc["kind"], doc["sender"], doc["subject"], doc["valid_to"]) == (
         "k1", "task", "Bob", "bob", None,
     )  # fmt: skip
     assert doc["tokens"].split() == tokenize("Bob writes the notes Bob")
-    assert Q.doc_from_source(doc).entities == ["notes"]
-    mem = Q.memory_source(r, 1)
+    assert M.doc_from_source(doc).entities == ["notes"]
+    mem = M.memory_source(r, 1)
     assert MemoryRecord.model_validate(json.loads(json.dumps(mem["record"]))) == r
     assert mem["valid_from_epoch"] == T0.timestamp()
     topic = TopicSummary(chat_id="A", topic_id="t", state="closed", message_ids=[], participants=[],
                          started_at=T0, last_active_at=T0)  # fmt: skip
-    assert TopicSummary.model_validate(Q.topic_source(topic, 2)["topic"]) == topic
+    assert TopicSummary.model_validate(M.topic_source(topic, 2)["topic"]) == topic
 
 
 # ---- queries -------------------------------------------------------------------------------------
@@ -285,12 +286,12 @@ def test_store_from_url():
 
 
 def test_unit_vectors():
-    rows, dim = Q.unit_vectors(np.array([[3.0, 4.0], [0.0, 0.0]]), 2, None)
+    rows, dim = M.unit_vectors(np.array([[3.0, 4.0], [0.0, 0.0]]), 2, None)
     assert dim == 2 and rows[0] == pytest.approx([0.6, 0.8]) and rows[1] is None  # zero: not stored
-    assert Q.unit_vectors(np.array([1.0, 0.0]), 1, 2)[0] == [[1.0, 0.0]]
+    assert M.unit_vectors(np.array([1.0, 0.0]), 1, 2)[0] == [[1.0, 0.0]]
     for bad, n in ((np.zeros((2, 2)), 1), (np.zeros((1, 3)), 1)):
         with pytest.raises(ValueError):
-            Q.unit_vectors(bad, n, 2)
+            M.unit_vectors(bad, n, 2)
 
 
 def test_rrf_unsupported_errors():
@@ -301,7 +302,7 @@ def test_rrf_unsupported_errors():
 
 
 def test_hits_from_responses():
-    src = Q.turn_source(ChatMessage(chat_id="A", message_id="m1", sender="u", ts=T0, text="pizza"), None, 1)
+    src = M.turn_source(ChatMessage(chat_id="A", message_id="m1", sender="u", ts=T0, text="pizza"), None, 1)
     other = {**src, "doc_id": "turn:A:m2"}
     [h] = Q.leg_hits([{"_score": 0.75, "_source": src}], "knn")
     assert h.score == 0.5 and h.scores == {"cosine": 0.5, "knn_rank": 1.0} and h.doc.doc_id == "turn:A:m1"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from retrieval.graph_protocols import EntityNode, RelationEdge
+from agents.graph_model import EntityNode, RelationEdge
 from retrieval.graph_sqlite import GraphSQLiteStore
 
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)

@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from agents.graph_model import EdgeInvalidation, EntityNode, RelationEdge
 from retrieval.graph_expand import expand, related_facts, render_edge
-from retrieval.graph_protocols import EdgeInvalidation, EntityNode, GraphStore, RelationEdge
+from retrieval.graph_protocols import GraphStore
 from retrieval.graph_sqlite import GraphSQLiteStore
 from schemas import RetrievedItem
 

@@ -42,7 +42,7 @@ def test_tombstones_decode_on_every_topic_and_carry_no_content():
 async def test_the_segmenter_skips_a_tombstoned_raw_record_without_dead_letter(tmp_path):
     clients = await build_clients(Settings(data_dir=tmp_path / "d", embedder="none"), embedder=None)
     try:
-        runner = EmbeddedRunner(clients)
+        runner = EmbeddedRunner(clients, clients.settings.pipeline)
         await runner.produce([raw(chat_msg(0, "bob", "hello there")),
                               Produce(RAW_MESSAGES.name, "c", "c\x1fm1", tombstone_value("c", "d1"))])  # fmt: skip
         stats = await runner.run_until_idle()

@@ -1,4 +1,4 @@
-"""The worker side of the stages (streams.faust_app.Pipeline) on the in-process backends, without a broker."""
+"""The worker side of the stages (streams.worker.Pipeline) on the in-process backends, without a broker."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ import pytest
 from memstream.clients import build_clients
 from memstream.ops import IngestReport, to_records
 from memstream.settings import Settings
+from memstream.worker import build_app
 from schemas import ChatMessage
-from streams.faust_app import ID_HEADER, Pipeline, WorkerConfig, brokers_of, create_app, record_of
+from streams.faust_app import record_of
+from streams.kafka_log import ID_HEADER, brokers_of
 from streams.log import Produce, Record
 from streams.topics import DISTILL_JOBS, DISTILL_RESULTS, MEMORY_DECISIONS, RAW_MESSAGES, TOPIC_SEGMENTS
+from streams.worker import Pipeline, WorkerConfig
 from streams.working_memory import InProcessWorkingMemory
 from tests.helpers import make_messages
 
@@ -45,7 +48,7 @@ class Sink:
 @pytest.fixture
 async def pipeline(tmp_path):
     clients = await build_clients(Settings(data_dir=tmp_path, embedder="none"), embedder=None)
-    yield Pipeline(clients, InProcessWorkingMemory(), WorkerConfig())
+    yield Pipeline(clients, InProcessWorkingMemory(), WorkerConfig(), clients.settings.pipeline)
     await clients.close()
 
 
@@ -54,7 +57,7 @@ async def test_segmenting_in_batches_through_working_memory_equals_one_batch(tmp
     whole = Sink()
     await pipeline.segment_batch(records, whole)
 
-    other = Pipeline(pipeline.clients, InProcessWorkingMemory(), WorkerConfig())
+    other = Pipeline(pipeline.clients, InProcessWorkingMemory(), WorkerConfig(), pipeline.pipeline_cfg)
     split = Sink()
     for i in range(0, len(records), 17):  # every batch reloads the chats' pools from working memory
         await other.segment_batch(records[i : i + 17], split)
@@ -146,7 +149,7 @@ def test_brokers_of():
 
 
 def test_create_app_binds_every_stage_without_io():
-    app = create_app(Settings(log_url="kafka://127.0.0.1:1"), WorkerConfig(app_id="t-memstream"))
+    app = build_app(Settings(log_url="kafka://127.0.0.1:1"), WorkerConfig(app_id="t-memstream"))
     names = {a.name for a in app.agents.values()}
     assert names == {"memstream.segment", "memstream.distill", "memstream.consolidate", "memstream.index"}
     topics = {t for a in app.agents.values() for t in a.channel.topics}

@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
+from agents.text import tokenize
 from retrieval.protocols import Doc
 from retrieval.router import abstain, abstain_calib
 from retrieval.router.abstain_calib import AbstentionModel, best_threshold, fit_model, load_models, oof
 from retrieval.router.candidates import Cand
 from retrieval.router.recipes import AbstentionConfig, embedder_key
-from retrieval.text import tokenize
 
 T = datetime(2024, 3, 1, tzinfo=UTC)
 

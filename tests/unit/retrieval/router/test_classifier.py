@@ -7,13 +7,13 @@ from retrieval.router.classifier import (
     QUERY_TYPES,
     ClassifierConfig,
     PrototypeIndex,
-    classify,
     combine,
     oracle,
     prototype_logits,
     rule_logits,
     skeleton,
 )
+from retrieval.router.classify import classify
 
 
 @pytest.mark.parametrize(
@@ -34,10 +34,13 @@ from retrieval.router.classifier import (
         ("我有没有跟你说过我的血型？", "abstention"),
     ],
 )
-async def test_rules_alone(query, label):
-    got = await classify(query)
+@pytest.mark.parametrize("model", ["auto", "rules"])
+async def test_without_embedder(query, label, model):
+    """The packaged learned layer and the hand-set rules both read these generic questions right."""
+    got = await classify(query, cfg=ClassifierConfig(model=model))
     assert got.label == label, (query, got.probs)
     assert set(got.probs) == set(QUERY_TYPES) and abs(sum(got.probs.values()) - 1) < 1e-3
+    assert ("learned" in got.layers) == (model == "auto")
 
 
 def test_rule_logits_are_pure_and_additive():
@@ -77,8 +80,8 @@ class _Hashing:
 
 
 async def test_prototype_layer_runs_only_when_the_rules_are_unsure():
-    index = PrototypeIndex()
-    sure = await classify("When did she start her new job?", embedder=_Hashing(), index=index)
+    index, cfg = PrototypeIndex(), ClassifierConfig(model="rules")
+    sure = await classify("When did she start her new job?", embedder=_Hashing(), index=index, cfg=cfg)
     assert "prototypes" not in sure.layers  # the cascade's fast path
-    unsure = await classify("Tell me about the trip", embedder=_Hashing(), index=index)
+    unsure = await classify("Tell me about the trip", embedder=_Hashing(), index=index, cfg=cfg)
     assert "prototypes" in unsure.layers

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from agents.text import count_tokens
 from retrieval.router.context import active_topic, build_bot_context, reply_chain
 from retrieval.router.pipeline import retrieve_routed
 from retrieval.router.recipes import AbstentionConfig, RouterConfig
-from retrieval.text import count_tokens
 from schemas import RetrieveRequest
 
 

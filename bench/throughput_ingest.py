@@ -1,0 +1,147 @@
+"""One measured ingest (or replay) in a process of its own, for ``bench throughput``.
+
+    python -m bench.throughput_ingest ingest --data FILE --data-dir DIR --embedder minilm [--profile OUT]
+    python -m bench.throughput_ingest replay --data-dir DIR --embedder minilm
+
+Prints one JSON object: messages, wall seconds, msgs_per_s, CPU seconds (this process, all threads), the RSS
+once the model is loaded (``rss_base_mb``; the load is outside the clock, ``model_load_s``) and at the end
+(peak, ``rss_peak_mb``), and how many distinct texts the data dir's vector cache holds (``embedded_texts``). A process per run keeps one run's
+model, caches and heap out of the next one's memory figure. ``--profile`` writes cProfile stats of the run.
+
+:func:`input_file` writes the bench input: LoCoMo turns as JSON Lines, optionally one chat per session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def input_file(locomo: Path, out: Path, *, messages: int | None = None, per_session: bool = False) -> dict:
+    """LoCoMo -> JSON Lines: the conversations interleaved turn by turn (as live traffic of several chats
+    would arrive), cut after ``messages``; ``per_session`` makes each session its own chat (more, shorter chats
+    from the same turns). Returns {messages, chats}."""
+    from memstream.formats import read_locomo
+
+    by_chat: dict[str, list] = {}
+    for p in read_locomo(locomo):
+        if p.message is not None:
+            by_chat.setdefault(p.message.chat_id, []).append(p.message)
+    longest = max((len(v) for v in by_chat.values()), default=0)
+    msgs = [turns[i] for i in range(longest) for turns in by_chat.values() if i < len(turns)]
+    if messages:
+        msgs = msgs[:messages]
+    chats = set()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", encoding="utf-8") as fh:
+        for m in msgs:
+            if per_session:
+                m = m.model_copy(update={"chat_id": f"{m.chat_id}-s{m.metadata.get('session', 0)}"})
+            chats.add(m.chat_id)
+            fh.write(m.model_dump_json() + "\n")
+    return {"messages": len(msgs), "chats": len(chats)}
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+async def _run(args: argparse.Namespace) -> dict:
+    from memstream.clients import build_clients
+    from memstream.ops import ingest, replay
+    from memstream.settings import Settings
+
+    settings = Settings(data_dir=args.data_dir, embedder=args.embedder)
+    clients = await build_clients(settings, reindex=args.command == "replay")
+    t_load = time.perf_counter()
+    if clients.embedder is not None:  # the model loads outside the clock and the memory baseline
+        await clients.embedder.embed(["warm-up"], is_query=True)
+    load = time.perf_counter() - t_load
+    base = _rss_mb()
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    try:
+        if args.command == "ingest":
+            report = await ingest(clients, args.data)
+            n = report.read - report.rejected
+        else:
+            stats = await replay(clients)
+            n = stats.processed.get("segmenter", 0)  # the messages (and one flush control per chat)
+    finally:
+        await clients.close()
+    seconds = time.perf_counter() - t0
+    return {"command": args.command, "embedder": args.embedder, "messages": n, "seconds": round(seconds, 3),
+            "msgs_per_s": round(n / max(seconds, 1e-9), 1), "cpu_seconds": round(time.process_time() - cpu0, 3),
+            "rss_base_mb": round(base, 1), "rss_peak_mb": round(_peak_mb(), 1), "model_load_s": round(load, 2),
+            "embedded_texts": _cached_vectors(args.data_dir / "embed-cache.db")}  # fmt: skip
+
+
+def _cached_vectors(path: Path) -> int:
+    """How many distinct texts have a vector in the data dir's cache (what the ingest embedded)."""
+    import sqlite3
+
+    if not path.exists():
+        return 0
+    conn = sqlite3.connect(str(path))
+    try:
+        return conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def run_child(command: str, data_dir: Path, embedder: str, *, data: Path | None = None,
+              profile: Path | None = None, spy: Path | None = None, timeout: float = 3600) -> dict:  # fmt: skip
+    """:func:`main` in a subprocess (same interpreter); its JSON result, or {"error": ...}. ``profile``: cProfile
+    stats of the run; ``spy``: py-spy samples of every thread (raw format) when py-spy is installed."""
+    cmd = [sys.executable, "-m", "bench.throughput_ingest", command, "--data-dir", str(data_dir),
+           "--embedder", embedder]  # fmt: skip
+    if data is not None:
+        cmd += ["--data", str(data)]
+    if profile is not None:
+        cmd += ["--profile", str(profile)]
+    if spy is not None and shutil.which("py-spy"):
+        cmd = [str(shutil.which("py-spy")), "record", "--threads", "--idle", "-r", "50", "-f", "raw", "-o", str(spy),
+               "--", *cmd]  # fmt: skip
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "MEMSTREAM_LOG_LEVEL": "WARNING"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        return {"error": f"exit {proc.returncode}: {proc.stderr.strip()[-600:]}"}
+    return json.loads(lines[-1])
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("command", choices=["ingest", "replay"])
+    ap.add_argument("--data", type=Path)
+    ap.add_argument("--data-dir", type=Path, required=True)
+    ap.add_argument("--embedder", default="minilm")
+    ap.add_argument("--profile", type=Path, help="write cProfile stats here")
+    args = ap.parse_args(argv)
+    if args.command == "ingest" and args.data is None:
+        ap.error("ingest needs --data")
+    if args.profile:
+        import cProfile
+
+        prof = cProfile.Profile()
+        result = prof.runcall(asyncio.run, _run(args))
+        prof.dump_stats(str(args.profile))
+    else:
+        result = asyncio.run(_run(args))
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

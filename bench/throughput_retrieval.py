@@ -1,0 +1,112 @@
+"""Retrieval latency for ``bench throughput``: routed / hybrid / bm25 p50-p95-p99, and the CLI's query time.
+
+- LoCoMo size: the data dir an ingest of LoCoMo turns built, asked the LoCoMo questions of its chats.
+- Large: one chat of ``n`` documents in the embedded SQLite store (half turns, half memory records, texts
+  from LoCoMo turns made distinct, random unit vectors: :func:`bench.store_latency.corpus`), asked the same
+  questions. Query vectors come from the real embedder in both cases (their cost is part of the latency).
+- CLI: ``memstream query`` as a subprocess against the LoCoMo data dir, wall time per call.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+MODES = ("routed", "hybrid", "bm25")
+
+
+def locomo_questions(locomo: Path, chats: set[str] | None = None) -> list[tuple[str, str]]:
+    """(chat_id, question) of the LoCoMo file, for the chats given (all if None)."""
+    data = json.loads(Path(locomo).read_text(encoding="utf-8"))
+    return [(str(c["sample_id"]), str(qa["question"])) for c in data for qa in c.get("qa", [])
+            if (chats is None or str(c["sample_id"]) in chats) and str(qa.get("question", "")).strip()]  # fmt: skip
+
+
+def percentiles(ms: list[float]) -> dict[str, float]:
+    a = np.asarray(ms, dtype=float)
+    if a.size == 0:
+        return {"p50": 0.0, "p95": 0.0, "p99": 0.0, "n": 0}
+    return {"p50": round(float(np.percentile(a, 50)), 2), "p95": round(float(np.percentile(a, 95)), 2),
+            "p99": round(float(np.percentile(a, 99)), 2), "n": int(a.size)}  # fmt: skip
+
+
+async def latencies(store: Any, embedder: Any, questions: list[tuple[str, str]], *, llm: Any = None,
+                    graph: Any = None, now: dict | None = None, warmup: int = 5) -> dict[str, dict]:  # fmt: skip
+    """Per mode: p50/p95/p99 ms of ``retrieval.service.retrieve`` over ``questions`` (after ``warmup``)."""
+    from retrieval.service import retrieve
+    from schemas import RetrieveRequest
+
+    out = {}
+    for mode in MODES:
+        took: list[float] = []
+        for i, (chat, question) in enumerate(questions[:warmup] + questions):
+            req = RetrieveRequest(chat_id=chat, query=question, k=10, mode=mode, now=(now or {}).get(chat))
+            t0 = time.perf_counter()
+            await retrieve(store, embedder, req, llm=llm, graph=graph)
+            if i >= min(warmup, len(questions)):
+                took.append(1000 * (time.perf_counter() - t0))
+        out[mode] = percentiles(took)
+    return out
+
+
+async def at_locomo_size(data_dir: Path, embedder: str, locomo: Path, max_questions: int) -> dict:
+    from memstream.clients import build_clients
+    from memstream.settings import Settings
+
+    clients = await build_clients(Settings(data_dir=data_dir, embedder=embedder))
+    try:
+        chats = set(await clients.store.chats())
+        questions = locomo_questions(locomo, chats)[:max_questions]
+        now, docs = {}, 0
+        for chat in chats:
+            msgs = await clients.store.list_messages(chat)
+            docs += len(msgs)
+            if msgs:
+                now[chat] = msgs[-1].ts + timedelta(days=1)
+        result = await latencies(clients.store, clients.embedder, questions, llm=clients.llm,
+                                 graph=clients.graph, now=now)  # fmt: skip
+        return {"chats": len(chats), "messages": docs, "questions": len(questions), **result}
+    finally:
+        await clients.close()
+
+
+async def at_scale(n_docs: int, embedder: Any, texts: list[str], questions: list[str], work: Path) -> dict:
+    """One chat of ``n_docs`` documents in a fresh SQLite store; the questions asked in that chat."""
+    from bench.store_latency import corpus, fill
+    from retrieval.sqlite_store import SQLiteStore
+
+    dim = embedder.dim if embedder is not None else 384
+    store = SQLiteStore(work / f"scale-{n_docs}.db", dim)
+    await store.bootstrap()
+    try:
+        _, _, msgs, mv, decisions, dv = corpus(n_docs, dim, texts=texts, chat="big")
+        filled = await fill(store, msgs, mv, decisions, dv)
+        now = {"big": msgs[-1].ts + timedelta(days=1)} if msgs else {}
+        result = await latencies(store, embedder, [("big", q) for q in questions], now=now)
+        return {"docs": n_docs, "questions": len(questions), **filled, **result}
+    finally:
+        await store.close()
+
+
+def cli_query_seconds(data_dir: Path, chat: str, question: str, *, runs: int = 3, mode: str = "routed") -> dict:
+    """Wall seconds of ``memstream query CHAT QUESTION`` as a fresh process (median and all runs)."""
+    cmd = [sys.executable, "-m", "memstream.cli", "query", chat, question, "--mode", mode, "--data-dir",
+           str(data_dir)]  # fmt: skip
+    took, error = [], None
+    for _ in range(max(1, runs)):
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        took.append(round(time.perf_counter() - t0, 3))
+        if proc.returncode != 0:
+            error = proc.stderr.strip()[-400:]
+            break
+    out = {"median": round(statistics.median(took), 3), "runs": took, "mode": mode}
+    return out | ({"error": error} if error else {})

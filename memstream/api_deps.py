@@ -1,0 +1,56 @@
+"""What the API's routers share: the app-state handles they depend on (lanes, metrics), the path and
+principal types, and the retrieval call itself. Everything here is built once, in the app's lifespan."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Annotated
+
+from fastapi import Depends, Path, Request
+
+from memstream.auth import Principal, require_scope
+from memstream.clients import Clients
+from memstream.serving import Lanes
+from retrieval.service import retrieve
+from schemas import RetrieveRequest, RetrieveResponse
+from schemas.base import Id
+
+
+class Metrics:
+    """Request counters and retrieval latencies, rendered in the Prometheus text format."""
+
+    def __init__(self) -> None:
+        self.counters: Counter[str] = Counter()
+        self.latency_ms: list[float] = []
+
+    def render(self) -> str:
+        lines = [f"memstream_{k}_total {v}" for k, v in sorted(self.counters.items())]
+        if self.latency_ms:
+            lat = sorted(self.latency_ms[-1000:])
+            for q in (0.5, 0.95, 0.99):
+                lines.append(f'memstream_retrieve_latency_ms{{quantile="{q}"}} {lat[int(q * (len(lat) - 1))]:.3f}')
+        return "\n".join(lines) + "\n"
+
+
+def get_lanes(request: Request) -> Lanes:
+    return request.app.state.lanes
+
+
+def get_metrics(request: Request) -> Metrics:
+    return request.app.state.metrics
+
+
+LanesDep = Annotated[Lanes, Depends(get_lanes)]
+MetricsDep = Annotated[Metrics, Depends(get_metrics)]
+ChatPath = Annotated[Id, Path(description="A chat id (no '/', 1-256 characters).")]
+Reader = Annotated[Principal, Depends(require_scope("read"))]
+Writer = Annotated[Principal, Depends(require_scope("write"))]
+
+
+async def run_retrieve(req: RetrieveRequest, c: Clients) -> RetrieveResponse:
+    """One retrieval with the clients of the lane it runs on; ``routed`` unless the request names a mode."""
+    cfg = c.settings.retrieval
+    if "mode" not in req.model_fields_set:  # routed is the default (better on LoCoMo at fewer tokens)
+        req = req.model_copy(update={"mode": "routed"})
+    return await retrieve(c.store, c.embedder, req, candidates=cfg.candidates, rrf_k=cfg.rrf_k, llm=c.llm,
+                          graph=c.graph)  # fmt: skip

@@ -1,0 +1,45 @@
+"""The data-subject routes: delete a chat or a user's messages (and everything derived from them) between
+the background runner's batches, and export a chat. Each is on the access audit log before it answers."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Request
+
+from memstream.api_deps import ChatPath, LanesDep
+from memstream.auth import require_scope
+from memstream.serving import Lanes
+from schemas.base import Id
+
+router = APIRouter()
+
+
+async def deletion(request: Request, lanes: Lanes, chat_id: str, sender: str | None) -> dict[str, int]:
+    from memstream.ops import delete_report
+
+    report = await lanes.exclusive(lambda c: delete_report(c, chat_id, sender))  # between batches
+    await request.app.state.audit.flush()  # a deletion is on record before it is acknowledged
+    return {"deleted": report.removed, **report.as_dict()}
+
+
+@router.delete("/v1/chats/{chat_id}", dependencies=[Depends(require_scope("delete"))])
+async def delete_chat(chat_id: ChatPath, request: Request, lanes: LanesDep) -> dict[str, int]:
+    """Delete everything of a chat, now and physically (ledgered: replay never restores it)."""
+    return await deletion(request, lanes, chat_id, None)
+
+
+@router.delete("/v1/chats/{chat_id}/users/{sender}", dependencies=[Depends(require_scope("delete"))])
+async def delete_user(chat_id: ChatPath, sender: Annotated[Id, Path()], request: Request,
+                      lanes: LanesDep) -> dict[str, int]:  # fmt: skip
+    """Delete a user's messages in a chat and everything derived from them (summaries, titles, Q&A…
+    that quote them), now and physically; topics keeping others' messages are distilled again."""
+    return await deletion(request, lanes, chat_id, sender)
+
+
+@router.get("/v1/chats/{chat_id}/export", dependencies=[Depends(require_scope("read", "export"))])
+async def export(chat_id: ChatPath, request: Request, lanes: LanesDep) -> dict:
+    """A chat's messages, memories (all versions) and topics (audited as an export)."""
+    out = await lanes.reader().call(lambda c: c.store.export_chat(chat_id))
+    await request.app.state.audit.flush()
+    return out

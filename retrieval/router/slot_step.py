@@ -1,0 +1,135 @@
+"""The router's ``slots`` step: a question asking for a slot gets its current value on top.
+
+Two sources, both read here and decided by pure functions: the live slot facts consolidation keeps
+(:mod:`retrieval.router.slot_query`), and — for questions about the value *now* — the newest candidate that
+states the slot in any wording (:mod:`retrieval.router.slot_recency`). When the newest statement is newer than
+the live fact, it wins: the fact was not updated because the change was worded in a way extraction missed.
+Items stating an earlier value are kept in view below the current ones, marked superseded.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from retrieval.protocols import Doc, MemoryFilter, MemoryStore
+from retrieval.router.candidates import Cand
+from retrieval.router.currency import Succession, doc_from_record
+from retrieval.router.slot_query import (
+    SlotQuery,
+    current_values,
+    states_superseded,
+    subject_in_text,
+    superseded_values,
+)
+from retrieval.router.slot_query import parse as parse_slot_query
+from retrieval.router.slot_recency import (
+    Statement,
+    asks_current,
+    newest_statement,
+    query_subject,
+    slot_statements,
+)
+from retrieval.router.strategies import Ranking
+from schemas import MemoryRecord
+
+__all__ = ["slot_answers"]
+
+
+def _note(notes: dict[str, str], doc_id: str, note: str) -> None:
+    notes[doc_id] = f"{notes[doc_id]}; {note}" if notes.get(doc_id) else note
+
+
+def _recency(
+    sq: SlotQuery, query: str, records: list[MemoryRecord], docs: list[Doc], participants: list[str]
+) -> tuple[str, Statement | None, list[Statement]]:
+    """The first asked attribute with a statement among ``docs``: its newest and the disagreeing older ones."""
+    for attr in sq.attributes:
+        if sq.person is not None and attr in ("when", "where", "owner"):
+            continue  # a question about a person asks for the person's slots
+        tries: list[list[str]] = [[]]
+        if sq.person is None:  # the event as the question names it ("生日聚会"), then as slot facts key it ("聚会")
+            keyed = sorted({r.subject for r in records if r.attribute == attr and r.subject
+                            and subject_in_text(r.subject, query)}, key=len, reverse=True)  # fmt: skip
+            named = query_subject(query)
+            tries = [t for t in ([named] if named else [], keyed) if t]
+        known = [r.value for r in records if r.attribute == "owner" and r.value] if attr == "owner" else []
+        kind = attr.removeprefix("favorite_").replace("_", " ") if attr.startswith("favorite_") else None
+        for subjects in tries:
+            found = slot_statements(sq, attr, query, docs, subjects=subjects,
+                                    participants=participants, known=known, kind_word=kind)  # fmt: skip
+            head, older = newest_statement(found)
+            if head is not None:
+                return attr, head, older
+    return "", None, []
+
+
+async def slot_answers(
+    store: MemoryStore, chat_id: str, query: str, participants: list[str], k: int, ranking: Ranking,
+    succ: Succession,
+) -> tuple[Ranking, list[str]]:
+    """``ranking`` with the asked slot's current value(s) first, and the ids put there (empty: not a slot
+    question, or no value found)."""
+    sq = parse_slot_query(query, participants)
+    if sq is None:
+        return ranking, []
+    records: list[MemoryRecord] = []
+    for attribute in sq.attributes:
+        records += await store.find_memories(
+            chat_id, MemoryFilter(kinds=["fact"], attribute=attribute, state="live", limit=500)
+        )
+    found = current_values(sq, query, records)[:2]
+    scored = list(ranking.scored)
+    by_id = {c.doc_id: c for c, _ in scored}
+    notes = dict(ranking.notes)
+    head: Statement | None = None
+    older: list[Statement] = []
+    if asks_current(query):
+        stale_now = {i for i, n in notes.items() if n and ("superseded" in n or "retracted" in n)}
+        docs = [c.doc for c, _ in scored if c.doc_id not in stale_now]
+        docs += [doc_from_record(r) for r in found if r.memory_id not in by_id]
+        attr, head, older = _recency(sq, query, [*records, *succ.records.values()], docs, participants)
+    if not found and head is None:
+        return ranking, []
+    lead_ids: list[str] = []
+    if head is not None and head.doc.doc_id not in {r.memory_id for r in found}:
+        lead_ids.append(head.doc.doc_id)
+        _note(notes, head.doc.doc_id, f"latest statement of the {attr.replace('_', ' ')} ({_day(head.doc.ts)})")
+        for r in found:  # a live fact that agrees with the newest statement stays beside it
+            if r.attribute != attr or (r.value and r.value.casefold() in head.values):
+                lead_ids.append(r.memory_id)
+    else:
+        lead_ids = [r.memory_id for r in found]
+    for r in found:
+        if r.memory_id in lead_ids:
+            by_id.setdefault(r.memory_id, Cand(doc=doc_from_record(r), found_by=["slot"]))
+            _note(notes, r.memory_id, f"current {r.attribute.replace('_', ' ')} of {r.subject} (since {_day(r.valid_from)})")
+    top = max((s for _, s in scored), default=0.0)
+    lead = [(by_id[i], top + 1.0 - 0.01 * n) for n, i in enumerate(lead_ids)]
+    stale_notes = {s.doc.doc_id: f"superseded by the statement of {_day(head.doc.ts)}: {head.doc.text[:80]}"
+                   for s in older} if head is not None else {}  # fmt: skip
+    old = superseded_values(sq, query, [r for r in found if r.memory_id in lead_ids],
+                            [*records, *succ.records.values()])  # fmt: skip
+    rest, stale = [], []
+    for c, s in scored:
+        if c.doc_id in lead_ids:
+            continue
+        note = stale_notes.get(c.doc_id)
+        if note is None and old:
+            prior = states_superseded(c.doc.text, old)
+            if prior is not None:
+                note = f"superseded: {prior.attribute.replace('_', ' ')} of {prior.subject} is now {prior.value} " \
+                       f"(since {_day(prior.valid_from)})"
+        if note is None:
+            rest.append((c, s))
+            continue
+        if "superseded" not in (notes.get(c.doc_id) or ""):
+            _note(notes, c.doc_id, note)
+        stale.append((c, s))
+    keep = max(0, k - len(lead) - 1)  # stale items stay in view as history, below the current ones
+    ranked = Ranking(ranking.strategy, lead + rest[:keep] + stale + rest[keep:], notes, ranking.lines,
+                     ranking.chronological)  # fmt: skip
+    return ranked, lead_ids
+
+
+def _day(t: datetime) -> str:
+    return f"{t:%Y-%m-%d}"

@@ -1,0 +1,104 @@
+"""Queries of the embedded store: BM25 over FTS5, the kNN leg (given by the store), RRF fusion, hits.
+
+Plain functions over a SQLite connection; :class:`retrieval.sqlite_store.SQLiteStore` passes its kNN leg
+(its per-chat vector cache) as a function. Every statement is filtered by ``chat_id``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from agents.text import fts_query
+from retrieval.fusion import rrf
+from retrieval.protocols import Doc, Hit, SearchQuery
+from retrieval.sqlite_schema import DOC_COLS, chat_token, epoch, row_to_doc
+from retrieval.sqlite_util import chunks, marks
+
+__all__ = ["bm25", "column_by_rid", "search"]
+
+Ranked = list[tuple[int, float]]  # (doc rowid, score), best first
+
+
+def _filters(q: SearchQuery) -> tuple[str, list[Any]]:
+    sql, args = "", []
+    if q.kinds is not None:
+        sql, args = sql + f" AND d.kind IN ({marks(q.kinds)})", [*args, *q.kinds]
+    if q.since is not None:
+        sql, args = sql + " AND d.ts_epoch >= ?", [*args, epoch(q.since)]
+    if q.until is not None:
+        sql, args = sql + " AND d.ts_epoch <= ?", [*args, epoch(q.until)]
+    if not q.include_superseded:
+        sql += " AND d.valid_to IS NULL"
+    return sql, args
+
+
+def bm25(db: sqlite3.Connection, q: SearchQuery, limit: int) -> Ranked:
+    """The BM25 leg: at most ``limit`` docs of the chat matching the query's tokens."""
+    match = fts_query(q.text)
+    if not match or limit <= 0 or (q.kinds is not None and not q.kinds):
+        return []
+    where, args = _filters(q)
+    rows = db.execute(
+        "SELECT d.rid, bm25(docs_fts, 1.0, 0.0) AS s FROM docs_fts JOIN docs d ON d.rid = docs_fts.rowid"
+        f" WHERE docs_fts MATCH ? AND d.chat_id = ?{where} ORDER BY s, d.rid LIMIT ?",
+        (f'chat : "{chat_token(q.chat_id)}" AND body : ({match})', q.chat_id, *args, limit),
+    ).fetchall()
+    return [(rid, -score) for rid, score in rows]  # FTS5 bm25() is negated: flip so higher is better
+
+
+def search(db: sqlite3.Connection, q: SearchQuery, knn: Callable[[int], Ranked]) -> list[Hit]:
+    """BM25, cosine kNN (``knn(limit)``) or both fused by RRF, always within ``q.chat_id``.
+
+    ``scores`` carries ``bm25`` (positive BM25, higher is better) and ``bm25_rank``, ``cosine`` and
+    ``knn_rank``, and ``rrf`` for hybrid. Hybrid without a query vector degrades to BM25 candidates.
+    """
+    scores: dict[int, dict[str, float]] = {}
+    if q.mode == "bm25":
+        ranked, label, rank_label = bm25(db, q, q.k), "bm25", "bm25_rank"
+    elif q.mode == "knn":
+        ranked, label, rank_label = knn(q.k), "cosine", "knn_rank"
+    else:
+        return _hybrid(db, q, knn)
+    for rank, (rid, s) in enumerate(ranked, start=1):
+        scores[rid] = {label: s, rank_label: float(rank)}
+    return _hits(db, q.chat_id, ranked, scores)
+
+
+def _hybrid(db: sqlite3.Connection, q: SearchQuery, knn: Callable[[int], Ranked]) -> list[Hit]:
+    n = max(q.candidates, q.k)
+    lists = {"bm25": bm25(db, q, n), "knn": knn(n)}
+    scores: dict[int, dict[str, float]] = {}
+    for name, label in (("bm25", "bm25"), ("knn", "cosine")):
+        for rank, (rid, s) in enumerate(lists[name], start=1):
+            scores.setdefault(rid, {}).update({label: s, f"{name}_rank": float(rank)})
+    fused = rrf([[str(rid) for rid, _ in lst] for lst in lists.values()], k=q.rrf_k)[: q.k]
+    ranked = [(int(rid), s) for rid, s in fused]
+    for rid, s in ranked:
+        scores[rid]["rrf"] = s
+    return _hits(db, q.chat_id, ranked, scores)
+
+
+def _hits(db: sqlite3.Connection, chat_id: str, ranked: Ranked, scores: dict[int, dict]) -> list[Hit]:
+    docs = _docs_by_rid(db, chat_id, [rid for rid, _ in ranked])
+    return [Hit(doc=docs[rid], score=s, scores=scores[rid]) for rid, s in ranked if rid in docs]
+
+
+def _docs_by_rid(db: sqlite3.Connection, chat_id: str, rids: list[int]) -> dict[int, Doc]:
+    out: dict[int, Doc] = {}
+    for chunk in chunks(rids):
+        rows = db.execute(
+            f"SELECT {DOC_COLS} FROM docs WHERE chat_id = ? AND rid IN ({marks(chunk)})", (chat_id, *chunk)
+        ).fetchall()
+        out.update((row[0], row_to_doc(row)) for row in rows)
+    return out
+
+
+def column_by_rid(db: sqlite3.Connection, chat_id: str, column: str, rids: list[int]) -> dict[int, Any]:
+    """One column of the chat's docs by rowid."""
+    out: dict[int, Any] = {}
+    for chunk in chunks(rids):
+        sql = f"SELECT rid, {column} FROM docs WHERE chat_id = ? AND rid IN ({marks(chunk)})"
+        out.update(db.execute(sql, (chat_id, *chunk)).fetchall())
+    return out

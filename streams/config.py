@@ -1,0 +1,24 @@
+"""The runtime's settings: what the stages of one pipeline read (the pure cores' configs plus the sensitive-
+information policy) and how a Faust worker batches. ``memstream.settings.Settings`` composes them."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.config import AuditConfig, ConsolidatorConfig, DistillerConfig, GraphMemoryConfig, SegmenterConfig
+from streams.sensitive import SensitivePolicy
+
+__all__ = ["PipelineConfig"]
+
+
+class PipelineConfig(BaseModel):
+    """The configs the stages of :func:`streams.stages.build_stages` read (one object, passed in)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    segmenter: SegmenterConfig = Field(default_factory=SegmenterConfig)
+    distiller: DistillerConfig = Field(default_factory=DistillerConfig)
+    consolidator: ConsolidatorConfig = Field(default_factory=ConsolidatorConfig)
+    graph: GraphMemoryConfig = Field(default_factory=GraphMemoryConfig)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
+    sensitive: SensitivePolicy = Field(default_factory=SensitivePolicy)

@@ -1,0 +1,142 @@
+"""The log seen from Kafka: append to topics and read the compacted deletion ledger (offsets belong to the
+consumers, i.e. the Faust agents). Stands in for ``Clients.log`` in a worker and serves an API that appends
+messages to the raw topic."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any
+
+from streams.log import Produce
+
+__all__ = [
+    "ID_HEADER",
+    "LEDGER_TOPIC",
+    "KafkaLog",
+    "apply_ledger_entry",
+    "brokers_of",
+    "ledger_key",
+    "ledger_value",
+]
+
+log = logging.getLogger("memstream.kafka")
+
+LEDGER_TOPIC = "memstream.deletion-ledger"  # compacted, one partition, key "chat\x1fsender" ("*" = chat)
+ID_HEADER = "memstream-id"
+
+
+def brokers_of(log_url: str) -> list[str]:
+    """``kafka://h1:9092,h2:9092`` -> ``["h1:9092", "h2:9092"]``."""
+    if not log_url.startswith("kafka://"):
+        raise ValueError(f"expected a kafka:// log URL, got {log_url!r}")
+    hosts = [h.strip() for h in log_url[len("kafka://") :].strip("/").split(",") if h.strip()]
+    if not hosts:
+        raise ValueError(f"no broker in {log_url!r}")
+    return hosts
+
+
+def ledger_key(chat_id: str, sender: str) -> bytes:
+    return f"{chat_id}\x1f{sender}".encode()
+
+
+def ledger_value(chat_id: str, sender: str, at: str) -> bytes:
+    return json.dumps({"chat_id": chat_id, "sender": sender, "at": at}).encode()
+
+
+def apply_ledger_entry(entries: dict[bytes, tuple[str, str]], key: bytes | None, value: bytes | None) -> None:
+    """Fold one ledger record into ``entries`` (last write per key wins; a tombstone removes)."""
+    if key is None:
+        return
+    if value is None:
+        entries.pop(key, None)
+        return
+    try:
+        obj = json.loads(value)
+        entries[key] = (str(obj["chat_id"]), str(obj["sender"]))
+    except (ValueError, KeyError, TypeError):
+        log.warning("unreadable deletion-ledger record skipped", extra={"key": key[:100]})
+
+
+class KafkaLog:
+    """The log seen from Kafka: append to topics and the deletion ledger (offsets belong to the consumers).
+
+    Stands in for ``Clients.log`` in the worker (the stages only ask it for ``deletions()``) and can serve
+    an API that appends messages to the raw topic.
+    """
+
+    def __init__(self, brokers: list[str], *, refresh_s: float = 2.0, exact_offsets: bool = False) -> None:
+        self.brokers = brokers
+        self.refresh_s = refresh_s
+        self.exact_offsets = exact_offsets
+        self._entries: dict[bytes, tuple[str, str]] = {}
+        self._consumer: Any = None
+        self._producer: Any = None
+        self._refreshed = 0.0
+        self._lock = asyncio.Lock()
+
+    async def open(self) -> KafkaLog:
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        self._tp = TopicPartition(LEDGER_TOPIC, 0)
+        self._consumer = AIOKafkaConsumer(bootstrap_servers=self.brokers, enable_auto_commit=False)
+        await self._consumer.start()
+        self._consumer.assign([self._tp])
+        await self._consumer.seek_to_beginning(self._tp)
+        await self.refresh()
+        return self
+
+    async def refresh(self) -> None:
+        """Read the ledger up to its current end."""
+        async with self._lock:
+            end = (await self._consumer.end_offsets([self._tp]))[self._tp]
+            idle = 0
+            while await self._consumer.position(self._tp) < end and idle < 3:
+                batch = await self._consumer.getmany(self._tp, timeout_ms=500)
+                records = batch.get(self._tp, [])
+                idle = 0 if records else idle + 1
+                for rec in records:
+                    apply_ledger_entry(self._entries, rec.key, rec.value)
+            self._refreshed = time.monotonic()
+
+    async def deletions(self) -> set[tuple[str, str]]:
+        if time.monotonic() - self._refreshed >= self.refresh_s:
+            await self.refresh()
+        return set(self._entries.values())
+
+    async def _producer_started(self):
+        if self._producer is None:
+            from aiokafka import AIOKafkaProducer
+
+            self._producer = AIOKafkaProducer(
+                bootstrap_servers=self.brokers, acks="all", max_batch_size=1 if self.exact_offsets else 16384
+            )
+            await self._producer.start()
+        return self._producer
+
+    async def append(self, items: list[Produce]) -> int:
+        """Send records (keyed by chat id, id in a header) and wait for the acks; returns how many."""
+        producer = await self._producer_started()
+        futures = [
+            await producer.send(
+                p.topic, p.value.encode(), key=p.key.encode(), headers=[(ID_HEADER, p.record_id.encode())]
+            )
+            for p in items
+        ]
+        await asyncio.gather(*futures)
+        return len(items)
+
+    async def record_deletion(self, chat_id: str, sender: str, at: str) -> None:
+        producer = await self._producer_started()
+        await producer.send_and_wait(
+            LEDGER_TOPIC, ledger_value(chat_id, sender, at), key=ledger_key(chat_id, sender)
+        )
+        self._entries[ledger_key(chat_id, sender)] = (chat_id, sender)
+
+    async def close(self) -> None:
+        for client in (self._consumer, self._producer):
+            if client is not None:
+                await client.stop()
+        self._consumer = self._producer = None

@@ -1,0 +1,134 @@
+"""The consolidation stage adapter: distillation results -> memory-update decisions.
+
+Reads what the pure consolidator needs from the store (the most similar live memories by vector, the live
+memories of the same slot, the live records derived from the messages a decision makes stale), calls
+:mod:`agents.consolidator` and :mod:`agents.consolidate.derived`, and emits the decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agents import consolidator
+from agents.config import ConsolidatorConfig
+from agents.consolidate.derived import (
+    Staleness,
+    derived_invalidations,
+    edited_away,
+    edited_noops_to_updates,
+    stale_statements,
+)
+from agents.consolidate.records import same_subject
+from retrieval.protocols import MemoryFilter
+from schemas import CandidateFact, DecisionOp, DistillResult, MemoryDecision, MemoryKind, MemoryRecord
+from streams.clients import Clients
+from streams.log import Record
+from streams.stages.io import StageOutput, embed, for_each_item
+from streams.topics import DISTILL_RESULTS, MEMORY_DECISIONS
+
+__all__ = ["ConsolidateStage"]
+
+Pairs = list[tuple[MemoryRecord, float]]
+
+
+class ConsolidateStage:
+    """Distillation results -> memory-update decisions against the chat's live memories."""
+
+    group = "consolidator"
+    source = DISTILL_RESULTS
+
+    def __init__(self, clients: Clients, cfg: ConsolidatorConfig) -> None:
+        self.clients = clients
+        self.cfg = cfg
+        self.llm_calls = 0
+
+    async def process(self, records: list[Record]) -> StageOutput:
+        out = StageOutput()
+
+        async def handle(result: DistillResult) -> None:
+            for d in await self._decide(result):
+                out.emit(MEMORY_DECISIONS, d.chat_id, d.decision_id, d)
+
+        await for_each_item(self.source, "consolidate", "consolidator", records, out, handle)
+        return out
+
+    async def _decide(self, result: DistillResult) -> list[MemoryDecision]:
+        cfg = self.cfg
+        candidates = consolidator.candidates_from_result(result)
+        if not candidates:
+            return []
+        similar = await self._similar(candidates, cfg.similar_k)
+        if cfg.mode == "llm" and self.clients.llm is not None:
+            decisions, calls = await consolidator.decide_llm(
+                candidates, similar, self.clients.llm, cfg, source_event_id=result.result_id
+            )
+            self.llm_calls += calls
+        else:
+            decisions = consolidator.decide_batch(candidates, similar, cfg, result.result_id)
+        if result.edited_message_ids:
+            known = {r.memory_id: r for pairs in similar for r, _ in pairs}
+            decisions = edited_noops_to_updates(candidates, decisions, known, result.edited_message_ids)
+            query = MemoryFilter(message_ids=result.edited_message_ids)
+            stored = await self.clients.store.find_memories(result.chat_id, query)
+            texts = [c.text for c in candidates]
+            decisions += edited_away(
+                result.edited_message_ids, stored, decisions, texts, result.result_id, result.at
+            )
+        return decisions + await self._derived(result.chat_id, decisions, similar)
+
+    async def _similar(self, candidates: Sequence[CandidateFact], k: int) -> list[Pairs]:
+        """Per candidate: its nearest live memories by vector, plus every live memory of its slot."""
+        vectors = await embed(self.clients, [c.text for c in candidates])
+        store = self.clients.store
+        slot_mates: dict[str, list[MemoryRecord]] = {}
+        out: list[Pairs] = []
+        for i, c in enumerate(candidates):
+            pairs: Pairs = []
+            if vectors is not None:
+                pairs = list(await store.similar_memories(c.chat_id, vectors[i], k=k))
+            if c.kind == MemoryKind.FACT and c.attribute and c.subject:
+                if c.attribute not in slot_mates:
+                    query = MemoryFilter(attribute=c.attribute, kinds=["fact"], limit=200)
+                    slot_mates[c.attribute] = await store.find_memories(c.chat_id, query)
+                known = {r.memory_id for r, _ in pairs}
+                pairs += [
+                    (r, 1.0)
+                    for r in slot_mates[c.attribute]
+                    if r.memory_id not in known and same_subject(r.subject, c.subject)
+                ]
+            out.append(pairs)
+        return out
+
+    async def _derived(
+        self, chat_id: str, decisions: list[MemoryDecision], similar: Sequence[Pairs]
+    ) -> list[MemoryDecision]:
+        """Rewrite or invalidate the summaries, titles, Q&A and tasks that state what is no longer true:
+        stored ones citing the messages these decisions made stale, and the ones this batch writes that
+        repeat a statement made stale earlier (a re-distilled topic, an edit)."""
+        store = self.clients.store
+        known = {r.memory_id: r for pairs in similar for r, _ in pairs}
+        known.update({d.record.memory_id: d.record for d in decisions if d.record is not None})
+        written = [d.record for d in decisions if d.record is not None and d.op != DecisionOp.NOOP]
+        replaced = {d.target_memory_id for d in decisions if d.target_memory_id and d.op != DecisionOp.NOOP}
+        out: list[MemoryDecision] = []
+        stale = stale_statements(decisions, known)
+        if stale:
+            sources = sorted({m for st in stale for m in st.sources})
+            stored = await store.find_memories(chat_id, MemoryFilter(message_ids=sources))
+            out += derived_invalidations(stale, [r for r in stored + written if r.memory_id not in replaced])
+        derived = [r for r in written if r.kind != MemoryKind.FACT and r.memory_id not in replaced]
+        if derived:
+            query = MemoryFilter(
+                kinds=["fact"],
+                state="invalidated",
+                message_ids=sorted({m for r in derived for m in r.source_message_ids}),
+            )
+            earlier = []
+            for old in await store.find_memories(chat_id, query):
+                new = await store.get_memory(chat_id, old.superseded_by) if old.superseded_by else None
+                st = Staleness.of_record(old, new)
+                if st is not None:
+                    earlier.append(st)
+            done = {d.target_memory_id for d in out}
+            out += derived_invalidations(earlier, [r for r in derived if r.memory_id not in done])
+        return out

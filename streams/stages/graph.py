@@ -1,0 +1,135 @@
+"""Thin stage adapter: distillation results -> graph memory updates (typed entities, time-bounded edges).
+
+Reads what the pure core needs from the ``GraphStore`` (``clients.graph``) and the message store
+(who sent each source message), calls :mod:`agents.graph`, and writes the update back in one transaction.
+Runs as its own consumer group of ``distill-results``, beside the consolidator; it emits nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from agents import graph
+from agents.config import GraphMemoryConfig
+from agents.graph_model import GraphApplyStats
+from retrieval.graph_protocols import GraphStore
+from schemas import DistillResult
+from streams.clients import Clients
+from streams.log import Record
+from streams.stages.io import StageOutput, for_each_item
+from streams.topics import DISTILL_RESULTS
+
+log = logging.getLogger("memstream.stages")
+
+
+class GraphStage:
+    """Distillation results -> entity nodes and relation edges of the chat's graph (idempotent)."""
+
+    group = "graph"
+    source = DISTILL_RESULTS
+
+    def __init__(self, clients: Clients, store: GraphStore, cfg: GraphMemoryConfig) -> None:
+        self.clients = clients
+        self.store = store
+        self.cfg = cfg
+
+    async def process(self, records: list[Record]) -> StageOutput:
+        out = StageOutput()
+        deleted = await self.clients.log.deletions()
+
+        async def handle(result: DistillResult) -> None:
+            stats = await self.apply_result(result, deleted)
+            for name, value in stats.model_dump().items():
+                out.metrics[f"graph_{name}"] = out.metrics.get(f"graph_{name}", 0.0) + value
+
+        await for_each_item(self.source, "graph", "graph", records, out, handle)
+        return out
+
+    async def apply_result(
+        self, result: DistillResult, deleted: set[tuple[str, str]] = frozenset()
+    ) -> GraphApplyStats:
+        """One result: triples -> typed mentions -> merged entities -> edges and invalidations -> store.
+
+        ``deleted`` is the deletion ledger: a deleted chat gets nothing; a deleted sender's statements and
+        person node are left out (a result distilled before the deletion may still be in the log).
+        """
+        chat, cfg = result.chat_id, self.cfg
+        if (chat, "*") in deleted:
+            return GraphApplyStats()
+        senders = await self._senders(result)
+        triples = graph.triples_from_result(
+            result, mention_edges=cfg.mention_edges, max_mentions_per_fact=cfg.max_mentions_per_fact
+        )
+        result, triples, by_name = _without_deleted(result, triples, senders, deleted)
+        mentions = graph.mentions_from_triples(result, triples, by_name)
+        known = await self.store.entities(chat, [m.key for m in mentions])
+        vectors = await self._embed([m.name for m in mentions])
+        similar = (
+            await self.store.similar_entities(chat, vectors, k=cfg.similar_k) if vectors is not None else None
+        )
+        merge = graph.merge_entities(
+            chat, mentions, known, vectors=vectors, similar=similar, threshold=cfg.merge_threshold
+        )
+        subjects = list(dict.fromkeys(merge.ids.values()))
+        existing = (await self.store.subgraph(chat, subjects, hops=1)).edges if subjects else []
+        update = graph.build_edges(
+            chat,
+            result.result_id,
+            triples,
+            merge.ids,
+            existing,
+            names={n.entity_id: n.name for n in [*known, *merge.nodes]},
+            senders={mid: sender for mid, (sender, _) in senders.items()},
+        )
+        node_vectors = None
+        if vectors is not None:
+            row = {m.key: i for i, m in enumerate(mentions)}
+            node_vectors = {n.entity_id: vectors[row[n.key]] for n in merge.nodes if n.key in row}
+        edge_vecs = await self._embed([e.text for e in update.edges])
+        edge_vectors = (
+            {e.edge_id: edge_vecs[i] for i, e in enumerate(update.edges)} if edge_vecs is not None else None
+        )
+        return await self.store.apply(
+            chat,
+            merge.nodes,
+            update.edges,
+            update.invalidations,
+            node_vectors=node_vectors,
+            edge_vectors=edge_vectors,
+        )
+
+    async def _senders(self, result: DistillResult) -> dict[str, tuple[str, str]]:
+        """message id -> (sender id, display name) for the topic's messages still in the store."""
+        msgs = await self.clients.store.get_messages(result.chat_id, result.source_message_ids)
+        return {m.message_id: (m.sender, m.display_name) for m in msgs}
+
+    async def _embed(self, texts: list[str]) -> np.ndarray | None:
+        if self.clients.embedder is None or not texts:
+            return None
+        return await self.clients.embedder.embed(texts)
+
+
+def _without_deleted(
+    result: DistillResult,
+    triples: list[graph.Triple],
+    senders: dict[str, tuple[str, str]],
+    deleted: set[tuple[str, str]],
+) -> tuple[DistillResult, list[graph.Triple], dict[str, str]]:
+    """Leave out deleted senders: their statements, triples about them, their person node.
+
+    Returns the result (participants filtered), the kept triples and display name -> sender of the rest.
+    """
+    gone = {name for sender, name in senders.values() if (result.chat_id, sender) in deleted}
+    by_name = {name: sender for sender, name in senders.values() if name not in gone}
+    if not gone:
+        return result, triples, by_name
+    kept = [
+        t
+        for t in triples
+        if not ({t.speaker, t.subject} & gone)
+        and not any(senders.get(m, ("", ""))[1] in gone for m in t.source_message_ids[:1])
+    ]
+    participants = [p for p in result.participants if p not in gone]
+    return result.model_copy(update={"participants": participants}), kept, by_name

@@ -1,0 +1,41 @@
+"""The indexer: applies memory-update decisions to the store. Idempotent by decision id."""
+
+from __future__ import annotations
+
+from schemas import MemoryDecision
+from streams.clients import Clients
+from streams.log import Record
+from streams.stages.io import StageOutput, decode_all
+from streams.topics import MEMORY_DECISIONS
+
+
+async def apply_decisions(clients: Clients, decisions: list[MemoryDecision]) -> int:
+    """Apply ``decisions`` in order; returns how many changed the store (re-applied ones do not)."""
+    with_record = [d for d in decisions if d.record is not None]
+    vectors = None
+    if clients.embedder is not None and with_record:
+        vectors = await clients.embedder.embed([d.record.text for d in with_record])
+    vec_by_id = {d.decision_id: vectors[i] for i, d in enumerate(with_record)} if vectors is not None else {}
+    applied = 0
+    for decision in decisions:
+        if await clients.store.apply_decision(decision, vec_by_id.get(decision.decision_id)):
+            applied += 1
+    return applied
+
+
+class IndexStage:
+    """Memory-update decisions -> the store (idempotent by decision id)."""
+
+    group = "indexer"
+    source = MEMORY_DECISIONS
+
+    def __init__(self, clients: Clients) -> None:
+        self.clients = clients
+        self.applied = 0
+
+    async def process(self, records: list[Record]) -> StageOutput:
+        out = StageOutput()
+        decisions = decode_all(self.source, "index", records, out)
+        self.applied += await apply_decisions(self.clients, decisions)
+        out.processed = len(decisions)
+        return out

@@ -1,0 +1,79 @@
+"""What every stage adapter shares: its output (records to produce, dead letters) and the decode loop."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import numpy as np
+
+from schemas import DeadLetter, stable_id
+from streams.clients import Clients
+from streams.codec import DecodeError, Tombstone, decode, encode
+from streams.log import Produce, Record
+from streams.topics import DEAD_LETTERS, TopicSpec
+
+__all__ = ["StageOutput", "decode_all", "embed", "for_each_item"]
+
+log = logging.getLogger("memstream.stages")
+
+
+@dataclass
+class StageOutput:
+    produced: list[Produce] = field(default_factory=list)
+    dead: int = 0
+    processed: int = 0
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    def emit(self, spec: TopicSpec, key: str, record_id: str, model) -> None:
+        self.produced.append(Produce(spec.name, key, record_id, encode(model)))
+
+    def dead_letter(self, stage: str, record: Record, error: str, chat_id: str | None = None) -> None:
+        dl = DeadLetter(
+            dead_letter_id=stable_id(stage, record.topic, record.record_id, prefix="dl-"),
+            stage=stage,
+            topic=record.topic,
+            offset=record.offset,
+            error=error,
+            payload=record.value,
+            chat_id=chat_id,
+            at=datetime.now(UTC),
+        )
+        self.emit(DEAD_LETTERS, chat_id or "-", dl.dead_letter_id, dl)
+        self.dead += 1
+        log.warning("dead-lettered", extra={"stage": stage, "offset": record.offset, "error": error})
+
+
+def decode_all(spec: TopicSpec, stage: str, records: list[Record], out: StageOutput) -> list:
+    """Decoded records; a malformed one is dead-lettered, an erased one (a deletion's tombstone) skipped."""
+    items = []
+    for record in records:
+        try:
+            item = decode(spec, record.value)
+        except DecodeError as exc:
+            out.dead_letter(stage, record, str(exc))
+            continue
+        if not isinstance(item, Tombstone):
+            items.append(item)
+    return items
+
+
+async def for_each_item(
+    spec: TopicSpec, stage: str, label: str, records: list[Record], out: StageOutput, handle
+) -> None:
+    """Decode each record and ``await handle(item)``; a failure dead-letters that record, the rest go on."""
+    for record in records:
+        for item in decode_all(spec, stage, [record], out):
+            try:
+                await handle(item)
+            except Exception as exc:  # one bad item must not stop the chat
+                out.dead_letter(stage, record, f"{label} failed: {exc!r}", getattr(item, "chat_id", None))
+                continue
+            out.processed += 1
+
+
+async def embed(clients: Clients, texts: list[str]) -> np.ndarray | None:
+    if clients.embedder is None or not texts:
+        return None
+    return await clients.embedder.embed(texts)

@@ -1,0 +1,180 @@
+"""The worker side of the stages, free of Faust: state around each batch, effects before acks.
+
+At-least-once with idempotent effects: a batch's output is sent and acked by the broker before the batch's
+events are acked, so a crash redelivers it. Redelivery changes nothing twice: output ids derive from input
+ids and the store de-duplicates, segmenter pools are fenced by offset in working memory, and consolidation
+decisions are journalled there so a redelivered result repeats its decisions instead of deciding again.
+
+The consolidator applies its decisions to the store right after deciding (and still emits them), so the
+next result of a chat sees the effects of the previous one, as the embedded runner guarantees by draining
+the indexer between results; the graph stage reads the same results first, as in the embedded runner.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from agents.segmenter import ChatPool
+from schemas import MemoryDecision
+from streams.clients import Clients
+from streams.codec import DecodeError, decode
+from streams.config import PipelineConfig
+from streams.log import Produce, Record
+from streams.sensitive import screen_value
+from streams.stages import StageOutput, build_stages
+from streams.topics import MEMORY_DECISIONS
+from streams.working_memory import WorkingMemory
+
+__all__ = ["Pipeline", "Send", "WorkerConfig"]
+
+log = logging.getLogger("memstream.faust")
+
+Send = Callable[[list[Produce]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    app_id: str = "memstream"  # the consumer group of every agent
+    batch: int = 256
+    within_s: float = 0.5
+    distill_batch: int = 16
+    consolidate_batch: int = 16
+    index_agent: bool = True
+    exact_offsets: bool = False  # one record per produce batch (Tansu under-reports end offsets otherwise)
+    session_timeout_s: float = 10.0
+    commit_interval_s: float = 1.0
+    pool_ttl_s: float | None = 30 * 86400.0
+    window_ttl_s: float | None = 86400.0
+    journal_ttl_s: float | None = 7 * 86400.0
+    ledger_refresh_s: float = 2.0
+    heartbeat_path: Path | None = None
+
+
+def _peek_chat(record: Record) -> str | None:
+    """The chat a raw record belongs to, for loading its state (validation happens in the stage)."""
+    try:
+        obj = json.loads(record.value)
+    except ValueError:
+        return None
+    chat = obj.get("chat_id") if isinstance(obj, dict) else None
+    return chat if isinstance(chat, str) and chat else None
+
+
+def _is_deleted(deleted: set[tuple[str, str]], chat_id: str, sender: str | None = None) -> bool:
+    return (chat_id, "*") in deleted or (sender is not None and (chat_id, sender) in deleted)
+
+
+def _kept_decisions(produced: list[Produce], deleted: set[tuple[str, str]]) -> list[Produce]:
+    """Decisions whose chat or speaker was deleted meanwhile are dropped (replay drops them too)."""
+    kept = []
+    for p in produced:
+        try:
+            d = decode(MEMORY_DECISIONS, p.value)
+        except DecodeError:
+            continue
+        speaker = d.record.speaker if isinstance(d, MemoryDecision) and d.record else None
+        if isinstance(d, MemoryDecision) and not _is_deleted(deleted, d.chat_id, speaker):
+            kept.append(p)
+    return kept
+
+
+class Pipeline:
+    """The worker side of the stages: state around each batch, effects before acks. Free of Faust."""
+
+    def __init__(
+        self, clients: Clients, wm: WorkingMemory, cfg: WorkerConfig, pipeline: PipelineConfig
+    ) -> None:
+        self.clients = clients
+        self.wm = wm
+        self.cfg = cfg
+        self.pipeline_cfg = pipeline
+        self.stages = build_stages(clients, pipeline)  # the same stage list as the embedded runner
+        self.segment = self.stages.segment
+        self.distill = self.stages.distill
+        self.consolidate = self.stages.consolidate
+        self.index = self.stages.index
+        self.graph = self.stages.graph
+
+    async def deletions(self) -> set[tuple[str, str]]:
+        return await self.clients.log.deletions()
+
+    async def segment_batch(self, records: list[Record], send: Send) -> StageOutput:
+        """Load the batch's chats' pools, run the segmenter, send, then save the pools (fenced by offset)."""
+        last: dict[str, int] = {}
+        for r in records:
+            for chat in {r.key, _peek_chat(r)} - {None, "-"}:
+                last[chat] = max(last.get(chat, -1), r.offset)
+        pools = {}
+        for chat in last:
+            raw = await self.wm.get_pool(chat)
+            if raw:
+                pools[chat] = ChatPool.model_validate_json(raw)
+        self.segment.pools = pools
+        policy = self.pipeline_cfg.sensitive  # producers that wrote Kafka directly were not screened
+        records = [r if r.value is None else replace(r, value=screen_value(r.value, policy)) for r in records]
+        out = await self.segment.process(records)
+        await send(out.produced)
+        for chat, raw in self.segment.dump_state().items():  # only the pools this batch changed
+            version = last.get(chat)
+            if raw is not None and not await self.wm.put_pool(
+                chat, raw, self.cfg.pool_ttl_s, version=version
+            ):
+                # a redelivered batch (or a worker that lost the partition): the stored pool is newer
+                log.info("newer segmenter pool kept", extra={"chat_id": chat, "version": version})
+        for pool in self.segment.pools.values():
+            await self._save_windows(pool)
+        return out
+
+    async def _save_windows(self, pool: ChatPool) -> None:
+        active = {t.topic_id: list(t.message_ids) for t in pool.topics}
+        for topic_id in set(await self.wm.topic_windows(pool.chat_id)) - set(active):
+            await self.wm.drop_topic_window(pool.chat_id, topic_id)
+        for topic_id, ids in active.items():
+            await self.wm.put_topic_window(pool.chat_id, topic_id, ids, self.cfg.window_ttl_s)
+
+    async def distill_batch(self, records: list[Record], send: Send) -> StageOutput:
+        deleted = await self.deletions()
+        out = await self.distill.process([r for r in records if not _is_deleted(deleted, r.key)])
+        await send(out.produced)
+        return out
+
+    async def consolidate_batch(self, records: list[Record], send: Send) -> StageOutput:
+        """One result at a time: decide (or recall the journalled decisions), apply, then emit."""
+        total = StageOutput()
+        deleted = await self.deletions()
+        for r in records:
+            if _is_deleted(deleted, r.key):
+                continue
+            if self.graph is not None:  # the graph stage reads the same results (idempotent by result id)
+                graphed = await self.graph.process([r])
+                total.dead += graphed.dead
+            entry = f"consolidate:{r.record_id}"
+            journalled = await self.wm.get_journal(r.key, entry)
+            if journalled is not None:
+                produced = [Produce(**p) for p in json.loads(journalled)]
+            else:
+                out = await self.consolidate.process([r])
+                produced = out.produced
+                total.dead += out.dead
+                total.processed += out.processed
+                payload = json.dumps([asdict(p) for p in produced])
+                await self.wm.put_journal(r.key, entry, payload, self.cfg.journal_ttl_s)
+            decisions = [p for p in produced if p.topic == MEMORY_DECISIONS.name]
+            kept = _kept_decisions(decisions, deleted)
+            applied = await self.index.process(
+                [Record(p.topic, -1, p.key, p.record_id, p.value) for p in kept]
+            )
+            others = [p for p in produced if p.topic != MEMORY_DECISIONS.name]
+            total.produced += others + kept + applied.produced
+        await send(total.produced)
+        return total
+
+    async def index_batch(self, records: list[Record], send: Send) -> StageOutput:
+        deleted = await self.deletions()
+        out = await self.index.process([r for r in records if not _is_deleted(deleted, r.key)])
+        await send(out.produced)
+        return out

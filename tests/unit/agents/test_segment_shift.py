@@ -1,0 +1,111 @@
+"""The two-person topic-shift model and its use by the segmenter (``SegmenterConfig.dyadic_shift``)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
+from agents.config import SegmenterConfig
+from agents.reply_linker import LinkMsg, text_cues
+from agents.segment_shift import SHIFT_FEATURES, default_shift_weights, is_dyadic, shift_features, shift_p
+from agents.segment_signals import keywords
+from agents.segmenter import ChatPool, step
+from schemas import ChatMessage, TopicEventKind
+
+T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
+DIALOGUE = [
+    ("A", "i just got back from a hiking trip in the mountains ."),
+    ("B", "nice , which mountains did you go hiking in ?"),
+    ("A", "the rocky mountains , the hiking trails there are great ."),
+    ("B", "great . do you like cooking ? i make pasta every sunday ."),
+]
+
+
+def lm(i: int, sender: str, text: str) -> LinkMsg:
+    return LinkMsg(
+        message_id=f"m{i}",
+        sender=sender,
+        ts=T0.timestamp() + 60 * i,
+        keywords=keywords(text),
+        question="?" in text,
+        length=min(1.0, len(text) / 200),
+        **text_cues(text),
+    )
+
+
+def test_shipped_weights_cover_every_feature_with_provenance():
+    w = default_shift_weights()
+    assert set(w.weights) == set(SHIFT_FEATURES) and all(np.isfinite(v) for v in w.weights.values())
+    assert 0.0 < w.threshold < 1.0
+    assert {"data_sha256", "command", "date", "cv"} <= set(w.meta)
+
+
+def test_a_new_question_on_new_words_is_more_likely_a_shift_than_a_continuation():
+    window = [lm(i, s, t) for i, (s, t) in enumerate(DIALOGUE[:2])]
+    go_on = shift_features(lm(2, *DIALOGUE[2]), window, None, [None, None])
+    new = shift_features(lm(2, "A", DIALOGUE[3][1]), window, None, [None, None])
+    w = default_shift_weights()
+    assert shift_p(new, w) > shift_p(go_on, w)
+    col = SHIFT_FEATURES.index
+    assert go_on[col("kw_prev")] > 0 and new[col("kw_prev")] == 0 and new[col("question_x_new")] == 1.0
+    assert go_on[col("no_vector")] == 1.0 and go_on[col("cos_prev")] == 0.0
+
+
+def test_vectors_feed_the_cosine_features():
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=8)
+    a /= np.linalg.norm(a)
+    window = [lm(0, "A", "alpha"), lm(1, "B", "beta")]
+    x = shift_features(lm(2, "A", "gamma"), window, a, [a, -a])
+    col = SHIFT_FEATURES.index
+    assert (
+        x[col("no_vector")] == 0.0
+        and abs(x[col("cos_prev")] + 1.0) < 1e-6
+        and abs(x[col("cos_prev2")] - 1.0) < 1e-6
+    )
+
+
+def test_dyadic_means_two_people_and_a_previous_turn():
+    two = [lm(0, "A", "x"), lm(1, "B", "y")]
+    assert is_dyadic(lm(2, "A", "z"), two) and not is_dyadic(lm(0, "A", "z"), [])
+    assert not is_dyadic(lm(2, "C", "z"), two)
+
+
+def chat(turns: list[tuple[str, str]], chat_id: str = "d") -> list[ChatMessage]:
+    return [
+        ChatMessage(chat_id=chat_id, message_id=f"m{i}", sender=s, ts=T0 + timedelta(minutes=i), text=t)
+        for i, (s, t) in enumerate(turns)
+    ]
+
+
+def main_topics(messages: list[ChatMessage], cfg: SegmenterConfig) -> list[str]:
+    pool, out = ChatPool(chat_id=messages[0].chat_id), []
+    for m in messages:
+        pool, events = step(pool, m, None, cfg)
+        main = next(e for e in events if e.kind in (TopicEventKind.OPENED, TopicEventKind.EXTENDED))
+        out.append(main.topic_id)
+    return out
+
+
+def test_the_segmenter_follows_the_shift_model_in_a_dialogue():
+    cfg = SegmenterConfig(dyadic_shift=True)
+    msgs = chat(DIALOGUE)
+    topics = main_topics(msgs, cfg)
+    w = default_shift_weights()
+    pool = ChatPool(chat_id="d")
+    expected = [False]
+    for k, m in enumerate(msgs):  # what the model says about each turn, read from the same window
+        if k:
+            x = shift_features(lm(k, m.sender, m.text), pool.window, None, [None] * len(pool.window))
+            expected.append(shift_p(x, w) >= w.threshold)
+        pool, _ = step(pool, m, None, cfg)
+    assert [k > 0 and topics[k] != topics[k - 1] for k in range(len(topics))] == expected
+    assert expected[-1] and not expected[2]  # the cooking question shifts, the mountain answer continues
+
+
+def test_three_people_are_left_to_the_join_score():
+    turns = [("A", "grub fails after the windows install"), ("B", "A: reinstall grub from a live cd"),
+             ("C", "anyone know a good pasta recipe?"), ("A", "B: thanks, grub works again")]  # fmt: skip
+    msgs = chat(turns, "g")
+    assert main_topics(msgs, SegmenterConfig(dyadic_shift=True)) == main_topics(msgs, SegmenterConfig())

@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from agents.text import count_tokens, extract_keywords, fts_query, has_cjk, stem, tokenize
+
+
+def test_latin_tokens_lowercase_split_stopwords_and_numbers():
+    assert tokenize("Hello, WORLD! The 3 cats and 2023-05-08") == [
+        "hello",
+        "world",
+        "3",
+        "cat",
+        "2023",
+        "05",
+        "08",
+    ]
+
+
+def test_possessives_and_contractions():
+    assert tokenize("Caroline's dog") == ["carolin", "dog"]
+    assert tokenize("I don't know") == ["know"]
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        (["move", "moves", "moved", "moving"], "mov"),
+        (["meeting", "meetings"], "meet"),
+        (["run", "running"], "run"),
+        (["stop", "stopped", "stops"], "stop"),
+        (["city", "cities"], "city"),
+        (["study", "studied", "studies"], "study"),
+        (["box", "boxes"], "box"),
+        (["string", "strings"], "string"),
+    ],
+)
+def test_stemmer_conflates_inflections(words, expected):
+    assert {stem(w) for w in words} == {expected}
+
+
+def test_stemmer_leaves_short_and_special_words():
+    for word in ["bus", "need", "speed", "falling", "class", "3pm", "café"]:
+        assert stem(word) in {word, "fall"}
+
+
+def test_full_width_is_folded():
+    assert tokenize("ＡＢＣ１２３") == ["abc123"]
+
+
+def test_chinese_words_plus_bigrams():
+    tokens = tokenize("我下个月要搬到杭州了")
+    assert "杭州" in tokens and "下个月" in tokens and "搬到" in tokens
+    assert "我下" in tokens and "个月" in tokens  # bigrams
+    assert "了" not in tokens and "我" not in tokens  # function words dropped
+    assert tokens.count("杭州") == 1  # a bigram equal to a jieba word is not emitted twice
+
+
+def test_query_and_doc_tokenised_identically():
+    doc = set(tokenize("Melanie: 我下个月要搬到杭州了"))
+    assert set(tokenize("杭州")) <= doc
+    assert set(tokenize("Where is Melanie moving?")) - doc == {"mov"}
+
+
+def test_single_cjk_char_run_and_mixed_script():
+    assert tokenize("好") == ["好"]
+    assert tokenize("用iPhone15拍") == ["用", "iphone15", "拍"]
+
+
+def test_has_cjk():
+    assert has_cjk("hello 世界") and has_cjk("カタカナ") and not has_cjk("hello, world")
+
+
+def test_fts_query_quotes_and_dedupes():
+    assert fts_query("cats and cat, dogs") == '"cat" OR "dog"'
+    assert fts_query("the of and ?!") == ""
+    assert fts_query("") == ""
+
+
+def test_fts_query_is_safe_for_fts5_syntax():
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE t USING fts5 (body)")
+    db.execute("INSERT INTO t (body) VALUES ('near col or and not')")
+    for hostile in ['NEAR(a b) "x', "col:value AND NOT *", "a OR b)", "^start -minus +plus"]:
+        expr = fts_query(hostile)
+        db.execute("SELECT rowid FROM t WHERE t MATCH ?", (expr,)).fetchall()  # must not raise
+
+
+def test_count_tokens_approximation():
+    assert count_tokens("") == 0
+    assert count_tokens("hello world") == 2
+    assert count_tokens("杭州很好") == 4
+    assert count_tokens("internationalization") == 4
+    assert count_tokens("hi, there!") == 4
+    assert count_tokens("12345") == 2
+    text = "The quick brown fox jumps over the lazy dog. " * 10
+    assert 90 <= count_tokens(text) <= 130  # ~100 real BPE tokens
+    assert count_tokens(text) == count_tokens(text)
+
+
+def test_extract_keywords():
+    kw = extract_keywords("Li and Caroline went hiking in Yosemite in 2023; 我下个月要搬到杭州了")
+    assert {"li", "caroline", "hiking", "yosemite", "杭州", "下个月"} <= kw
+    assert not kw & {"and", "in", "2023", "我", "了"}
+    assert "went" in kw  # non-stopword latin of length >= 3
+    assert extract_keywords("it is on") == set()

@@ -1,0 +1,105 @@
+"""``memstream bench throughput``: the pure parts, and the whole bench run tiny through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bench.throughput import _headline, judge
+from bench.throughput_ingest import input_file
+from bench.throughput_profile import bucket, summarise
+
+LOCOMO = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "locomo" / "locomo10_dev.json"
+needs_locomo = pytest.mark.skipif(not LOCOMO.exists(), reason=f"LoCoMo dev set not at {LOCOMO}")
+
+
+def test_targets_pass_fail_and_unmeasured():
+    got = judge({"ingest_msgs_per_s": 900.0, "ingest_vs_embed_only": 0.5, "cli_query_seconds": 1.5})
+    assert got["ingest_msgs_per_s >= 800"] == {"value": 900.0, "bound": 800.0, "pass": True}
+    assert got["ingest >= 0.8 x embed_only"]["pass"] is False
+    assert got["cli query <= 1.5 s"]["pass"] is True  # the bound itself passes
+    assert got["kafka (1 worker) >= embedded"] == {"value": None, "bound": 1.0, "pass": None}
+
+
+def test_headline_keys_and_ratios_come_from_the_runs():
+    lat = {m: {"p50": 1.0, "p95": 2.0, "p99": 3.0, "n": 4} for m in ("routed", "hybrid", "bm25")}
+    r = {
+        "embed_only": {"msgs_per_s": 200.0},
+        "ingest": {"msgs_per_s": 100.0, "messages": 1000, "rss_base_mb": 100.0, "rss_peak_mb": 150.0},
+        "ingest_no_embedder": {"msgs_per_s": 400.0},
+        "replay": {"seconds": 2.0},
+        "kafka": {"1": {"msgs_per_s": 120.0}, "2": {"error": "no Redis"}},
+        "retrieval": {"locomo": lat, "large": None},
+        "cli_query": {"median": 0.8},
+    }
+    _headline(r)
+    assert r["ingest_msgs_per_s"] == 100.0 and r["embed_only_msgs_per_s"] == 200.0
+    assert r["replay_msgs_per_s"] == 500.0 and r["kafka_msgs_per_s"] == {"1": 120.0, "2": None}
+    assert r["ratios"] == {"ingest_vs_embed_only": 0.5, "kafka_1_vs_embedded": 1.2}
+    assert r["rss_mb_per_100k_msgs"] == 5000.0  # 50 MB over 1,000 messages
+    assert r["retrieval_ms"] == {"locomo": lat}
+    assert r["targets"]["routed p95 <= 15 ms (LoCoMo size)"]["pass"] is True
+    assert r["targets"]["routed p95 <= 30 ms (large chat)"]["pass"] is None
+
+
+def test_profile_buckets_split_the_embedder_from_the_stages(tmp_path):
+    loop = "MainThread;run (asyncio/runners.py:190);BaseEventLoop._run_once (asyncio/base_events.py:1922)"
+    stage = "MainThread;_run_stage (streams/runner.py:82);ConsolidateStage.process (streams/stages/consolidate.py:52)"
+    raw = tmp_path / "spy.txt"
+    raw.write_text(
+        f"thread (1): {stage};SQLiteStore.similar_memories (retrieval/sqlite_store.py:233) 3\n"
+        f"thread (1): {stage};decide (agents/consolidator.py:10) 2\n"
+        f"thread (1): {loop};select (selectors.py:468) 4\n"
+        "thread (2): asyncio_0;_worker (concurrent/futures/thread.py:83);_encode (retrieval/embed_onnx.py:99);"
+        "Session.run (onnxruntime/capi/x.py:1) 6\n"
+        "thread (3): asyncio_1;_worker (concurrent/futures/thread.py:83);wait (threading.py:320) 50\n",
+        encoding="utf-8",
+    )
+    got = summarise(raw)
+    assert got["wall_samples"] == 9  # the event-loop thread is the clock
+    assert got["wall_share"] == {"event loop idle (waiting for the embedder thread)": 0.444,
+                                 "stage consolidate: store": 0.333, "stage consolidate": 0.222}  # fmt: skip
+    assert got["embedder_threads_busy"] == {"embed: model forward": 0.667}  # the idle pool thread is left out
+    assert bucket(["_encode (retrieval/embed_onnx.py:1)", "Tokenizer.encode_batch (x.py:1)"], "t: asyncio_0") == (
+        "embed: tokenize"
+    )
+
+
+@needs_locomo
+def test_input_interleaves_chats_and_can_split_sessions(tmp_path):
+    shape = input_file(LOCOMO, tmp_path / "a.jsonl", messages=12)
+    rows = [json.loads(x) for x in (tmp_path / "a.jsonl").read_text().splitlines()]
+    assert shape == {"messages": 12, "chats": len({r["chat_id"] for r in rows})} and shape["chats"] > 1
+    assert rows[0]["chat_id"] != rows[1]["chat_id"]  # live traffic of several chats, not one chat after another
+    many = input_file(LOCOMO, tmp_path / "b.jsonl", messages=None, per_session=True)
+    whole = input_file(LOCOMO, tmp_path / "c.jsonl", messages=None)
+    assert many["messages"] == whole["messages"] and many["chats"] > 5 * whole["chats"]
+
+
+@needs_locomo
+@pytest.mark.slow
+def test_bench_throughput_runs_tiny_and_writes_every_figure(tmp_path):
+    from bench.cli import bench_app
+
+    out = tmp_path / "out"
+    args = ["throughput", "--out", str(out), "--data", str(LOCOMO), "--messages", "30", "--large-docs", "200",
+            "--questions", "4", "--kafka-workers", "1", "--cli-runs", "1"]  # fmt: skip
+    res = CliRunner().invoke(bench_app, args)
+    assert res.exit_code == 0, res.output
+    r = json.loads((out / "throughput.json").read_text())
+    assert r["input"]["messages"] == 30 and r["ingest"]["messages"] == 30
+    for key in ("embed_only_msgs_per_s", "ingest_msgs_per_s", "ingest_msgs_per_s_no_embedder", "replay_msgs_per_s",
+                "cli_query_seconds", "rss_mb_per_100k_msgs"):  # fmt: skip
+        assert isinstance(r[key], float) and r[key] > 0, (key, r.get(key), r.get("ingest"), r.get("cli_query"))
+    assert r["kafka_msgs_per_s"]["1"] > 0, r["kafka"]
+    for size in ("locomo", "large"):
+        for mode in ("routed", "hybrid", "bm25"):
+            p = r["retrieval_ms"][size][mode]
+            assert 0 < p["p50"] <= p["p95"] <= p["p99"] and p["n"] == 4
+    assert r["retrieval"]["large"]["docs"] == 200
+    assert r["ratios"]["ingest_vs_embed_only"] == round(r["ingest_msgs_per_s"] / r["embed_only_msgs_per_s"], 3)
+    assert all(isinstance(t["pass"], bool) for t in r["targets"].values())
+    assert r["ingest"]["embedded_texts"] >= 30  # every message's text, plus what the stages derived

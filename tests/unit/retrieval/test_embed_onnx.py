@@ -1,0 +1,90 @@
+"""The default MiniLM: ONNX int8 on onnxruntime, exported from the packaged weights; fp32 torch selectable."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from retrieval.embed_export import ensure_exported, model_dir, model_file
+from retrieval.embed_onnx import OnnxMiniLMEmbedder, length_batches
+from retrieval.embedder import CachedEmbedder, MiniLMEmbedder, build_embedder, cache_key
+
+TEXTS = [
+    "I am moving to Hangzhou next month",
+    "Next month I relocate to Hangzhou",
+    "The stock market fell sharply today after the central bank raised interest rates again",
+    "ok",
+    "Caroline went to the LGBTQ support group on Friday and said it was really powerful for her",
+]
+
+
+def test_length_batches_sort_and_bound():
+    lengths = [30, 3, 250, 12, 12, 7, 90, 3]
+    groups = length_batches(lengths, batch=3, max_tokens=200)
+    flat = [i for g in groups for i in g]
+    assert sorted(flat) == list(range(len(lengths)))  # every text once
+    assert [lengths[i] for i in flat] == sorted(lengths)  # by length
+    assert all(len(g) <= 3 for g in groups)
+    for g in groups:  # padded size bounded unless a text alone exceeds it
+        assert len(g) == 1 or len(g) * max(lengths[i] for i in g) <= 200
+    assert length_batches([], 8, 100) == []
+
+
+def test_the_default_minilm_is_onnx_int8_and_fp32_stays_selectable(tmp_path):
+    emb = build_embedder("minilm", tmp_path / "c.db", 64)
+    assert isinstance(emb, CachedEmbedder) and isinstance(emb.inner, OnnxMiniLMEmbedder)
+    assert emb.inner.precision == "int8" and emb.inner._model is None  # nothing loaded at construction
+    assert emb.name == "all-MiniLM-L6-v2" and emb.dim == 384 and emb.abstain_cosine == 0.4
+    fp32 = build_embedder("minilm-fp32", None, 64)
+    assert isinstance(fp32.inner, MiniLMEmbedder)
+    # the two variants never share cached vectors
+    assert cache_key(emb.cache_name, False, "x") != cache_key(fp32.cache_name, False, "x")
+    with pytest.raises(ValueError, match="minilm-fp32"):
+        build_embedder("minilm-int4", None, 8)
+
+
+def test_model_cache_dir_follows_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMSTREAM_MODEL_CACHE", str(tmp_path / "m"))
+    assert model_dir() == tmp_path / "m" and not (tmp_path / "m").exists()  # nothing created by asking
+    monkeypatch.delenv("MEMSTREAM_MODEL_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert model_file("int8") == tmp_path / "xdg" / "memstream" / "models" / model_file("int8").name
+    with pytest.raises(ValueError):
+        model_file("int4")
+
+
+@pytest.fixture(scope="module")
+def fp32_torch():
+    return MiniLMEmbedder(16)
+
+
+@pytest.mark.slow
+async def test_int8_agrees_with_fp32_and_ranks_the_same(minilm, fp32_torch):
+    q8 = await minilm.embed(TEXTS)
+    q32 = await fp32_torch.embed(TEXTS)
+    assert q8.shape == (5, 384) and q8.dtype == np.float32
+    assert np.allclose(np.linalg.norm(q8, axis=1), 1.0, atol=1e-5)
+    cos = np.sum(q8 * q32, axis=1)
+    assert cos.min() > 0.95, cos  # measured on LoCoMo turns: mean 0.991, 1st percentile 0.983
+    assert q8[0] @ q8[1] > q8[0] @ q8[2] + 0.3  # a paraphrase still beats an unrelated sentence
+
+
+@pytest.mark.slow
+async def test_onnx_fp32_matches_torch_through_padding(fp32_torch):
+    """Sorted, padded batches give each text the vector it gets alone, and the torch model's vector."""
+    onnx = OnnxMiniLMEmbedder(4, precision="fp32", model_path=ensure_exported("fp32"))
+    batched = await onnx.embed(TEXTS)
+    alone = np.concatenate([await onnx.embed([t]) for t in TEXTS])
+    assert np.allclose(batched, alone, atol=1e-5)
+    assert np.allclose(batched, await fp32_torch.embed(TEXTS), atol=1e-4)
+
+
+@pytest.mark.slow
+def test_export_into_an_empty_dir_is_idempotent(tmp_path):
+    """From the packaged weights only (no network): fp32 then int8; a second call reuses the files."""
+    path = ensure_exported("int8", tmp_path)
+    assert path == model_file("int8", tmp_path) and model_file("fp32", tmp_path).exists()
+    assert path.stat().st_size < model_file("fp32", tmp_path).stat().st_size / 3  # int8 weights
+    stamp = path.stat().st_mtime_ns
+    assert ensure_exported("int8", tmp_path) == path and path.stat().st_mtime_ns == stamp
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary left
