@@ -267,12 +267,39 @@ async def run_load(server: Server, rps: int, seconds: float, key: str, workers: 
 
 # ---- leaks, deletion --------------------------------------------------------------------------------
 
-ENDPOINTS = [("POST", "/v1/retrieve", {"chat_id": "{c}", "query": "canary"}), ("POST", "/v1/context",
-             {"chat_id": "{c}", "query": "canary"}), ("POST", "/v1/messages", {"messages": [message("{c}", 999)]}),
-             ("GET", "/v1/chats/{c}/topics", None), ("GET", "/v1/chats/{c}/segmentation", None),
-             ("GET", "/v1/chats/{c}/messages/m1/reply-chain", None), ("GET", "/v1/chats/{c}/memories", None),
-             ("GET", "/v1/chats/{c}/export", None), ("DELETE", "/v1/chats/{c}/users/zed", None),
-             ("DELETE", "/v1/chats/{c}", None)]
+def app_routes(app) -> list[tuple[str, str]]:
+    """Every (method, path) ``app`` serves (HEAD left out), through included routers of any FastAPI."""
+    out: set[tuple[str, str]] = set()
+
+    def walk(routes, prefix: str = "") -> None:
+        for r in routes:
+            inner = getattr(r, "original_router", None)  # FastAPI >= 0.16x keeps included routers whole
+            if inner is not None:
+                walk(inner.routes, prefix + (getattr(r.include_context, "prefix", "") or ""))
+            elif getattr(r, "methods", None):
+                out.update((m, prefix + r.path) for m in r.methods if m != "HEAD")
+
+    walk(app.routes)
+    return sorted(out)
+
+
+BODIES = {"/v1/retrieve": {"chat_id": "{c}", "query": "canary"}, "/v1/context": {"chat_id": "{c}", "query": "canary"},
+          "/v1/messages": {"messages": [message("{c}", 999)]}, "/ui/chats/{chat_id}/query": {"query": "canary"}}
+NO_CHAT = {"/healthz", "/metrics", "/v1/audit", "/ui", "/ui/", "/ui/static/{name}", "/ui/chats", "/openapi.json",
+           "/docs", "/docs/oauth2-redirect", "/redoc"}  # no chat named: open without data, admin, or filtered
+
+
+def chat_endpoints(app) -> list[tuple[str, str, dict | None]]:
+    """(method, path with ``{c}`` for the chat, body) for every route of ``app`` that names a chat; a new
+    route naming no chat that is not in ``NO_CHAT`` is probed too (and counts as a leak unless it is a 403)."""
+    out = []
+    for method, path in app_routes(app):
+        if path in NO_CHAT:
+            continue
+        body = BODIES.get(path) if method == "POST" else None
+        concrete = path.replace("{chat_id}", "{c}").replace("{message_id}", "m1").replace("{sender}", "zed")
+        out.append((method, concrete, body if body is not None or method != "POST" else {}))
+    return out
 
 
 def probe_leaks(server: Server, keys: dict[str, str], chats: int = 12) -> dict:
@@ -289,13 +316,17 @@ def probe_leaks(server: Server, keys: dict[str, str], chats: int = 12) -> dict:
                 others = [f"canary{o}x" for o in range(chats) if o != c]
                 cross_chat += any(o in r.text for o in others)
                 probes += 1
-        for method, path, body in ENDPOINTS:
+        from memstream.api import create_app
+        from memstream.settings import Settings
+
+        endpoints = chat_endpoints(create_app(Settings(data_dir=server.data)))
+        for method, path, body in endpoints:
             p = path.replace("{c}", "leak1")
-            b = json.loads(json.dumps(body).replace("{c}", "leak1")) if body else None
+            b = json.loads(json.dumps(body).replace("{c}", "leak1")) if body is not None else None
             r = client.request(method, p, json=b, headers={"X-API-Key": keys["leak0"]})
             cross_key += r.status_code != 403 or "canary1x" in r.text
             probes += 1
-    return {"probes": probes, "cross_chat": cross_chat, "cross_key": cross_key}
+    return {"probes": probes, "endpoints": len(endpoints), "cross_chat": cross_chat, "cross_key": cross_key}
 
 
 def deleted_after_replay(work: Path) -> dict:

@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from bench.reliability import app_routes
 from memstream.api import create_app
 from memstream.cli import app as cli
 from memstream.keys import KeyStore, serve_refusal
@@ -22,7 +23,8 @@ def msg(chat: str, i: int, text: str, sender: str = "alice") -> dict:
             "text": text}
 
 
-# (method, path template, json body template, scope it needs); {chat} is the chat under test
+# (method, path template, json body template, scope it needs); {chat} is the chat under test. Every route of
+# the app that names a chat (in its path or its body) must be here: test_every_route_of_the_app_has_an_auth_test
 ENDPOINTS = [
     ("POST", "/v1/retrieve", {"chat_id": "{chat}", "query": "where does alice live?"}, "read"),
     ("POST", "/v1/context", {"chat_id": "{chat}", "query": "where does alice live?"}, "read"),
@@ -34,7 +36,23 @@ ENDPOINTS = [
     ("GET", "/v1/chats/{chat}/export", None, "read"),
     ("DELETE", "/v1/chats/{chat}/users/bob", None, "delete"),
     ("DELETE", "/v1/chats/{chat}", None, "delete"),
+    ("GET", "/ui/chats/{chat}/timeline", None, "read"),
+    ("GET", "/ui/chats/{chat}/memories", None, "read"),
+    ("GET", "/ui/chats/{chat}/graph", None, "read"),
+    ("POST", "/ui/chats/{chat}/query", {"query": "where does alice live?", "mode": "bm25"}, "read"),
 ]
+# routes naming no chat, each with its own test below: open (no data), admin only, or a filtered chat list
+OPEN = {("GET", "/healthz"), ("GET", "/ui"), ("GET", "/ui/"), ("GET", "/ui/static/{name}"), ("GET", "/openapi.json"),
+        ("GET", "/docs"), ("GET", "/docs/oauth2-redirect"), ("GET", "/redoc")}
+ADMIN = {("GET", "/metrics"), ("GET", "/v1/audit")}
+FILTERED = {("GET", "/ui/chats")}
+PARAMS = {"{chat}": "{chat_id}", "/m1/": "/{message_id}/", "/bob": "/{sender}"}
+
+
+def route_of(path: str) -> str:
+    for concrete, param in PARAMS.items():
+        path = path.replace(concrete, param)
+    return path
 
 
 def fill(template, chat: str):
@@ -80,12 +98,15 @@ def call(client, method, path, body, key, chat):
     return client.request(method, fill(path, chat), json=fill(body, chat), headers=headers)
 
 
-def test_every_chat_endpoint_is_in_the_table():
-    routes = {(m, r.path) for r in create_app(Settings()).routes if getattr(r, "endpoint", None)
-              and r.endpoint.__module__ == "memstream.api" and "{chat_id}" in r.path for m in r.methods}
-    table = {(m, p.replace("{chat}", "{chat_id}").replace("m1", "{message_id}").replace("bob", "{sender}"))
-             for m, p, _, _ in ENDPOINTS}
-    assert routes <= table
+def test_every_route_of_the_app_has_an_auth_test():
+    """The route list comes from the app itself: a new endpoint without a row above fails here."""
+    routes = set(app_routes(create_app(Settings())))
+    table = {(m, route_of(p)) for m, p, _, _ in ENDPOINTS}
+    assert len(routes) >= 25 and {("GET", "/ui/chats/{chat_id}/graph"), ("DELETE", "/v1/chats/{chat_id}")} <= routes
+    assert routes - table - OPEN - ADMIN - FILTERED == set(), "routes without an auth test"
+    assert (table | OPEN | ADMIN | FILTERED) - routes == set(), "tested routes the app no longer has"
+    for method, path in routes - OPEN - ADMIN - FILTERED:  # every other route names a chat
+        assert "{chat_id}" in path or (method, path) in {(m, p) for m, p, b, _ in ENDPOINTS if b}, path
 
 
 @pytest.mark.parametrize(("method", "path", "body", "scope"), ENDPOINTS, ids=[f"{m} {p}" for m, p, _, _ in ENDPOINTS])
@@ -126,6 +147,32 @@ def test_admin_endpoints_and_the_audit_log(api):
     seen = {(e["chat_id"], e["outcome"]) for e in log}
     assert {("A", "allowed"), ("B", "denied")} <= seen
     assert client.get("/healthz").status_code == 200  # liveness needs no key
+
+
+@pytest.mark.parametrize(("method", "path"), sorted(ADMIN))
+def test_admin_routes_need_an_admin_key(api, method, path):
+    client, keys = api
+    assert client.request(method, path).status_code == 401
+    for key in ("A", "A-read", "tenant"):
+        assert client.request(method, path, headers={"X-API-Key": keys[key]}).status_code == 403
+    assert client.request(method, path, headers={"X-API-Key": keys["admin"]}).status_code == 200
+
+
+@pytest.mark.parametrize(("method", "path"), sorted(OPEN))
+def test_open_routes_carry_no_chat_data(api, method, path):
+    client, _ = api
+    r = client.request(method, path.replace("{name}", "inspector.js"))
+    assert r.status_code == 200
+    assert "Hangzhou" not in r.text and "acme:1" not in r.text
+
+
+def test_the_chat_list_shows_only_the_chats_a_key_reaches(api):
+    client, keys = api
+    assert client.get("/ui/chats").status_code == 401
+    seen = {k: client.get("/ui/chats", headers={"X-API-Key": keys[k]}).text for k in ("A", "tenant", "admin")}
+    assert 'value="A"' in seen["A"] and 'value="B"' not in seen["A"] and "acme:1" not in seen["A"]
+    assert "acme:1" in seen["tenant"] and 'value="A"' not in seen["tenant"] and 'value="B"' not in seen["tenant"]
+    assert all(f'value="{c}"' in seen["admin"] for c in ("A", "B", "acme:1"))
 
 
 def test_a_revoked_key_stops_working_and_the_cli_shows_the_audit(api, tmp_path):
