@@ -224,45 +224,10 @@ def kill_kafka_worker(work: Path, kills: int, rng: random.Random) -> dict:
 # ---- load -------------------------------------------------------------------------------------------
 
 async def run_load(server: Server, rps: int, seconds: float, key: str, workers: int = 48) -> dict:
-    """Open-loop arrivals at ``rps`` served by ``workers`` keep-alive connections; a request's latency counts
-    from its scheduled time, so queueing behind a slow server shows (no coordinated omission)."""
-    lat: list[float] = []
-    errors: dict[str, int] = {}
-    rss0 = server.rss_mb()
-    total = int(rps * seconds)
-    start = time.perf_counter() + 0.2
-    queue: asyncio.Queue[int] = asyncio.Queue()
-    for n in range(total):
-        queue.put_nowait(n)
+    """Open-loop mixed read/write (4:1) at ``rps`` for ``seconds`` (:mod:`bench.reliability_load`)."""
+    from bench.reliability_load import run_load as load
 
-    async def worker() -> None:
-        async with httpx.AsyncClient(base_url=server.url, timeout=10, headers={"X-API-Key": key},
-                                     limits=httpx.Limits(max_connections=1)) as client:
-            while not queue.empty():
-                n = queue.get_nowait()
-                due = start + n / rps
-                await asyncio.sleep(max(0.0, due - time.perf_counter()))
-                try:
-                    if n % 5 == 0:
-                        r = await client.post("/v1/messages", json={
-                            "messages": [message(f"load{n % 7}", 100_000 + n)], "wait": False})
-                    else:
-                        r = await client.post("/v1/retrieve", json={
-                            "chat_id": f"load{n % 7}", "mode": "bm25",
-                            "query": ["deploy plan", "the budget?", "trip item 3"][n % 3]})
-                    if r.status_code >= 400:
-                        errors[str(r.status_code)] = errors.get(str(r.status_code), 0) + 1
-                except httpx.HTTPError as exc:
-                    errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1
-                lat.append((time.perf_counter() - due) * 1000)
-
-    await asyncio.gather(*(worker() for _ in range(workers)))
-    achieved = total / max(1e-9, time.perf_counter() - start)
-    lat.sort()
-    q = lambda p: round(lat[min(len(lat) - 1, int(p * len(lat)))], 1) if lat else None  # noqa: E731
-    return {"rps": rps, "achieved_rps": round(achieved, 1), "seconds": seconds, "requests": total,
-            "errors": sum(errors.values()), "error_kinds": errors, "p50_ms": q(0.5), "p95_ms": q(0.95),
-            "p99_ms": q(0.99), "rss_growth_mb": round(server.rss_mb() - rss0, 1)}
+    return await load(server, rps, seconds, key, message, workers=workers)
 
 
 # ---- leaks, deletion --------------------------------------------------------------------------------

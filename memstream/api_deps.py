@@ -32,11 +32,11 @@ class Metrics:
         return "\n".join(lines) + "\n"
 
 
-def get_lanes(request: Request) -> Lanes:
+async def get_lanes(request: Request) -> Lanes:  # async: a sync dependency costs a threadpool hop per request
     return request.app.state.lanes
 
 
-def get_metrics(request: Request) -> Metrics:
+async def get_metrics(request: Request) -> Metrics:
     return request.app.state.metrics
 
 

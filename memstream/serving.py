@@ -26,6 +26,9 @@ from memstream.settings import Settings
 
 log = logging.getLogger("memstream.serving")
 T = TypeVar("T")
+# the background worker waits this long after a wake-up before it runs, so writes arriving meanwhile are
+# processed as one batch (a run per one-message POST cost ~11 ms of CPU a message, mostly per-run overhead)
+GATHER_S = 0.25
 
 
 class Busy(Exception):
@@ -120,6 +123,7 @@ class Lanes:
         self._wake: asyncio.Event | None = None
         self._drain_task: asyncio.Future | None = None
         self.drained = 0  # raw records processed by the background worker since start
+        self.gather_s = GATHER_S
         self.last_error: str | None = None
 
     @property
@@ -180,6 +184,7 @@ class Lanes:
     async def _drain_forever(self) -> None:
         while True:
             await self._wake.wait()  # type: ignore[union-attr]
+            await asyncio.sleep(self.gather_s)  # let a burst of writes become one batch
             self._wake.clear()  # type: ignore[union-attr]
             try:
                 async with self.work_lock:

@@ -68,6 +68,19 @@ def test_a_large_input_is_not_echoed_and_an_oversized_body_is_refused(client):
     assert r.status_code == 413 and len(r.content) < 500
 
 
+def test_a_bug_in_a_handler_is_a_500_body_and_the_server_goes_on(tmp_path):
+    app = create_app(Settings(data_dir=tmp_path / "d"), embedder=None)
+
+    @app.get("/boom")
+    async def boom():
+        raise RuntimeError("a bug")
+
+    with TestClient(app) as c:  # raise_server_exceptions stays on: an escaping exception would fail here
+        r = c.get("/boom")
+        assert r.status_code == 500 and r.json() == {"detail": "internal error (logged on the server)"}
+        assert c.get("/healthz").status_code == 200
+
+
 def test_one_bad_message_does_not_sink_the_batch(client):
     batch = [msg(1, "I moved to Hangzhou."), msg(2, "   "), {**msg(3), "chat_id": "a/b"},
              {**msg(4), "ts": "2024-03-01T09:00:00"}, msg(5, "still here"), msg(1, "I moved to Hangzhou.")]
