@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import tempfile
 from pathlib import Path
@@ -11,55 +12,79 @@ from typing import Annotated
 
 import typer
 
+STEPS = ("fuzz", "load", "leaks", "kills", "deletion", "sensitive")
 
-def run_reliability(out_dir: Path, *, n_fuzz: int, kills: int, rates: list[int], seconds: float, seed: int) -> dict:
+
+def run_reliability(out_dir: Path, *, n_fuzz: int, kills: int, rates: list[int], seconds: float, seed: int,
+                    steps: tuple[str, ...] = STEPS) -> dict:  # fmt: skip
+    """Run ``steps`` and write OUT/reliability.json; figures of steps not run are kept from an earlier file
+    there (so the load step can be re-run alone when the machine is quiet)."""
     from bench import reliability as R
     from bench.sensitive_gen import generate, score
 
     rng = random.Random(seed)
     out_dir.mkdir(parents=True, exist_ok=True)
-    result: dict = {"seed": seed, "embedder": "none", "cores": __import__("os").cpu_count()}
+    path = out_dir / "reliability.json"
+    result: dict = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    result.update({"seed": seed, "embedder": "none", "cores": os.cpu_count(), "steps_run": list(steps)})
     with tempfile.TemporaryDirectory(prefix="memstream-reliability-") as tmp:
         work = Path(tmp)
-        data = work / "serve"
-        keys = {"admin": R.make_key(data, "--name", "admin", "--scope", "admin", "--chat", "*"),
-                "leak0": R.make_key(data, "--name", "leak0", "--scope", "read", "--scope", "write",
-                                    "--scope", "delete", "--chat", "leak0")}
-        server = R.Server(data).start()
-        try:
-            with R.httpx.Client(base_url=server.url, headers={"X-API-Key": keys["admin"]}, timeout=60) as client:
-                for c in range(7):  # something to read during the load test
-                    client.post("/v1/messages", json={"messages": [R.message(f"load{c}", i) for i in range(80)],
-                                                      "flush": True})
-            result["fuzz"] = asyncio.run(R.run_fuzz(server, n_fuzz, keys["admin"], seed))
-            result["load"] = [asyncio.run(R.run_load(server, rps, seconds, keys["admin"])) for rps in rates]
-            result["leaks"] = R.probe_leaks(server, keys)
-            result["fuzz"]["crashes"] += not server.alive()
-        finally:
-            server.stop()
-        result["kills"] = {"ingest": R.kill_ingest(work, kills, rng), "serve": R.kill_serve(work, kills, rng),
-                           "kafka_worker": R.kill_kafka_worker(work, kills, rng)}
-        result["deleted_returned"] = R.deleted_after_replay(work)["deleted_returned"]
-    result["sensitive"] = score(generate(n_per_kind=200, seed=seed))
-    (out_dir / "reliability.json").write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
+        if {"fuzz", "load", "leaks"} & set(steps):
+            data = work / "serve"
+            keys = {"admin": R.make_key(data, "--name", "admin", "--scope", "admin", "--chat", "*"),
+                    "leak0": R.make_key(data, "--name", "leak0", "--scope", "read", "--scope", "write",
+                                        "--scope", "delete", "--chat", "leak0")}  # fmt: skip
+            server = R.Server(data).start()
+            try:
+                with R.httpx.Client(base_url=server.url, headers={"X-API-Key": keys["admin"]}, timeout=60) as client:
+                    for c in range(7):  # something to read during the load test
+                        client.post("/v1/messages", json={"messages": [R.message(f"load{c}", i) for i in range(80)],
+                                                          "flush": True})  # fmt: skip
+                if "fuzz" in steps:
+                    result["fuzz"] = asyncio.run(R.run_fuzz(server, n_fuzz, keys["admin"], seed))
+                if "load" in steps:
+                    result["load"] = [asyncio.run(R.run_load(server, rps, seconds, keys["admin"])) for rps in rates]
+                if "leaks" in steps:
+                    result["leaks"] = R.probe_leaks(server, keys)
+                if "fuzz" in steps:
+                    result["fuzz"]["crashes"] += not server.alive()
+            finally:
+                server.stop()
+        if "kills" in steps:
+            result["kills"] = {"ingest": R.kill_ingest(work, kills, rng), "serve": R.kill_serve(work, kills, rng),
+                               "kafka_worker": R.kill_kafka_worker(work, kills, rng)}  # fmt: skip
+        if "deletion" in steps:
+            result["deleted_returned"] = R.deleted_after_replay(work)["deleted_returned"]
+    if "sensitive" in steps:
+        result["sensitive"] = score(generate(n_per_kind=200, seed=seed))
+    path.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
     return result
 
 
 def bench_reliability(
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("bench-out"),
     fuzz: Annotated[int, typer.Option(help="Generated bad inputs.", min=1)] = 10_000,
-    kills: Annotated[int, typer.Option(help="SIGKILLs of ingest and of serve.", min=1)] = 5,
+    kills: Annotated[int, typer.Option(help="SIGKILLs of ingest, of serve and of the Faust worker.", min=1)] = 5,
     rates: Annotated[str, typer.Option(help="Load steps, requests/s (comma-separated).")] = "50,100,200",
     seconds: Annotated[float, typer.Option(help="Seconds per load step (at most 60).", min=1, max=60)] = 60,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 1,
+    steps: Annotated[str, typer.Option(help=f"Steps to run (comma-separated, of {','.join(STEPS)}); the others' "
+                                            "figures are kept from OUT/reliability.json.")] = ",".join(STEPS),
 ) -> None:
     """Fuzz, kill, load and probe a real `memstream serve` on loopback -> OUT/reliability.json."""
     from rich.console import Console
 
-    steps = [int(r) for r in rates.split(",") if r.strip()]
-    result = run_reliability(out_dir, n_fuzz=fuzz, kills=kills, rates=steps, seconds=seconds, seed=seed)
-    summary = {k: result[k] for k in ("fuzz", "kills", "leaks", "deleted_returned")}
-    summary["load"] = [{k: v for k, v in step.items() if k != "error_kinds"} for step in result["load"]]
+    chosen = tuple(s.strip() for s in steps.split(",") if s.strip())
+    if unknown := set(chosen) - set(STEPS):
+        raise typer.BadParameter(f"unknown steps {sorted(unknown)}; choose from {', '.join(STEPS)}")
+    rate_steps = [int(r) for r in rates.split(",") if r.strip()]
+    result = run_reliability(out_dir, n_fuzz=fuzz, kills=kills, rates=rate_steps, seconds=seconds, seed=seed,
+                             steps=chosen)  # fmt: skip
+    summary = {k: result[k] for k in ("fuzz", "kills", "leaks", "deleted_returned", "sensitive") if k in result}
+    if "kills" in summary:
+        summary["kills"] = {k: {f: v for f, v in kill.items() if f not in ("kills", "tables")}
+                            for k, kill in summary["kills"].items()}  # fmt: skip
+    summary["load"] = [{k: v for k, v in step.items() if k != "error_kinds"} for step in result.get("load", [])]
     Console().print_json(json.dumps(summary, default=str))
     Console(stderr=True).print(f"wrote {out_dir / 'reliability.json'}")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import Callable
 
@@ -56,6 +57,13 @@ class Conn:
         self.reader = self.writer = None
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds used so far by process ``pid`` (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def mixed_request(n: int, message: Callable[..., dict]) -> tuple[str, bytes]:
     """Request ``n`` of the mix: every fifth a one-message write, the rest BM25 retrievals, over 7 chats."""
     if n % 5 == 0:
@@ -67,10 +75,12 @@ def mixed_request(n: int, message: Callable[..., dict]) -> tuple[str, bytes]:
 
 async def run_load(server, rps: int, seconds: float, key: str, message: Callable[..., dict], *,
                    workers: int = 48, timeout_s: float = 10.0) -> dict:  # fmt: skip
-    """{rps, achieved_rps, errors, error_kinds, p50/p95/p99 ms, rss_growth_mb} of one load step."""
+    """{rps, achieved_rps, errors, error_kinds, p50/p95/p99 ms, rss_growth_mb} of one load step, with the
+    server's CPU time per request and the box's 1-minute load average before and after (other processes'
+    load shows there: a 2-core box with a load of 10 leaves the server a fraction of a core)."""
     lat: list[float] = []
     errors: dict[str, int] = {}
-    rss0 = server.rss_mb()
+    rss0, cpu0, load0 = server.rss_mb(), cpu_s(server.proc.pid), os.getloadavg()[0]
     total = int(rps * seconds)
     queue: asyncio.Queue[int] = asyncio.Queue()
     for n in range(total):
@@ -102,4 +112,6 @@ async def run_load(server, rps: int, seconds: float, key: str, message: Callable
     q = lambda p: round(lat[min(len(lat) - 1, int(p * len(lat)))], 1) if lat else None  # noqa: E731
     return {"rps": rps, "achieved_rps": round(achieved, 1), "seconds": seconds, "requests": total,
             "errors": sum(errors.values()), "error_kinds": errors, "p50_ms": q(0.5), "p95_ms": q(0.95),
-            "p99_ms": q(0.99), "rss_growth_mb": round(server.rss_mb() - rss0, 1)}  # fmt: skip
+            "p99_ms": q(0.99), "rss_growth_mb": round(server.rss_mb() - rss0, 1),
+            "server_cpu_ms_per_request": round((cpu_s(server.proc.pid) - cpu0) * 1000 / max(1, total), 2),
+            "loadavg_1m": [round(load0, 2), round(os.getloadavg()[0], 2)]}  # fmt: skip
