@@ -27,6 +27,10 @@ def run_reliability(out_dir: Path, *, n_fuzz: int, kills: int, rates: list[int],
     path = out_dir / "reliability.json"
     result: dict = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     result.update({"seed": seed, "embedder": "none", "cores": os.cpu_count(), "steps_run": list(steps)})
+
+    def save() -> None:  # after every step: a step that fails later does not lose the others' figures
+        path.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
+
     with tempfile.TemporaryDirectory(prefix="memstream-reliability-") as tmp:
         work = Path(tmp)
         if {"fuzz", "load", "leaks"} & set(steps):
@@ -42,22 +46,27 @@ def run_reliability(out_dir: Path, *, n_fuzz: int, kills: int, rates: list[int],
                                                           "flush": True})  # fmt: skip
                 if "fuzz" in steps:
                     result["fuzz"] = asyncio.run(R.run_fuzz(server, n_fuzz, keys["admin"], seed))
+                    save()
                 if "load" in steps:
                     result["load"] = [asyncio.run(R.run_load(server, rps, seconds, keys["admin"])) for rps in rates]
+                    save()
                 if "leaks" in steps:
                     result["leaks"] = R.probe_leaks(server, keys)
+                    save()
                 if "fuzz" in steps:
                     result["fuzz"]["crashes"] += not server.alive()
             finally:
                 server.stop()
         if "kills" in steps:
-            result["kills"] = {"ingest": R.kill_ingest(work, kills, rng), "serve": R.kill_serve(work, kills, rng),
-                               "kafka_worker": R.kill_kafka_worker(work, kills, rng)}  # fmt: skip
+            result["kills"] = {}
+            for name, kill in (("ingest", R.kill_ingest), ("serve", R.kill_serve), ("kafka_worker", R.kill_kafka_worker)):
+                result["kills"][name] = kill(work, kills, rng)
+                save()
         if "deletion" in steps:
             result["deleted_returned"] = R.deleted_after_replay(work)["deleted_returned"]
     if "sensitive" in steps:
         result["sensitive"] = score(generate(n_per_kind=200, seed=seed))
-    path.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
+    save()
     return result
 
 
