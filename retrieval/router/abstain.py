@@ -34,6 +34,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.text import has_cjk, tokenize
+from retrieval.router.abstain_names import GENERIC, mentioned, named_entities, named_people
 from retrieval.router.candidates import Cand
 from retrieval.router.recipes import AbstentionConfig
 from retrieval.router.scoring import coverage
@@ -76,99 +77,10 @@ def said_by(c: Cand, participants: list[str]) -> str | None:
     return None
 
 
-# ---- entities the question names ------------------------------------------------------------------------
-
-# capitalised words that name no one (sentence starts are skipped separately)
-_NOT_ENTITIES = frozenset(
-    "i i'm i've i'd i'll who who's what what's where where's when when's why how which whose january february march april may june july august september october november "
-    "december monday tuesday wednesday thursday friday saturday sunday".split()
-)
-# Chinese words for people who are rarely participants of the chat (their name is the relation)
-KINSHIP_ZH = frozenset(
-    "外婆 外公 姥姥 姥爷 奶奶 爷爷 祖母 祖父 妈妈 爸爸 母亲 父亲 老妈 老爸 老婆 老公 妻子 丈夫 媳妇 女朋友 男朋友 "
-    "女友 男友 儿子 女儿 哥哥 姐姐 弟弟 妹妹 舅舅 舅妈 阿姨 叔叔 婶婶 姑姑 姑父 伯伯 表哥 表姐 表弟 表妹 堂哥 "
-    "堂姐 堂弟 堂妹 侄子 侄女 外甥 外甥女 孙子 孙女 岳父 岳母 公公 婆婆 老板 领导 同事 室友 邻居 闺蜜 房东 房客 "
-    "保姆 司机 医生 教练 老师 同学 前任".split()
-)
-# ... and English ones (relations and roles a question names instead of a name)
-ROLES_EN = frozenset(
-    "grandma grandpa grandmother grandfather granny mom mum dad mother father wife husband girlfriend boyfriend "
-    "fiance fiancee son daughter brother sister aunt uncle cousin niece nephew boss manager landlord landlady "
-    "neighbour neighbor roommate flatmate nanny babysitter doctor dentist coach teacher ex".split()
-)
-# words a question uses around what it asks for ("favourite ... team", "最喜欢哪个球队"): not its focus
-GENERIC = frozenset(
-    tokenize("favourite favorite like likes liked love loves loved prefer prefers best most usually really "
-             "最 最喜欢 喜欢 爱 偏爱 常 经常 一般 通常 哪个 哪家 哪里 什么 哪些")
-)
-_EN_WORD = re.compile(r"[A-Za-z][\w'\u2019-]*")
-
-
-def _roles_and_zh_names(query: str, participants: list[str]) -> list[str]:
-    """Relations and roles (``grandma``, ``landlord``) and Chinese person names / kinship terms (``外婆``)
-    that are not participants."""
-    out = [w for w in re.findall(r"[a-z]+", query.lower()) if w in ROLES_EN]
-    if has_cjk(query):
-        import rjieba
-
-        for w, flag in rjieba.tag(query):
-            if (flag.startswith("nr") and len(w) >= 2) or w in KINSHIP_ZH:
-                if not any(w in p or p in w for p in participants if p):
-                    out.append(w)
-    return out
-
-
-def named_entities(query: str, participants: list[str]) -> list[str]:
-    """People and things the question names that are not participants: capitalised English words (not a
-    sentence start, month or weekday, not a participant's name or its prefix), relations and roles
-    (``grandma``, ``landlord``), Chinese person names (jieba ``nr``) and kinship/role terms (``外婆``, ``房东``).
-    Pure."""
-    from retrieval.router.query import name_matches  # query.py imports jieba; keep this module light
-
-    out: list[str] = []
-    for m in _EN_WORD.finditer(query):
-        word = re.sub(r"['\u2019]s$", "", m[0])
-        before = query[: m.start()].rstrip()
-        if not word[0].isupper() or not before or before[-1] in ".?!:;\"“" or word.lower() in _NOT_ENTITIES:
-            continue
-        if not name_matches(word, participants):
-            out.append(word)
-    return list(dict.fromkeys(out + _roles_and_zh_names(query, participants)))
-
-
-# a relation is mentioned under any of its everyday names
-_SAME_PERSON = [
-    {"grandma", "grandmother", "granny", "nana"}, {"grandpa", "grandfather", "granddad"}, {"mom", "mum", "mother", "mama"},
-    {"dad", "father", "papa"}, {"neighbour", "neighbor"}, {"girlfriend", "gf"}, {"boyfriend", "bf"},
-    {"外婆", "姥姥"}, {"外公", "姥爷"}, {"奶奶", "祖母"}, {"爷爷", "祖父"}, {"妈妈", "母亲", "老妈"}, {"爸爸", "父亲", "老爸"},
-    {"老婆", "妻子", "媳妇"}, {"老公", "丈夫"}, {"女朋友", "女友"}, {"男朋友", "男友"},
-]  # fmt: skip
-_SYNONYMS = {w: group for group in _SAME_PERSON for w in group}
-
-
-def mentioned(entity: str, tokens: set[str]) -> bool:
-    for name in _SYNONYMS.get(entity.lower(), {entity}):
-        toks = tokenize(name)
-        if toks and all(t in tokens for t in toks):
-            return True
-    return False
-
-
-def named_people(query: str, participants: list[str]) -> list[str]:
-    """The people a question is about who are not participants: a possessive name (``Eve's``), a relation or
-    role (``grandma``, ``the landlord``), a Chinese person name or kinship term (``外婆``). Pure."""
-    from retrieval.router.query import name_matches
-
-    out = [m[1] for m in re.finditer(r"\b([A-Z][a-z]+)['\u2019]s\b", query)
-           if m[1].lower() not in _NOT_ENTITIES and not name_matches(m[1], participants)]  # fmt: skip
-    return list(dict.fromkeys(out + _roles_and_zh_names(query, participants)))
-
-
 # ---- whom an item is about -----------------------------------------------------------------------------
 
 _FIRST = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|our|ours|us)\b|我", re.I)
 _SECOND = re.compile(r"\b(?:you|your|yours|you're|you've|yourself)\b|你|您", re.I)
-_LABEL = re.compile(r"(?:\b[QA]: )?([^\s:：][^:：\n]{0,39})[:：] ")
 _NEXT_MARK = re.compile(r"\s*\b[QA][:：]\s*$")  # the next part's Q:/A: marker, left at a part's end
 
 
@@ -199,9 +111,13 @@ def about(c: Cand, participants: list[str], keys: dict[str, float], cov: float) 
     text, kind = c.doc.text, c.doc.kind
     people = set(distinct(participants))
     if kind in ("summary", "qa"):
-        folds = {p.casefold() for p in people}
-        labels = [(m.start(), m.end(), m[1].strip()) for m in _LABEL.finditer(text)
-                  if m[1].strip().casefold() in folds]  # fmt: skip
+        label = re.compile(r"(?:^|(?<=\s))(?:[QA][:：] ?)?(" + "|".join(re.escape(p) for p in sorted(people, key=len,
+                           reverse=True)) + r")[:：] ?", re.I)  # fmt: skip
+        labels = [(m.start(), m.end(), m[1]) for m in label.finditer(text)] if people else []
+        if labels and kind == "qa" and len(labels) >= 2:
+            # a question and its answer: the pair is about the one who answers, with the whole pair's words
+            # ("Q: Mel: How long have you been creating art? A: Caroline: Since I was 17")
+            return [(labels[-1][2], cov)]
         if labels:
             out = []
             for i, (_, end, who) in enumerate(labels):
@@ -250,6 +166,11 @@ COMPONENTS: dict[str, tuple[str, ...]] = {
         "named_leads",  # the best-covering evidence is about a named participant (+1), someone else (-1)
         "names_one_participant",  # the question names exactly one participant
         "two_people",  # the chat has exactly two participants
+        "named_best_cosine",  # best cosine of an item about a named participant
+        "other_best_cosine",  # ... about anyone else
+        "cosine_lead",  # the difference of the two
+        "named_first",  # 1 / (1 + rank of the first matching item about a named participant)
+        "other_first",  # ... about anyone else
     ),
 }
 FEATURES: tuple[str, ...] = tuple(f for fs in COMPONENTS.values() for f in fs)
@@ -288,6 +209,8 @@ def evidence(
     n_people = len(distinct(participants))
     ev = Evidence(features={})
     named_best = other_best = 0.0
+    named_cos = other_cos = 0.0
+    named_rank = other_rank = len(top) + 5
     lead, lead_cov = 0.0, 0.0
     named_tokens: set[str] = set()
     if names and n_people >= 2:
@@ -301,14 +224,19 @@ def evidence(
                     ev.other += covs[c.doc_id] / decay
                     ev.by_other[who] = ev.by_other.get(who, 0.0) + covs[c.doc_id] / decay
             for person, cov in about(c, participants, keys, covs[c.doc_id]):
+                cos = c.scores.get("cosine", 0.0)
                 if person.casefold() in named_set:
                     named_tokens |= tokens.get(c.doc_id, set())
                     ev.about_named += cov / decay
                     named_best = max(named_best, cov)
+                    named_cos = max(named_cos, cos)
+                    named_rank = min(named_rank, rank) if cov > 0 else named_rank
                 else:
                     ev.about_other += cov / decay
                     ev.about_by_other[person] = ev.about_by_other.get(person, 0.0) + cov / decay
                     other_best = max(other_best, cov)
+                    other_cos = max(other_cos, cos)
+                    other_rank = min(other_rank, rank) if cov > 0 else other_rank
                 if cov > lead_cov:
                     lead, lead_cov = (1.0 if person.casefold() in named_set else -1.0), cov
     entities = named_entities(query, participants) if query else []
@@ -339,6 +267,11 @@ def evidence(
         "turn_share": sum(c.doc.kind == "turn" for c in head) / len(head) if head else 0.0,
         "fact_share": sum(c.doc.kind == "fact" for c in head) / len(head) if head else 0.0,
         "two_people": float(n_people == 2),
+        "named_best_cosine": named_cos,
+        "other_best_cosine": other_cos,
+        "cosine_lead": named_cos - other_cos,
+        "named_first": 1.0 / (1.0 + named_rank),
+        "other_first": 1.0 / (1.0 + other_rank),
     }
     ev.features = {k: round(float(v), 4) for k, v in feats.items()}
     return ev

@@ -60,6 +60,30 @@ def test_features_are_computed_in_both_languages():
     assert f["missing_entity"] == 1.0
 
 
+def test_a_question_and_answer_pair_is_about_the_one_who_answers_with_the_whole_pair_s_words():
+    keys = {"long": 1.0, "creat": 1.0, "art": 1.0}
+    for text, answerer in (("Q: Melanie: How long have you been creating art? A: Caroline: Since I was 17.", "Caroline"),
+                           ("Q: 小王: 你学画画多久了？ A: 小李: 七年了。", "小李")):  # fmt: skip
+        qa = cand("q", text, speaker=None, kind="qa")
+        people = ["Melanie", "Caroline"] if answerer == "Caroline" else ["小王", "小李"]
+        cov = abstain.coverage(keys, set(tokenize(text)))
+        assert abstain.about(qa, people, keys, cov) == [(answerer, cov)]
+    # a summary's labelled parts stay about each speaker, with their own words
+    summ = cand("s", "Melanie: I paint every weekend. Caroline: I have been creating art since 17.", None, "summary")
+    parts = dict(abstain.about(summ, ["Melanie", "Caroline"], keys, 1.0))
+    assert set(parts) == {"Melanie", "Caroline"} and parts["Caroline"] > parts["Melanie"]
+
+
+def test_cosine_and_rank_of_the_evidence_about_each_side():
+    other = cand("o", "I adopted a dog last week.", speaker="Bob", cosine=0.8)
+    named = cand("n", "I walked in the park with my dog.", speaker="Alice", cosine=0.5)
+    keys = {"adopt": 1.0, "dog": 1.0}
+    f = abstain.evidence([other, named], ["Alice"], ["Alice", "Bob"], toks(other, named), keys, 0.2,
+                         "Did Alice adopt a dog?").features  # fmt: skip
+    assert f["other_best_cosine"] == 0.8 and f["named_best_cosine"] == 0.5
+    assert f["cosine_lead"] == pytest.approx(-0.3) and f["other_first"] == 1.0 and f["named_first"] == 0.5
+
+
 def test_focus_words_leave_out_the_generic_ones():
     dave = cand("d", "My favourite food is ramen.", speaker="Dave")
     alice = cand("a", "I support Arsenal, what a team.", speaker="Alice")

@@ -1,0 +1,97 @@
+"""Whom and what an abstention question names that the chat may never mention (pure): non-participant
+names (``Eve's landlord``), roles and kinship terms (``grandma``, ``外婆``), Chinese person names, and whether
+a name (or a synonym: ``mom``/``mother``) is among an item's tokens. Used by :mod:`retrieval.router.abstain`."""
+
+from __future__ import annotations
+
+import re
+
+from agents.text import has_cjk, tokenize
+
+__all__ = ["GENERIC", "mentioned", "named_entities", "named_people"]
+
+
+# capitalised words that name no one (sentence starts are skipped separately)
+_NOT_ENTITIES = frozenset(
+    "i i'm i've i'd i'll who who's what what's where where's when when's why how which whose january february march april may june july august september october november "
+    "december monday tuesday wednesday thursday friday saturday sunday".split()
+)
+# Chinese words for people who are rarely participants of the chat (their name is the relation)
+KINSHIP_ZH = frozenset(
+    "外婆 外公 姥姥 姥爷 奶奶 爷爷 祖母 祖父 妈妈 爸爸 母亲 父亲 老妈 老爸 老婆 老公 妻子 丈夫 媳妇 女朋友 男朋友 "
+    "女友 男友 儿子 女儿 哥哥 姐姐 弟弟 妹妹 舅舅 舅妈 阿姨 叔叔 婶婶 姑姑 姑父 伯伯 表哥 表姐 表弟 表妹 堂哥 "
+    "堂姐 堂弟 堂妹 侄子 侄女 外甥 外甥女 孙子 孙女 岳父 岳母 公公 婆婆 老板 领导 同事 室友 邻居 闺蜜 房东 房客 "
+    "保姆 司机 医生 教练 老师 同学 前任".split()
+)
+# ... and English ones (relations and roles a question names instead of a name)
+ROLES_EN = frozenset(
+    "grandma grandpa grandmother grandfather granny mom mum dad mother father wife husband girlfriend boyfriend "
+    "fiance fiancee son daughter brother sister aunt uncle cousin niece nephew boss manager landlord landlady "
+    "neighbour neighbor roommate flatmate nanny babysitter doctor dentist coach teacher ex".split()
+)
+# words a question uses around what it asks for ("favourite ... team", "最喜欢哪个球队"): not its focus
+GENERIC = frozenset(
+    tokenize("favourite favorite like likes liked love loves loved prefer prefers best most usually really "
+             "最 最喜欢 喜欢 爱 偏爱 常 经常 一般 通常 哪个 哪家 哪里 什么 哪些")
+)
+_EN_WORD = re.compile(r"[A-Za-z][\w'\u2019-]*")
+
+
+def _roles_and_zh_names(query: str, participants: list[str]) -> list[str]:
+    """Relations and roles (``grandma``, ``landlord``) and Chinese person names / kinship terms (``外婆``)
+    that are not participants."""
+    out = [w for w in re.findall(r"[a-z]+", query.lower()) if w in ROLES_EN]
+    if has_cjk(query):
+        import rjieba
+
+        for w, flag in rjieba.tag(query):
+            if (flag.startswith("nr") and len(w) >= 2) or w in KINSHIP_ZH:
+                if not any(w in p or p in w for p in participants if p):
+                    out.append(w)
+    return out
+
+
+def named_entities(query: str, participants: list[str]) -> list[str]:
+    """People and things the question names that are not participants: capitalised English words (not a
+    sentence start, month or weekday, not a participant's name or its prefix), relations and roles
+    (``grandma``, ``landlord``), Chinese person names (jieba ``nr``) and kinship/role terms (``外婆``, ``房东``).
+    Pure."""
+    from retrieval.router.query import name_matches  # query.py imports jieba; keep this module light
+
+    out: list[str] = []
+    for m in _EN_WORD.finditer(query):
+        word = re.sub(r"['\u2019]s$", "", m[0])
+        before = query[: m.start()].rstrip()
+        if not word[0].isupper() or not before or before[-1] in ".?!:;\"“" or word.lower() in _NOT_ENTITIES:
+            continue
+        if not name_matches(word, participants):
+            out.append(word)
+    return list(dict.fromkeys(out + _roles_and_zh_names(query, participants)))
+
+
+# a relation is mentioned under any of its everyday names
+_SAME_PERSON = [
+    {"grandma", "grandmother", "granny", "nana"}, {"grandpa", "grandfather", "granddad"}, {"mom", "mum", "mother", "mama"},
+    {"dad", "father", "papa"}, {"neighbour", "neighbor"}, {"girlfriend", "gf"}, {"boyfriend", "bf"},
+    {"外婆", "姥姥"}, {"外公", "姥爷"}, {"奶奶", "祖母"}, {"爷爷", "祖父"}, {"妈妈", "母亲", "老妈"}, {"爸爸", "父亲", "老爸"},
+    {"老婆", "妻子", "媳妇"}, {"老公", "丈夫"}, {"女朋友", "女友"}, {"男朋友", "男友"},
+]  # fmt: skip
+_SYNONYMS = {w: group for group in _SAME_PERSON for w in group}
+
+
+def mentioned(entity: str, tokens: set[str]) -> bool:
+    for name in _SYNONYMS.get(entity.lower(), {entity}):
+        toks = tokenize(name)
+        if toks and all(t in tokens for t in toks):
+            return True
+    return False
+
+
+def named_people(query: str, participants: list[str]) -> list[str]:
+    """The people a question is about who are not participants: a possessive name (``Eve's``), a relation or
+    role (``grandma``, ``the landlord``), a Chinese person name or kinship term (``外婆``). Pure."""
+    from retrieval.router.query import name_matches
+
+    out = [m[1] for m in re.finditer(r"\b([A-Z][a-z]+)['\u2019]s\b", query)
+           if m[1].lower() not in _NOT_ENTITIES and not name_matches(m[1], participants)]  # fmt: skip
+    return list(dict.fromkeys(out + _roles_and_zh_names(query, participants)))
