@@ -22,21 +22,39 @@ log = logging.getLogger(__name__)
 MODEL_NAME = "all-MiniLM-L6-v2"  # the same model as the torch MiniLM: calibrations keyed by it apply
 
 
-def length_batches(lengths: list[int], batch: int, max_tokens: int) -> list[list[int]]:
-    """Indices grouped into batches of similar length (sorted by length), each at most ``batch`` texts and
-    at most ``max_tokens`` padded tokens (so one long text does not make a batch of 256-token rows)."""
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+# the cost of one forward in padded tokens: a fixed part per call (``FORWARD_OVERHEAD`` tokens) and, per row,
+# ``width * (1 + width / ATTENTION_WIDTH)`` (the attention's share grows with the width). Measured with
+# onnxruntime on this 2-core box (int8, 2 threads): ~2-4 ms per call, ~0.15 ms wall per token, attention
+# ~1/1200 of a token's cost per token of width.
+FORWARD_OVERHEAD = 16.0
+ATTENTION_WIDTH = 1200.0
+
+
+def length_batches(lengths: list[int], batch: int, max_tokens: int,
+                   overhead: float = FORWARD_OVERHEAD) -> list[list[int]]:  # fmt: skip
+    """Indices grouped into batches over the texts sorted by length, each at most ``batch`` texts and at most
+    ``max_tokens`` padded tokens (unless one text alone is longer). The cuts minimise the padded compute plus
+    ``overhead`` per forward (dynamic programming over the sorted lengths): a batch of 16 chat turns of 10 to
+    80 tokens padded to 80 cost twice the tokens it holds; cut by length it costs a few forwards more."""
+    n = len(lengths)
+    order = sorted(range(n), key=lambda i: lengths[i])
+    width = np.array([max(lengths[i], 1) for i in order], dtype=np.float64)
+    row_cost = width * (1.0 + width / ATTENTION_WIDTH)
+    starts = np.arange(n + 1, dtype=np.float64)
+    best = np.zeros(n + 1)
+    cut = [0] * (n + 1)
+    for end in range(1, n + 1):  # best[end]: the cheapest cut of the first ``end`` texts
+        c = row_cost[end - 1]  # sorted ascending: the last text of a batch is its widest
+        lo = max(0, end - max(1, min(batch, int(max_tokens // width[end - 1]))))
+        cost = best[lo:end] - starts[lo:end] * c  # + (overhead + end * c), the same for every start
+        k = int(cost.argmin())
+        best[end], cut[end] = cost[k] + overhead + end * c, lo + k
     out: list[list[int]] = []
-    cur: list[int] = []
-    for i in order:
-        width = max(lengths[i], 1)  # sorted ascending: the newest is the widest
-        if cur and (len(cur) >= batch or (len(cur) + 1) * width > max_tokens):
-            out.append(cur)
-            cur = []
-        cur.append(i)
-    if cur:
-        out.append(cur)
-    return out
+    end = n
+    while end > 0:
+        out.append(order[cut[end] : end])
+        end = cut[end]
+    return out[::-1]
 
 
 class OnnxMiniLMEmbedder(_LazyModelEmbedder):

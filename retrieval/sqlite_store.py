@@ -188,29 +188,38 @@ class SQLiteStore:
 
     async def apply_decision(self, decision: MemoryDecision, vector: np.ndarray | None) -> bool:
         """Apply one consolidator decision; False (and no change) if this decision id was applied before."""
-        record = decision.record
-        if decision.op in (DecisionOp.ADD, DecisionOp.UPDATE) and record is None:
-            raise ValueError(f"{decision.op} decision {decision.decision_id} carries no record")
-        if record is not None and record.chat_id != decision.chat_id:
-            raise ValueError(f"decision {decision.decision_id}: record belongs to another chat")
-        if self.db.execute(
-            "SELECT 1 FROM decisions WHERE decision_id = ? AND chat_id = ?",
-            (decision.decision_id, decision.chat_id),
-        ).fetchone():
+        _check_decision(decision)
+        if self._applied(decision):
             return False
-        vec = self._check_vectors(vector, 1) if vector is not None and record is not None else None
+        vec = self._check_vectors(vector, 1) if vector is not None and decision.record is not None else None
         with self._write() as (db, fx):
-            if decision.op in (DecisionOp.UPDATE, DecisionOp.DELETE) and decision.target_memory_id:
-                new_id = record.memory_id if decision.op == DecisionOp.UPDATE and record else None
-                close_memory(db, fx, decision.chat_id, decision.target_memory_id, decision.at, new_id)
-            if decision.op in (DecisionOp.ADD, DecisionOp.UPDATE) and record is not None:
-                insert_memory(db, fx, record, None if vec is None else vec[0])
-            db.execute(
-                "INSERT INTO decisions (decision_id, chat_id, op, memory_id, applied) VALUES (?,?,?,?,?)",
-                (decision.decision_id, decision.chat_id, decision.op.value,
-                 record.memory_id if record else decision.target_memory_id, decision.at.isoformat()),
-            )  # fmt: skip
+            _apply(db, fx, decision, None if vec is None else vec[0])
         return True
+
+    async def apply_decisions(self, decisions: list[MemoryDecision], vectors: list[np.ndarray | None]) -> int:
+        """:meth:`apply_decision` for each decision in order, in one transaction; returns how many changed
+        the store. An invalid decision raises after the ones before it are committed, as one call each would."""
+        applied, error = 0, None
+        with self._write() as (db, fx):
+            for decision, vector in zip(decisions, vectors, strict=True):
+                try:
+                    _check_decision(decision)
+                    if self._applied(decision):
+                        continue
+                    vec = self._check_vectors(vector, 1) if vector is not None and decision.record else None
+                except ValueError as exc:
+                    error = exc
+                    break
+                _apply(db, fx, decision, None if vec is None else vec[0])
+                applied += 1
+        if error is not None:
+            raise error
+        return applied
+
+    def _applied(self, decision: MemoryDecision) -> bool:
+        return self.db.execute(
+            "SELECT 1 FROM decisions WHERE decision_id = ? AND chat_id = ?", (decision.decision_id, decision.chat_id)
+        ).fetchone() is not None  # fmt: skip
 
     async def get_memory(self, chat_id: str, memory_id: str) -> MemoryRecord | None:
         row = self.db.execute(
@@ -317,3 +326,26 @@ class SQLiteStore:
             ],
             "topics": [t.model_dump(mode="json") for t in await self.list_topics(chat_id)],
         }
+
+
+def _check_decision(decision: MemoryDecision) -> None:
+    record = decision.record
+    if decision.op in (DecisionOp.ADD, DecisionOp.UPDATE) and record is None:
+        raise ValueError(f"{decision.op} decision {decision.decision_id} carries no record")
+    if record is not None and record.chat_id != decision.chat_id:
+        raise ValueError(f"decision {decision.decision_id}: record belongs to another chat")
+
+
+def _apply(db: sqlite3.Connection, fx: _Effects, decision: MemoryDecision, vec: np.ndarray | None) -> None:
+    """The writes of one decision not applied before, inside the caller's transaction."""
+    record = decision.record
+    if decision.op in (DecisionOp.UPDATE, DecisionOp.DELETE) and decision.target_memory_id:
+        new_id = record.memory_id if decision.op == DecisionOp.UPDATE and record else None
+        close_memory(db, fx, decision.chat_id, decision.target_memory_id, decision.at, new_id)
+    if decision.op in (DecisionOp.ADD, DecisionOp.UPDATE) and record is not None:
+        insert_memory(db, fx, record, vec)
+    db.execute(
+        "INSERT INTO decisions (decision_id, chat_id, op, memory_id, applied) VALUES (?,?,?,?,?)",
+        (decision.decision_id, decision.chat_id, decision.op.value,
+         record.memory_id if record else decision.target_memory_id, decision.at.isoformat()),
+    )  # fmt: skip

@@ -89,6 +89,19 @@ class EmbeddedRunner:
                 progress(stage.group, len(records), await self._lag(stage))
         return consumed
 
+    async def _prefetch(self, stage, ahead: int, window: int = 256) -> int:
+        """When ``stage`` has consumed up to ``ahead`` (the end of the last prefetched window), let it
+        prefetch the next ``window`` records (embed their texts in one batch); returns the new end."""
+        topic = stage.source.name
+        offset = await self.log.committed(stage.group, topic)
+        if offset < ahead or self.clients.embedder is None:
+            return ahead
+        records = await self.log.read(topic, offset, window)
+        if records:
+            await stage.prefetch(records)
+            return records[-1].offset + 1
+        return ahead
+
     async def _lag(self, stage) -> int:
         topic = stage.source.name
         return await self.log.end_offset(topic) - await self.log.committed(stage.group, topic)
@@ -109,7 +122,9 @@ class EmbeddedRunner:
             moved += await self._run_stage(self.distill, batch=16, limit=None, stats=stats, progress=progress)
             if self.graph is not None:
                 moved += await self._run_stage(self.graph, batch=16, limit=None, stats=stats, progress=progress)
+            ahead = -1  # the consolidator's candidates are embedded a window of results ahead, in one call
             while True:  # one result at a time, each followed by the indexer
+                ahead = await self._prefetch(self.consolidate, ahead)
                 n = await self._run_stage(self.consolidate, batch=1, limit=1, stats=stats, progress=progress)
                 if not n:
                     break

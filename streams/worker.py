@@ -146,9 +146,9 @@ class Pipeline:
         """One result at a time: decide (or recall the journalled decisions), apply, then emit."""
         total = StageOutput()
         deleted = await self.deletions()
+        records = [r for r in records if not _is_deleted(deleted, r.key)]
+        await self.consolidate.prefetch(records)  # the batch's candidates embedded in one call
         for r in records:
-            if _is_deleted(deleted, r.key):
-                continue
             if self.graph is not None:  # the graph stage reads the same results (idempotent by result id)
                 graphed = await self.graph.process([r])
                 total.dead += graphed.dead

@@ -23,7 +23,7 @@ from retrieval.protocols import MemoryFilter
 from schemas import CandidateFact, DecisionOp, DistillResult, MemoryDecision, MemoryKind, MemoryRecord
 from streams.clients import Clients
 from streams.log import Record
-from streams.stages.io import StageOutput, embed, for_each_item
+from streams.stages.io import StageOutput, decode_all, embed, for_each_item
 from streams.topics import DISTILL_RESULTS, MEMORY_DECISIONS
 
 __all__ = ["ConsolidateStage"]
@@ -41,6 +41,22 @@ class ConsolidateStage:
         self.clients = clients
         self.cfg = cfg
         self.llm_calls = 0
+        self._candidates: dict[str, list[CandidateFact]] = {}  # result id -> candidates (from prefetch)
+
+    async def prefetch(self, records: list[Record]) -> int:
+        """Embed the candidates of many results in one call before they are decided one at a time (the
+        runtimes decide one result at a time, so each would embed a handful of texts); the vectors land in
+        the embedder's cache and the candidates are kept for :meth:`process`. Returns the texts embedded."""
+        self._candidates = {}  # a window replaces the last one (which has been consumed by then)
+        if self.clients.embedder is None:
+            return 0
+        texts: list[str] = []
+        for item in decode_all(self.source, "consolidate", records, StageOutput()):  # errors: in process
+            if isinstance(item, DistillResult):
+                cands = self._candidates[item.result_id] = consolidator.candidates_from_result(item)
+                texts += [c.text for c in cands]
+        await embed(self.clients, list(dict.fromkeys(texts)))
+        return len(texts)
 
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()
@@ -54,7 +70,9 @@ class ConsolidateStage:
 
     async def _decide(self, result: DistillResult) -> list[MemoryDecision]:
         cfg = self.cfg
-        candidates = consolidator.candidates_from_result(result)
+        candidates = self._candidates.pop(result.result_id, None)
+        if candidates is None:
+            candidates = consolidator.candidates_from_result(result)
         if not candidates:
             return []
         similar = await self._similar(candidates, cfg.similar_k)

@@ -16,6 +16,9 @@ async def apply_decisions(clients: Clients, decisions: list[MemoryDecision]) -> 
     if clients.embedder is not None and with_record:
         vectors = await clients.embedder.embed([d.record.text for d in with_record])
     vec_by_id = {d.decision_id: vectors[i] for i, d in enumerate(with_record)} if vectors is not None else {}
+    batch = getattr(clients.store, "apply_decisions", None)
+    if batch is not None:  # one transaction for the lot (the embedded store)
+        return await batch(decisions, [vec_by_id.get(d.decision_id) for d in decisions])
     applied = 0
     for decision in decisions:
         if await clients.store.apply_decision(decision, vec_by_id.get(decision.decision_id)):
