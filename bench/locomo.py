@@ -186,8 +186,9 @@ async def _evaluate_routed(
     return rows
 
 
-async def _routed_systems(clients, questions: list[dict], console) -> tuple[dict, list[dict]]:
-    """routed, oracle-routed and routed-without-<strategy>, sharing query vectors and searches."""
+async def _routed_systems(clients, questions: list[dict], console, folds: dict | None = None) -> tuple[dict, dict]:
+    """routed, oracle-routed and routed-without-<strategy>, sharing query vectors and searches; with ``folds``
+    (conversation -> the router layer fitted without its questions) also routed-heldout-router."""
     from retrieval.router.recipes import RouterConfig
 
     now = {}
@@ -208,6 +209,10 @@ async def _routed_systems(clients, questions: list[dict], console) -> tuple[dict
         systems[name] = summarise(rows)
         rows_of[name] = rows
         _print(console, name, systems[name])
+    if folds:
+        systems["routed-heldout-router"], rows_of["routed-heldout-router"] = await _heldout(
+            clients, questions, base, shared, folds)
+        _print(console, "routed-heldout-router", systems["routed-heldout-router"])
     rows = await _evaluate_routed(clients, questions, base, shared, k=BUDGET_K, budget=BUDGET_TOKENS)
     systems["routed"] = with_budget(systems["routed"], rows)
     if console:
@@ -218,14 +223,23 @@ async def _routed_systems(clients, questions: list[dict], console) -> tuple[dict
     return systems, rows_of
 
 
-def classifier_report(rows: list[dict], convs: list[dict]) -> dict:
+async def _heldout(clients, questions: list[dict], base, shared, folds: dict) -> tuple[dict, list[dict]]:
+    """The routed system with each conversation's questions classified by the layer fitted without them."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="memstream-router-folds-") as tmp:
+        for chat, model in sorted(folds.items()):
+            path = Path(tmp) / f"{chat}.json"
+            path.write_text(model.model_dump_json(), encoding="utf-8")
+            cfg = base.model_copy(update={"classifier": base.classifier.model_copy(update={"model": str(path)})})
+            rows += await _evaluate_routed(clients, [q for q in questions if q["chat_id"] == chat], cfg, shared)
+    return summarise(rows) | {"classifier_accuracy": classifier_metrics(rows)["accuracy"]}, rows
+
+
+def classifier_report(rows: list[dict], cv: dict) -> dict:
     """The routed run's classification (the packaged layer, fitted on the dev file: in-sample there) next to
     the layer's nested leave-one-conversation-out accuracy (refitted without each conversation's questions)."""
-    from bench.locomo_router import cross_validate
-
     shipped = classifier_metrics(rows)
-    cv = cross_validate(convs)
-    cv.pop("model", None)
+    cv = {k: v for k, v in cv.items() if k not in ("model", "fold_models")}
     return shipped | {"accuracy_in_sample": shipped["accuracy"], "accuracy_cv": cv.get("accuracy_cv"), "cv": cv}
 
 
@@ -277,8 +291,11 @@ async def run_locomo(
                 systems[name] = summarise(rows)
                 _print(console, name, systems[name])
             systems |= {alias: systems[name] for alias, name in ALIASES.items()}
+            from bench.locomo_router import cross_validate
+
+            router_cv = cross_validate(convs)
             t0 = time.perf_counter()
-            routed, rows_of = await _routed_systems(stores["main"], questions, console)
+            routed, rows_of = await _routed_systems(stores["main"], questions, console, router_cv.get("fold_models"))
             systems |= routed
             routed_secs = time.perf_counter() - t0
         finally:
@@ -296,7 +313,7 @@ async def run_locomo(
         "add_only_consolidation": add_stats,
         "systems": systems,
         "routed_eval_seconds": round(routed_secs, 1),
-        "classifier": classifier_report(rows_of["routed"], convs),
+        "classifier": classifier_report(rows_of["routed"], router_cv),
         "abstention": abstention_report(rows_of["routed"], rows_of["routed-without-abstention"],
                                         {str(c["sample_id"]) for c in convs[::2]}),
     }
@@ -313,7 +330,9 @@ async def run_locomo(
         console.print(f"recall_all@10 1-4 without abstention {a['recall_all@10_1-4']['no_abstention']:.3f}")
         cl = result["classifier"]
         console.print(f"classifier accuracy (1/2/4) in-sample {cl['accuracy_in_sample']:.3f}, "
-                      f"leave-one-conversation-out {cl['accuracy_cv']}")  # fmt: skip
+                      f"leave-one-conversation-out {cl['accuracy_cv']} (without the rule features "
+                      f"{cl['cv'].get('accuracy_cv_words_only')}; fitted on the bilingual set only "
+                      f"{cl['cv'].get('accuracy_own_only')})")  # fmt: skip
     return result
 
 

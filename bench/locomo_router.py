@@ -8,7 +8,11 @@ knowledge-update and abstention types; weighted ``OWN_WEIGHT`` per question).
 ``accuracy_cv`` is leave-one-conversation-out and nested: for each held-out conversation the regularisation
 is chosen by leave-one-conversation-out over the *other* conversations only, the layer refitted on them (and
 the bilingual set), and applied to the held-out one. Accuracy is over categories 1, 2 and 4, as the bench's
-in-sample ``classifier.accuracy``.
+in-sample ``classifier.accuracy``. Two more held-out figures bound what the rules may have leaked (they were
+written while reading the dev questions): ``accuracy_cv_words_only`` (leave-one-conversation-out without any
+rule feature) and ``accuracy_own_only`` (fitted on the bilingual set alone: no LoCoMo question in training).
+The per-fold layers are returned (``fold_models``) so that ``bench locomo`` can route each conversation with
+the layer that never saw it.
 
     python -m bench.locomo_router --data ../shared/data/locomo/locomo10_dev.json   # writes the packaged weights
 """
@@ -19,7 +23,7 @@ import argparse
 import json
 from pathlib import Path
 
-from retrieval.router.learned import PACKAGED, RouterModel, features, fit
+from retrieval.router.learned import PACKAGED, RouterModel, features, fit, word_features
 
 QUESTIONS = Path(__file__).resolve().parents[1] / "retrieval" / "router" / "questions.jsonl"
 TYPE_OF_CATEGORY = {"1": "multi_hop", "2": "temporal_reasoning", "3": "factual_extraction", "4": "factual_extraction"}
@@ -41,13 +45,18 @@ def own_rows(path: Path = QUESTIONS) -> list[dict]:
 
 
 class _Features:
-    def __init__(self) -> None:
+    def __init__(self, extract=features) -> None:
         self.cache: dict[str, dict[str, float]] = {}
+        self.extract = extract
 
     def __call__(self, q: str) -> dict[str, float]:
         if q not in self.cache:
-            self.cache[q] = features(q)
+            self.cache[q] = self.extract(q)
         return self.cache[q]
+
+
+def _words_only(q: str) -> dict[str, float]:
+    return word_features(q) | {"bias": 1.0}
 
 
 def train(rows: list[dict], c: float, feats: _Features) -> RouterModel:
@@ -93,13 +102,13 @@ def cross_validate(convs: list[dict], own: list[dict] | None = None) -> dict:
     groups = sorted({r["group"] for r in loc})
     if len(groups) < 3:
         return {"note": "leave-one-conversation-out needs at least 3 conversations"}
-    predicted, chosen = [""] * len(loc), {}
+    predicted, chosen, folds = [""] * len(loc), {}, {}
     for held in groups:
         rest = [r for r in loc if r["group"] != held]
         c, _ = choose_c(rest, own, feats)
         chosen[held] = c
         idx = [i for i, r in enumerate(loc) if r["group"] == held]
-        model = train(rest + own, c, feats)
+        model = folds[held] = train(rest + own, c, feats)
         for i, p in zip(idx, predict(model, [loc[i] for i in idx], feats), strict=True):
             predicted[i] = p
     by_conv = {g: accuracy([r for r in loc if r["group"] == g], [p for r, p in zip(loc, predicted, strict=True)
@@ -109,14 +118,18 @@ def cross_validate(convs: list[dict], own: list[dict] | None = None) -> dict:
               for cat in SCORED}  # fmt: skip
     c_all, grid = choose_c(loc, own, feats)
     full = train(loc + own, c_all, feats)
+    words = _Features(_words_only)
+    own_only = train(own, c_all, feats)
     return {"accuracy_cv": accuracy(loc, predicted), "accuracy_in_sample": accuracy(loc, predict(full, loc, feats)),
             "accuracy_cv_by_conversation": by_conv, "accuracy_cv_by_category": by_cat,
             "c_chosen_per_fold": chosen, "c_all": c_all, "loco_accuracy_by_c": grid,
+            "accuracy_cv_words_only": accuracy(loc, loco(loc, own, c_all, words)),
+            "accuracy_own_only": accuracy(loc, predict(own_only, loc, feats)),
             "own_in_sample": accuracy(own, predict(full, own, feats), ("own",)),
             "n": sum(r["category"] in SCORED for r in loc), "own_questions": len(own),
             "how": "nested leave-one-conversation-out: per held-out conversation, C chosen by LOCO over the other "
                    "conversations, the layer refitted on them + the bilingual set, applied to the held-out one",
-            "model": full}  # fmt: skip
+            "model": full, "fold_models": folds}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -127,6 +140,7 @@ def main(argv: list[str] | None = None) -> None:
     convs = json.loads(args.data.read_text(encoding="utf-8"))
     report = cross_validate(convs)
     model: RouterModel = report.pop("model")
+    report.pop("fold_models")
     provenance = {
         "data": {"locomo": f"{args.data.name}: {', '.join(sorted({str(c['sample_id']) for c in convs}))}, "
                            "categories 1-4 (1 multi_hop, 2 temporal_reasoning, 3/4 factual_extraction)",

@@ -74,6 +74,12 @@ def test_cross_validation_holds_each_conversation_out():
     assert set(report["accuracy_cv_by_conversation"]) == {"c0", "c1", "c2"}
     assert 0.0 <= report["accuracy_cv"] <= 1.0 and report["n"] == 18
     assert report["accuracy_in_sample"] >= report["accuracy_cv"]
+    assert 0.0 <= report["accuracy_cv_words_only"] <= 1.0 and 0.0 <= report["accuracy_own_only"] <= 1.0
+    folds = report["fold_models"]  # one layer per held-out conversation, fitted without its questions
+    assert set(folds) == {"c0", "c1", "c2"}
+    # 'guitar' is asked about twice, in c0 only: a word feature of the full layer, unknown to c0's fold
+    assert "w:guitar" in report["model"].features and "w:guitar" not in folds["c0"].features
+    assert "w:guitar" in folds["c1"].features
 
 
 @pytest.mark.parametrize("too_few", [1, 2])
