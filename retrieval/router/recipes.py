@@ -59,7 +59,9 @@ class StrategyRecipe(BaseModel):
     rescore: RescoreWeights = Field(default_factory=RescoreWeights)
 
 
-FACTUAL = StrategyRecipe(name="factual_extraction")
+# a dated question ("What did Anna cook on 3 March?") gets the window-filtered search whatever its
+# type: the search fires only when the question names a time window, so a misrouted temporal question loses less
+FACTUAL = StrategyRecipe(name="factual_extraction", filtered_search=True)
 TEMPORAL = StrategyRecipe(
     name="temporal_reasoning",
     w_time_mention=0.3,

@@ -127,3 +127,18 @@ def test_the_no_match_cosine_floor_follows_the_embedding_model():
     assert bm25.min_cosine == base.abstention.min_cosine and bm25.embedder == "none"
     pinned = RouterConfig(abstention=AbstentionConfig(min_cosine=0.6))
     assert with_embedder_floor(pinned, e5).abstention.min_cosine == 0.6  # an explicit setting wins
+
+
+def test_a_dated_question_gets_the_window_search_whatever_its_type():
+    from retrieval.router.pipeline import Run, extra_specs
+    from schemas import RetrieveRequest
+
+    cfg = RouterConfig()
+    now = T + timedelta(days=400)
+    for query, dated in (("What did Anna cook on 3 March 2024?", True), ("What did Anna cook?", False)):
+        run = Run(req=RetrieveRequest(chat_id="c", query=query, k=10, now=now), cfg=cfg, now=now)
+        qa = analyse(query, ["Anna"], now)
+        labels = [s.label for s in extra_specs(run, qa, [cfg.recipe("factual_extraction")])]
+        assert ("window" in labels) is dated, (query, labels)
+        window = [s for s in extra_specs(run, qa, [cfg.recipe("factual_extraction")]) if s.label == "window"]
+        assert all(s.since <= T <= s.until for s in window)  # padded around 3 March
