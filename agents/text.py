@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 import rjieba
 
@@ -73,6 +74,7 @@ def _has_vowel(stem: str) -> bool:
     return any(c in "aeiouy" for c in stem)
 
 
+@lru_cache(maxsize=1 << 16)  # pure; the same words recur in every message, document and question
 def stem(word: str) -> str:
     """A light, conservative suffix stemmer for ASCII words: plural s/es/ies, then -ing/-ed, then final e.
 
@@ -123,8 +125,14 @@ def tokenize(text: str) -> list[str]:
 
     Latin/other scripts: lowercased alphanumeric words split on punctuation, English stopwords dropped,
     light-stemmed (:func:`stem`); numbers kept. CJK runs: jieba words (minus a few function words) plus
-    character bigrams of the run; a one-character run yields that character.
+    character bigrams of the run; a one-character run yields that character. Memoised (a text is
+    tokenised by several stages and every retrieval re-reads its candidates): a fresh list each call.
     """
+    return list(_tokens(text))
+
+
+@lru_cache(maxsize=1 << 13)
+def _tokens(text: str) -> tuple[str, ...]:
     tokens: list[str] = []
     for m in _TOKEN_RE.finditer(_normalise(text)):
         run = m.group("cjk")
@@ -134,7 +142,7 @@ def tokenize(text: str) -> list[str]:
         word = _fold_word(m.group("word"))
         if word and word not in ENGLISH_STOPWORDS:
             tokens.append(stem(word))
-    return tokens
+    return tuple(tokens)
 
 
 def fts_query(text: str, *, max_terms: int = 64) -> str:
@@ -151,6 +159,7 @@ def fts_query(text: str, *, max_terms: int = 64) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in seen)
 
 
+@lru_cache(maxsize=1 << 13)  # pure; the router counts the same candidates on every question
 def count_tokens(text: str) -> int:
     """Approximate LLM (BPE) token count; fast, deterministic, errs slightly high.
 
@@ -175,8 +184,13 @@ def extract_keywords(text: str) -> set[str]:
 
     Latin: non-stopword words of three or more characters, plus shorter capitalised words (names such as
     ``Li`` or ``Bo``), all lowercased with possessives removed, not stemmed; pure numbers are skipped.
-    CJK: jieba words of two or more characters that are not function words.
+    CJK: jieba words of two or more characters that are not function words. Memoised: a fresh set each call.
     """
+    return set(_keywords(text))
+
+
+@lru_cache(maxsize=1 << 13)
+def _keywords(text: str) -> frozenset[str]:
     keywords: set[str] = set()
     for m in _TOKEN_RE.finditer(unicodedata.normalize("NFKC", text)):
         run = m.group("cjk")
@@ -189,4 +203,4 @@ def extract_keywords(text: str) -> set[str]:
             continue
         if len(word) >= 3 or surface[0].isupper():
             keywords.add(word)
-    return keywords
+    return frozenset(keywords)

@@ -22,7 +22,9 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/metrics", response_class=PlainTextResponse, dependencies=_ADMIN)
 async def metrics(m: MetricsDep, lanes: LanesDep) -> str:
-    return m.render() + f"memstream_background_processed_total {lanes.drained}\n"
+    from memstream.metrics import pipeline_snapshot
+
+    return m.render(await pipeline_snapshot(lanes))
 
 
 @router.get("/v1/audit", dependencies=_ADMIN)

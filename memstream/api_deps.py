@@ -3,33 +3,17 @@ principal types, and the retrieval call itself. Everything here is built once, i
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Annotated
 
 from fastapi import Depends, Path, Request
 
 from memstream.auth import Principal, require_scope
 from memstream.clients import Clients
+from memstream.metrics import Metrics
 from memstream.serving import Lanes
 from retrieval.service import retrieve
 from schemas import RetrieveRequest, RetrieveResponse
 from schemas.base import Id
-
-
-class Metrics:
-    """Request counters and retrieval latencies, rendered in the Prometheus text format."""
-
-    def __init__(self) -> None:
-        self.counters: Counter[str] = Counter()
-        self.latency_ms: list[float] = []
-
-    def render(self) -> str:
-        lines = [f"memstream_{k}_total {v}" for k, v in sorted(self.counters.items())]
-        if self.latency_ms:
-            lat = sorted(self.latency_ms[-1000:])
-            for q in (0.5, 0.95, 0.99):
-                lines.append(f'memstream_retrieve_latency_ms{{quantile="{q}"}} {lat[int(q * (len(lat) - 1))]:.3f}')
-        return "\n".join(lines) + "\n"
 
 
 async def get_lanes(request: Request) -> Lanes:  # async: a sync dependency costs a threadpool hop per request

@@ -2,7 +2,8 @@
 
 Tables: ``messages`` (the raw chat), ``docs`` (everything searchable: turns and memory records, one row
 each, with ``docs_fts`` the FTS5 index over pre-tokenised text and ``vectors`` their L2-normalised
-embeddings), ``memories`` (every version of every memory record), ``decisions`` (applied consolidator
+embeddings; ``docs_closed`` indexes the invalidated versions, which the router asks for on every
+question), ``memories`` (every version of every memory record), ``decisions`` (applied consolidator
 decisions, for idempotence) and ``topics``. Every row carries ``chat_id``.
 """
 
@@ -30,6 +31,7 @@ CREATE TABLE IF NOT EXISTS docs (
     text TEXT NOT NULL, speaker TEXT, sender TEXT, ts TEXT NOT NULL, ts_epoch REAL NOT NULL, valid_to TEXT,
     topic_id TEXT, source_message_ids TEXT NOT NULL, entities TEXT NOT NULL, memory TEXT);
 CREATE INDEX IF NOT EXISTS docs_by_chat ON docs (chat_id, kind, ts_epoch);
+CREATE INDEX IF NOT EXISTS docs_closed ON docs (chat_id, kind, ts_epoch) WHERE valid_to IS NOT NULL;
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5 (body, chat, tokenize = 'unicode61 remove_diacritics 0');
 CREATE TABLE IF NOT EXISTS vectors (doc_id TEXT PRIMARY KEY, chat_id TEXT NOT NULL, vec BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS vectors_by_chat ON vectors (chat_id);

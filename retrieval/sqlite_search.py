@@ -35,16 +35,33 @@ def _filters(q: SearchQuery) -> tuple[str, list[Any]]:
 
 
 def bm25(db: sqlite3.Connection, q: SearchQuery, limit: int) -> Ranked:
-    """The BM25 leg: at most ``limit`` docs of the chat matching the query's tokens."""
+    """The BM25 leg: at most ``limit`` docs of the chat matching the query's tokens, best first (ties by rid).
+
+    FTS5 ranks the chat's matches alone (the chat token in the MATCH) and only the best ``4 * limit`` are
+    checked against the filters; only when too few of those pass is the ranking joined with them in full.
+    Joining every match cost as much as ranking them (13 of 32 ms for a question matching 5,000 docs of a
+    100k-doc chat). The result is the same either way."""
     match = fts_query(q.text)
     if not match or limit <= 0 or (q.kinds is not None and not q.kinds):
         return []
     where, args = _filters(q)
-    rows = db.execute(
-        "SELECT d.rid, bm25(docs_fts, 1.0, 0.0) AS s FROM docs_fts JOIN docs d ON d.rid = docs_fts.rowid"
-        f" WHERE docs_fts MATCH ? AND d.chat_id = ?{where} ORDER BY s, d.rid LIMIT ?",
-        (f'chat : "{chat_token(q.chat_id)}" AND body : ({match})', q.chat_id, *args, limit),
+    fts = f'chat : "{chat_token(q.chat_id)}" AND body : ({match})'
+    window = max(4 * limit, 64)
+    top = db.execute(
+        "SELECT rowid, bm25(docs_fts, 1.0, 0.0) AS s FROM docs_fts WHERE docs_fts MATCH ? ORDER BY s, rowid LIMIT ?",
+        (fts, window),
     ).fetchall()
+    kept: set[int] = set()
+    for chunk in chunks([rid for rid, _ in top]):
+        sql = f"SELECT d.rid FROM docs d WHERE d.rid IN ({marks(chunk)}) AND +d.chat_id = ?{where}"
+        kept.update(rid for (rid,) in db.execute(sql, (*chunk, q.chat_id, *args)))
+    rows = [(rid, s) for rid, s in top if rid in kept][:limit]
+    if len(rows) < limit and len(top) == window:  # the filters left too few of the best: rank with them
+        rows = db.execute(
+            "SELECT d.rid, bm25(docs_fts, 1.0, 0.0) AS s FROM docs_fts JOIN docs d ON d.rid = docs_fts.rowid"
+            f" WHERE docs_fts MATCH ? AND d.chat_id = ?{where} ORDER BY s, d.rid LIMIT ?",
+            (fts, q.chat_id, *args, limit),
+        ).fetchall()
     return [(rid, -score) for rid, score in rows]  # FTS5 bm25() is negated: flip so higher is better
 
 
@@ -89,7 +106,7 @@ def _docs_by_rid(db: sqlite3.Connection, chat_id: str, rids: list[int]) -> dict[
     out: dict[int, Doc] = {}
     for chunk in chunks(rids):
         rows = db.execute(
-            f"SELECT {DOC_COLS} FROM docs WHERE chat_id = ? AND rid IN ({marks(chunk)})", (chat_id, *chunk)
+            f"SELECT {DOC_COLS} FROM docs WHERE +chat_id = ? AND rid IN ({marks(chunk)})", (chat_id, *chunk)
         ).fetchall()
         out.update((row[0], row_to_doc(row)) for row in rows)
     return out
@@ -99,6 +116,6 @@ def column_by_rid(db: sqlite3.Connection, chat_id: str, column: str, rids: list[
     """One column of the chat's docs by rowid."""
     out: dict[int, Any] = {}
     for chunk in chunks(rids):
-        sql = f"SELECT rid, {column} FROM docs WHERE chat_id = ? AND rid IN ({marks(chunk)})"
+        sql = f"SELECT rid, {column} FROM docs WHERE +chat_id = ? AND rid IN ({marks(chunk)})"
         out.update(db.execute(sql, (chat_id, *chunk)).fetchall())
     return out

@@ -30,10 +30,13 @@ class RunStats:
     dead_letters: int = 0
     llm_calls: int = 0
     seconds: float = 0.0
+    dead: dict[str, int] = field(default_factory=dict)  # dead letters per stage
 
     def add(self, stage: str, out: StageOutput) -> None:
         self.processed[stage] = self.processed.get(stage, 0) + out.processed
         self.dead_letters += out.dead
+        if out.dead:
+            self.dead[stage] = self.dead.get(stage, 0) + out.dead
 
 
 class EmbeddedRunner:
@@ -50,6 +53,7 @@ class EmbeddedRunner:
         self.index = self.stages.index
         self.graph = self.stages.graph
         self._loaded = False
+        self.totals = RunStats()  # every run of this runner (the server's /metrics)
 
     async def produce(self, items: Iterable[Produce]) -> int:
         """Append to the log (idempotent by record id); returns how many records were new."""
@@ -83,6 +87,7 @@ class EmbeddedRunner:
             state = stage.dump_state() if hasattr(stage, "dump_state") else None
             await self.log.commit(stage.group, {topic: records[-1].offset + 1}, out.produced, state)
             stats.add(stage.group, out)
+            self.totals.add(stage.group, out)
             consumed += len(records)
             rounds += 1
             if progress is not None:

@@ -41,6 +41,7 @@ def decision_id_for(candidate: CandidateFact) -> str:
     return stable_id("decision", candidate.fact_id)
 
 
+@lru_cache(maxsize=1 << 14)  # pure; a batch compares every candidate with every earlier record
 def norm_text(text: str | None) -> str:
     return re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", text or "").lower())
 
