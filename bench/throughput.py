@@ -90,7 +90,8 @@ def run_throughput(locomo: Path, out_dir: Path, *, messages: int | None = 2000, 
     from bench.throughput_kafka import kafka_rate
     from bench.throughput_retrieval import cli_query_seconds, locomo_questions
 
-    say = console.print if console is not None else (lambda *a, **k: None)
+    steps = 6 + len(kafka_workers) + int(chats_sweep) - int(embedder == "none")
+    say = _steps(console.print if console is not None else None, steps)
     out_dir.mkdir(parents=True, exist_ok=True)
     cfg = {"messages": messages, "embedder": embedder, "large_docs": large_docs, "questions": questions,
            "kafka_workers": list(kafka_workers), "cli_runs": cli_runs}  # fmt: skip
@@ -102,8 +103,8 @@ def run_throughput(locomo: Path, out_dir: Path, *, messages: int | None = 2000, 
         shape = input_file(locomo, data, messages=messages)
         result["input"] = {"source": str(locomo), **shape}
         texts = [json.loads(line)["text"] for line in data.read_text(encoding="utf-8").splitlines()]
-        say(f"input: {shape['messages']} messages in {shape['chats']} chats; embedding only …")
         if embedder != "none":
+            say(f"embedding only ({shape['messages']} messages of {shape['chats']} chats) …")
             result["embed_only"] = asyncio.run(_embed_only(texts, embedder))
         say("ingest (default embedder) …")
         emb = result["ingest"] = _ingest_profiled(work, data, embedder, out_dir) if profile else run_child(
@@ -124,13 +125,36 @@ def run_throughput(locomo: Path, out_dir: Path, *, messages: int | None = 2000, 
             say(f"kafka + faust, {n} worker(s) …")
             result["kafka"][str(n)] = kafka_rate(data, n, embedder)
         if chats_sweep:
+            say("ingest with one chat per session (rate vs. chats) …")
             result["rate_vs_chats"] = _sweep(locomo, work, messages, embedder, shape, emb, bare)
     result["machine"]["loadavg_end"] = list(os.getloadavg())
+    say(None)
     _headline(result)
     (out_dir / "throughput.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     if result.get("rate_vs_chats"):
         plot(result["rate_vs_chats"], out_dir / "throughput.png")
     return result
+
+
+def _steps(print_: Any, total: int) -> Any:
+    """``say(what)`` announces the next of ``total`` steps with the time so far and a rough ETA (the mean
+    step so far); ``say(None)`` reports the end."""
+    import time
+
+    start, done = time.perf_counter(), [0]
+
+    def say(what: str | None) -> None:
+        if print_ is None:
+            return
+        took = time.perf_counter() - start
+        eta = f", ETA ~{took / done[0] * (total - done[0]):.0f}s" if done[0] and what else ""
+        if what is None:
+            print_(f"[{total}/{total}] done in {took:.0f}s")
+            return
+        done[0] += 1
+        print_(f"[{done[0]}/{total}] {took:.0f}s{eta}: {what}")
+
+    return say
 
 
 def _ingest_profiled(work: Path, data: Path, embedder: str, out_dir: Path) -> dict:
@@ -183,7 +207,9 @@ def _headline(r: dict) -> None:
                          for size in ("locomo", "large") if ret.get(size)}  # fmt: skip
     r["cli_query_seconds"] = r.get("cli_query", {}).get("median")
     grow = (r.get("ingest", {}).get("rss_peak_mb", 0) or 0) - (r.get("ingest", {}).get("rss_base_mb", 0) or 0)
-    r["rss_mb_per_100k_msgs"] = round(grow / n * 100_000, 1) if n else None
+    r["rss_growth_mb"] = round(grow, 1)  # peak - base of the run: start-up caches and arenas included
+    naive = round(grow / n * 100_000, 1) if n else None
+    r["rss_mb_per_100k_msgs"] = r.get("ingest", {}).get("rss_mb_per_100k_msgs_marginal", naive)
     flat = {
         "ingest_msgs_per_s": ingest,
         "ingest_vs_embed_only": ratio(ingest, r["embed_only_msgs_per_s"]),
@@ -193,6 +219,12 @@ def _headline(r: dict) -> None:
         "cli_query_seconds": r["cli_query_seconds"],
     }
     r["ratios"] = {k: flat[k] for k in ("ingest_vs_embed_only", "kafka_1_vs_embedded")}
+    # the same ratio in messages per CPU-second (less disturbed by other load), and how many texts the
+    # pipeline embeds per message (messages, memory records, graph nodes/edges: embed_only embeds one each)
+    emb = r.get("embed_only", {})
+    r["ratios"]["ingest_vs_embed_only_cpu"] = ratio(r.get("ingest", {}).get("msgs_per_cpu_s"), emb.get("msgs_per_cpu_s"))
+    texts = r.get("ingest", {}).get("embedded_texts")
+    r["ratios"]["ingest_embedded_texts_per_msg"] = round(texts / n, 2) if texts and n else None
     r["targets"] = judge(flat)
 
 

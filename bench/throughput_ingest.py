@@ -71,21 +71,43 @@ async def _run(args: argparse.Namespace) -> dict:
         await clients.embedder.embed(["warm-up"], is_query=True)
     load = time.perf_counter() - t_load
     base = _rss_mb()
+    samples: list[tuple[int, float]] = []  # (records consumed by every stage so far, RSS MB)
+
+    def progress(stage: str, n: int, lag: int) -> None:
+        samples.append(((samples[-1][0] if samples else 0) + n, _rss_mb()))
+
     cpu0, t0 = time.process_time(), time.perf_counter()
     try:
         if args.command == "ingest":
-            report = await ingest(clients, args.data)
+            report = await ingest(clients, args.data, progress=progress)
             n = report.read - report.rejected
         else:
-            stats = await replay(clients)
+            stats = await replay(clients, progress)
             n = stats.processed.get("segmenter", 0)  # the messages (and one flush control per chat)
     finally:
         await clients.close()
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     return {"command": args.command, "embedder": args.embedder, "messages": n, "seconds": round(seconds, 3),
-            "msgs_per_s": round(n / max(seconds, 1e-9), 1), "cpu_seconds": round(time.process_time() - cpu0, 3),
-            "rss_base_mb": round(base, 1), "rss_peak_mb": round(_peak_mb(), 1), "model_load_s": round(load, 2),
-            "embedded_texts": _cached_vectors(args.data_dir / "embed-cache.db")}  # fmt: skip
+            "msgs_per_s": round(n / max(seconds, 1e-9), 1), "cpu_seconds": round(cpu, 3),
+            "msgs_per_cpu_s": round(n / max(cpu, 1e-9), 1), "rss_base_mb": round(base, 1),
+            "rss_peak_mb": round(_peak_mb(), 1), "rss_mb_per_100k_msgs_marginal": marginal_rss(samples, n),
+            "model_load_s": round(load, 2), "embedded_texts": _cached_vectors(args.data_dir / "embed-cache.db")}  # fmt: skip
+
+
+def marginal_rss(samples: list[tuple[int, float]], messages: int) -> float | None:
+    """RSS growth per 100k messages over the second half of the run (least squares of RSS on the records the
+    stages consumed, scaled by records per message): what the process keeps growing by once its caches,
+    arenas and model buffers are warm, unlike (peak - base) / messages of a short run."""
+    if len(samples) < 4 or not messages:
+        return None
+    total = samples[-1][0]
+    half = [(x, y) for x, y in samples if x >= total / 2]
+    if len(half) < 2 or half[-1][0] == half[0][0]:
+        return None
+    xs, ys = [x for x, _ in half], [y for _, y in half]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mx) * (y - my) for x, y in half) / max(sum((x - mx) ** 2 for x in xs), 1e-9)
+    return round(max(slope, 0.0) * total / messages * 100_000, 1)
 
 
 def _cached_vectors(path: Path) -> int:

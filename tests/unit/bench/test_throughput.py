@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.throughput import _headline, judge
-from bench.throughput_ingest import input_file
+from bench.throughput_ingest import input_file, marginal_rss
 from bench.throughput_profile import bucket, summarise
 
 LOCOMO = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "locomo" / "locomo10_dev.json"
@@ -38,11 +38,25 @@ def test_headline_keys_and_ratios_come_from_the_runs():
     _headline(r)
     assert r["ingest_msgs_per_s"] == 100.0 and r["embed_only_msgs_per_s"] == 200.0
     assert r["replay_msgs_per_s"] == 500.0 and r["kafka_msgs_per_s"] == {"1": 120.0, "2": None}
-    assert r["ratios"] == {"ingest_vs_embed_only": 0.5, "kafka_1_vs_embedded": 1.2}
-    assert r["rss_mb_per_100k_msgs"] == 5000.0  # 50 MB over 1,000 messages
+    assert r["ratios"] == {"ingest_vs_embed_only": 0.5, "kafka_1_vs_embedded": 1.2, "ingest_vs_embed_only_cpu": None,
+                           "ingest_embedded_texts_per_msg": None}  # fmt: skip
+    assert r["rss_mb_per_100k_msgs"] == 5000.0 and r["rss_growth_mb"] == 50.0  # 50 MB over 1,000 messages
     assert r["retrieval_ms"] == {"locomo": lat}
     assert r["targets"]["routed p95 <= 15 ms (LoCoMo size)"]["pass"] is True
     assert r["targets"]["routed p95 <= 30 ms (large chat)"]["pass"] is None
+    r["ingest"] |= {"rss_mb_per_100k_msgs_marginal": 120.0, "msgs_per_cpu_s": 50.0, "embedded_texts": 2500}
+    r["embed_only"]["msgs_per_cpu_s"] = 100.0
+    _headline(r)  # the growth once warm, when the run measured it
+    assert r["rss_mb_per_100k_msgs"] == 120.0
+    assert r["ratios"]["ingest_vs_embed_only_cpu"] == 0.5 and r["ratios"]["ingest_embedded_texts_per_msg"] == 2.5
+
+
+def test_marginal_rss_is_the_slope_over_the_second_half():
+    warm = [(10, 300.0), (20, 320.0)]  # start-up growth: left out
+    steady = [(x, 320.0 + 0.01 * (x - 20)) for x in range(30, 210, 10)]  # 0.01 MB per record
+    got = marginal_rss(warm + steady, messages=100)  # 200 records for 100 messages: 2 records a message
+    assert got == 2000.0  # 0.01 MB x 2 records x 100k messages
+    assert marginal_rss(warm, messages=100) is None  # too few samples to tell
 
 
 def test_profile_buckets_split_the_embedder_from_the_stages(tmp_path):
