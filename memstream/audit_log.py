@@ -91,6 +91,7 @@ class AuditWriter:
         self.pending: list[AuditEntry] = []
         self._lock = asyncio.Lock()
         self._task: asyncio.Task | None = None
+        self._stopping: asyncio.Event | None = None
 
     def record(self, entry: AuditEntry) -> None:
         self.pending.append(entry)
@@ -107,15 +108,22 @@ class AuditWriter:
             return await asyncio.to_thread(self.log.query, q)
 
     async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval)
+        assert self._stopping is not None
+        while not self._stopping.is_set():
+            try:
+                await asyncio.wait_for(self._stopping.wait(), self.interval)
+            except TimeoutError:
+                pass
             await self.flush()
 
     def start(self) -> None:
+        self._stopping = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._loop())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        """Let the loop finish its write (a cancelled ``to_thread`` write would go on in its thread while the
+        connection is closed under it), then write what is left."""
+        if self._task is not None and self._stopping is not None:
+            self._stopping.set()
             await asyncio.gather(self._task, return_exceptions=True)
         await self.flush()
