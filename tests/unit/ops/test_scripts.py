@@ -50,3 +50,17 @@ def test_demo_and_look_scripts_run_as_the_readme_says(tmp_path):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(30)
+
+
+def test_compose_secrets_writes_a_private_password_once(tmp_path):
+    """``bash ops/compose-secrets.sh`` (README, docker compose): run from a copy so the checkout's .env is untouched."""
+    (tmp_path / "ops").mkdir()
+    script = tmp_path / "ops" / "compose-secrets.sh"
+    script.write_bytes((ROOT / "ops" / "compose-secrets.sh").read_bytes())
+    for _ in range(2):  # the second run keeps the first password
+        done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+    env = tmp_path / ".env"
+    lines = [line for line in env.read_text().splitlines() if line.startswith("ELASTIC_PASSWORD=")]
+    assert len(lines) == 1 and len(lines[0]) > len("ELASTIC_PASSWORD=") + 20
+    assert env.stat().st_mode & 0o777 == 0o600
