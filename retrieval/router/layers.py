@@ -1,9 +1,11 @@
 """Pure layered rendering of a routed result: direct matches, derived lines, then related memory.
 
-Direct items are rendered in rank order (or oldest first for temporal questions) with explicit timestamps
-and the strategy's notes ("replaced: ..."); derived lines (event order, aggregates) follow; the related layer
-(graph neighbours, or another person's memories after an attribution abstention) comes last. Everything
-stops at the token budget; the related layer gets at most ``related_share`` of it.
+Direct items are grouped under one ``[YYYY-MM-DD]`` line per day (days in the order of their best item, or
+oldest first for temporal questions; items by rank, or by time) with the strategy's notes ("replaced: ...");
+derived lines (event order, aggregates) follow; the related layer (graph neighbours, or another person's
+memories after an attribution abstention) comes last. A day's date is paid for once, not on every line, so
+a budget holds more items. Items are taken in rank order while they fit; one that does not fit is skipped
+and the next (shorter) ones tried. The related layer gets at most ``related_share`` of the budget.
 """
 
 from __future__ import annotations
@@ -31,6 +33,45 @@ def item_line(item: RetrievedItem) -> str:
     if item.kind == "fact":
         line = line.replace("] (memory) ", "] ", 1)
     return f"{line} ({item.note})" if item.note else line
+
+
+def _day(item: RetrievedItem) -> str:
+    return f"[{item.timestamp:%Y-%m-%d}]"
+
+
+def body_line(item: RetrievedItem) -> str:
+    """:func:`item_line` without the day (its group's header carries it); a turn keeps its minute."""
+    line = item_line(item)
+    if item.kind == "turn":
+        return f"{item.timestamp:%H:%M} " + line[len("[YYYY-MM-DD HH:MM] ") :]
+    return line[len("[YYYY-MM-DD] ") :]
+
+
+def pack_dated(
+    items: list[RetrievedItem], budget: int, count: Callable[[str], int]
+) -> tuple[list[RetrievedItem], int]:
+    """The items (rank order) that fit ``budget``: each costs its body line, the first of a day also the
+    day's header; an item that does not fit is skipped and the next ones are tried. Pure."""
+    chosen: list[RetrievedItem] = []
+    days: set[str] = set()
+    used = 0
+    for it in items:
+        day = _day(it)
+        cost = count(body_line(it)) + 1 + (0 if day in days else count(day) + 1)
+        if used + cost > budget:
+            continue
+        chosen.append(it)
+        days.add(day)
+        used += cost
+    return chosen, used
+
+
+def dated_text(chosen: list[RetrievedItem], chronological: bool) -> str:
+    """One header line per day, then that day's body lines (see the module docstring for the order). Pure."""
+    groups: dict[str, list[RetrievedItem]] = {}
+    for it in sorted(chosen, key=lambda x: x.timestamp) if chronological else chosen:
+        groups.setdefault(_day(it), []).append(it)
+    return "\n".join("\n".join([day, *(body_line(it) for it in group)]) for day, group in groups.items())
 
 
 def _fill(
@@ -72,12 +113,9 @@ def render_layers(
         remaining -= cost
     related_budget = int(budget * related_share) if direct else remaining
     direct_budget = max(0, remaining - (related_budget if related else 0))
-    kept, used = _fill([(it.item_id, item_line(it)) for it in direct], direct_budget, count)
-    kept_ids = {k for k, _ in kept}
-    chosen = [it for it in direct if it.item_id in kept_ids]
-    shown = sorted(chosen, key=lambda it: it.timestamp) if chronological else chosen
+    chosen, used = pack_dated(direct, direct_budget, count)
     if chosen:
-        text = "\n".join(item_line(it) for it in shown)
+        text = dated_text(chosen, chronological)
         layers.append(ContextLayer(name="direct", description=DESCRIPTIONS["direct"],
                                    item_ids=[it.item_id for it in chosen], text=text, tokens=used))  # fmt: skip
         used_items.extend(chosen)

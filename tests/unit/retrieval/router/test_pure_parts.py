@@ -142,3 +142,19 @@ def test_a_dated_question_gets_the_window_search_whatever_its_type():
         assert ("window" in labels) is dated, (query, labels)
         window = [s for s in extra_specs(run, qa, [cfg.recipe("factual_extraction")]) if s.label == "window"]
         assert all(s.since <= T <= s.until for s in window)  # padded around 3 March
+
+
+def test_a_day_is_dated_once_and_a_budget_holds_more_items():
+    from retrieval.router.layers import body_line, item_line, pack_dated
+
+    day = [item(f"d{i}", 0, f"memory number {i} of the day") for i in range(6)]
+    text, tokens, _, used = render_layers(day, [], [], 500, count_tokens)
+    assert text.count("[2024-03-01]") == 1 and text.splitlines()[1] == "memory number 0 of the day"
+    per_line = sum(count_tokens(item_line(it)) + 1 for it in day)
+    assert tokens < per_line and len(used) == 6  # the date paid once instead of six times
+    turn = RetrievedItem(item_id="t", kind="turn", text="hi", speaker="Bo", score=1.0, source_message_ids=["t"],
+                         timestamp=T.replace(hour=9, minute=5))  # fmt: skip
+    assert body_line(turn) == "09:05 Bo: hi"
+    long, short = item("long", 1, "word " * 80), item("short", 2, "brief")
+    chosen, cost = pack_dated([long, short], 30, count_tokens)
+    assert [it.item_id for it in chosen] == ["short"] and cost <= 30  # the long one is skipped, not the end
