@@ -254,7 +254,7 @@ def evidence(
         "rarest_found": float(rarest is None or rarest in seen),
         "top_coverage": covs[top[0].doc_id] if top else 0.0,
         "log_keywords": math.log1p(len(keys)),
-        "names_one_participant": float(len(named_set) == 1),
+        "names_one_participant": float(len(named_set) == 1 and n_people >= 2),  # someone else to be about
         "attribution": (ev.about_other - ev.about_named) / both if both > 0 else 0.0,
         "named_best_coverage": named_best,
         "other_best_coverage": other_best,
