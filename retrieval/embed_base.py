@@ -34,6 +34,7 @@ class _LazyModelEmbedder:
         self.batch = max(1, batch)
         self._model: Any = None
         self._lock: asyncio.Lock | None = None
+        self._lock_loop: asyncio.AbstractEventLoop | None = None
 
     def _load(self) -> Any:  # runs in a worker thread
         raise NotImplementedError
@@ -44,8 +45,9 @@ class _LazyModelEmbedder:
     async def embed(self, texts: list[str], *, is_query: bool = False) -> np.ndarray:
         if not texts:
             return _empty(self.dim)
-        if self._lock is None:
-            self._lock = asyncio.Lock()
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._lock_loop is not loop:  # a lock serves one loop (tests share a model)
+            self._lock, self._lock_loop = asyncio.Lock(), loop
         async with self._lock:  # one forward at a time: the model is shared and CPU-bound
             if self._model is None:
                 self._model = await asyncio.to_thread(self._load)

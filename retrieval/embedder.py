@@ -8,6 +8,7 @@ loop thread only.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import os
@@ -95,6 +96,7 @@ class CachedEmbedder:
         self.hits = 0
         self.misses = 0
         self._conn: sqlite3.Connection | None = None
+        self._inflight: dict[bytes, asyncio.Future] = {}  # key -> the vector another call is computing
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -140,14 +142,42 @@ class CachedEmbedder:
         for key, text in zip(keys, texts, strict=True):
             if key not in found:
                 missing.setdefault(key, text)
-        self.hits += len(texts) - sum(1 for k in keys if k not in found)
-        self.misses += len(missing)
-        if missing:
-            vectors = l2_normalise(await self.inner.embed(list(missing.values()), is_query=is_query))
-            new = dict(zip(missing, vectors, strict=True))
-            self._store([(k, v.tobytes()) for k, v in new.items()])
-            found.update(new)
+        waiting = {k: self._inflight[k] for k in missing if k in self._inflight}  # being embedded by another call
+        mine = {k: t for k, t in missing.items() if k not in waiting}
+        self.hits += len(texts) - sum(1 for k in keys if k in mine)
+        self.misses += len(mine)
+        if mine:
+            found.update(await self._compute(mine, is_query))
+        for key, fut in waiting.items():
+            try:
+                found[key] = await asyncio.shield(fut)
+            except RuntimeError:  # that call gave up (cancelled, failed): embed it here
+                found.update(await self._compute({key: missing[key]}, is_query))
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    async def _compute(self, todo: dict[bytes, str], is_query: bool) -> dict[bytes, np.ndarray]:
+        """Embed and cache ``todo`` (key -> text) in one call to the model; meanwhile other calls asking for
+        the same texts wait for these vectors instead of embedding them again (see ``embed_ahead``)."""
+        loop = asyncio.get_running_loop()
+        futures = {k: loop.create_future() for k in todo}
+        self._inflight.update(futures)
+        try:
+            vectors = l2_normalise(await self.inner.embed(list(todo.values()), is_query=is_query))
+            new = dict(zip(todo, vectors, strict=True))
+            self._store([(k, v.tobytes()) for k, v in new.items()])
+            for k, fut in futures.items():
+                fut.set_result(new[k])
+            return new
+        except BaseException:
+            for fut in futures.values():
+                if not fut.done():
+                    fut.set_exception(RuntimeError("embedding abandoned"))
+                    fut.exception()  # retrieved: waiters that are gone must not warn
+            raise
+        finally:
+            for k, fut in futures.items():
+                if self._inflight.get(k) is fut:
+                    del self._inflight[k]
 
     def forget(self, texts: Iterable[str]) -> int:
         """Drop the cached vectors of ``texts`` (deletion), for every known model and both flags; the

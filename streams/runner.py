@@ -8,16 +8,20 @@ The indexer is drained before every consolidation so each decision sees all earl
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from schemas import ChatMessage
 from streams.clients import Clients
 from streams.config import PipelineConfig
 from streams.log import EventLog, Produce
 from streams.stages import StageOutput, build_stages
-from streams.topics import DEAD_LETTERS, DERIVED_TOPICS, RAW_MESSAGES
+from streams.stages.io import decode_all
+from streams.topics import DEAD_LETTERS, DERIVED_TOPICS, DISTILL_RESULTS, RAW_MESSAGES
 
 log = logging.getLogger("memstream.runner")
 
@@ -92,7 +96,31 @@ class EmbeddedRunner:
             rounds += 1
             if progress is not None:
                 progress(stage.group, len(records), await self._lag(stage))
+            await asyncio.sleep(0)  # let the embed-ahead task hand the model its next texts
         return consumed
+
+    async def _embed_ahead(self) -> None:
+        """In the background of a run: embed raw messages a batch ahead of the segmenter, and the
+        consolidator's candidates as soon as the distiller produces them, so the model (in its threads)
+        works while the stages' Python runs. Only the embedder's cache is filled; a stage asking for a text
+        being embedded here waits for it (:class:`retrieval.embedder.CachedEmbedder`)."""
+        emb = self.clients.embedder
+        raw = results = 0
+        while True:
+            raw = max(raw, await self.log.committed(self.segment.group, RAW_MESSAGES.name))
+            records = await self.log.read(RAW_MESSAGES.name, raw, self.batch)
+            if records:
+                raw = records[-1].offset + 1
+                msgs = decode_all(RAW_MESSAGES, "segment", records, StageOutput())
+                await emb.embed([m.text for m in msgs if isinstance(m, ChatMessage) and m.text.strip()])
+                continue
+            results = max(results, await self.log.committed(self.consolidate.group, DISTILL_RESULTS.name))
+            records = await self.log.read(DISTILL_RESULTS.name, results, 64)
+            if records:
+                results = records[-1].offset + 1
+                await self.consolidate.prefetch(records)
+                continue
+            await asyncio.sleep(0.02)  # nothing new yet: the stages are producing it
 
     async def _prefetch(self, stage, ahead: int, window: int = 256) -> int:
         """When ``stage`` has consumed up to ``ahead`` (the end of the last prefetched window), let it
@@ -119,6 +147,19 @@ class EmbeddedRunner:
         await self._load()
         stats = RunStats()
         start = time.perf_counter()
+        ahead = asyncio.create_task(self._embed_ahead()) if self.clients.embedder is not None else None
+        try:
+            await self._run_all(stats, progress)
+        finally:
+            if ahead is not None:
+                ahead.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await ahead
+        stats.seconds = time.perf_counter() - start
+        stats.llm_calls = self.distill.llm_calls + self.consolidate.llm_calls
+        return stats
+
+    async def _run_all(self, stats: RunStats, progress: Progress | None) -> None:
         while True:
             moved = await self._run_stage(self.index, batch=self.batch, limit=None, stats=stats, progress=progress)
             moved += await self._run_stage(
@@ -139,9 +180,6 @@ class EmbeddedRunner:
                 )
             if not moved:
                 break
-        stats.seconds = time.perf_counter() - start
-        stats.llm_calls = self.distill.llm_calls + self.consolidate.llm_calls
-        return stats
 
     async def reset_for_replay(self) -> None:
         """Forget every derived record, offset and state (raw messages and dead letters stay)."""

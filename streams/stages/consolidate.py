@@ -47,13 +47,16 @@ class ConsolidateStage:
         """Embed the candidates of many results in one call before they are decided one at a time (the
         runtimes decide one result at a time, so each would embed a handful of texts); the vectors land in
         the embedder's cache and the candidates are kept for :meth:`process`. Returns the texts embedded."""
-        self._candidates = {}  # a window replaces the last one (which has been consumed by then)
         if self.clients.embedder is None:
             return 0
+        if len(self._candidates) > 4096:  # results never decided here (a worker's journalled ones): forget
+            self._candidates = {}
         texts: list[str] = []
         for item in decode_all(self.source, "consolidate", records, StageOutput()):  # errors: in process
             if isinstance(item, DistillResult):
-                cands = self._candidates[item.result_id] = consolidator.candidates_from_result(item)
+                cands = self._candidates.get(item.result_id)
+                if cands is None:
+                    cands = self._candidates[item.result_id] = consolidator.candidates_from_result(item)
                 texts += [c.text for c in cands]
         await embed(self.clients, list(dict.fromkeys(texts)))
         return len(texts)
