@@ -2,155 +2,94 @@
 chain is the strongest signal; in IRC-style and busy IM groups most replies are implicit).
 
 A pure ranking model over the last ``window`` messages of the chat plus the message itself (a self-link means
-"starts a new conversation"). Each (message, candidate) pair is reduced to :func:`pair_features`; the score is
-a linear function of them and the best candidate wins. The weights ship as ``reply_linker_weights.json``,
-fitted on the Ubuntu IRC train split by ``python -m bench.train_linker`` (a conditional-logit ranking model;
-round and L2 chosen on the dev split; the command, date and a hash of the files are in the file's ``meta``,
-figures in docs/BENCHMARKS.md). Without vectors the semantic features are zero and their ``no_vector`` twin is set, so
-one weight file serves both.
+"starts a new conversation"). Each (message, candidate) pair is reduced to a row of features
+(:mod:`agents.reply_features`); its score is a linear function of them plus one layer of tanh units
+(``score = x·w + tanh(x·W1 + b1)·v``), and a softmax over the candidates gives the probabilities. The weights
+ship as ``reply_linker_weights.json``, fitted on the Ubuntu IRC train split by ``python -m
+bench.train_linker`` (a conditional-logit ranking model; an ensemble of a few seeds is the same network with
+more units; the command, date, a hash of the training files and the held-out figures are in the file's
+``meta``, figures in docs/BENCHMARKS.md). Without vectors the semantic features are zero and their
+``no_vector`` twins are set, so one weight file serves both.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import re
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from agents.reply_features import (
+    FEATURES,
+    PAIR_FEATURES,
+    SELF_FEATURES,
+    TOPIC_FEATURES,
+    LinkMsg,
+    Threads,
+    candidate_matrix,
+    pair_features,
+    self_features,
+    text_cues,
+)
 
 __all__ = [
-    "FEATURES",
-    "LinkMsg",
-    "LinkerWeights",
-    "default_weights",
-    "pair_features",
-    "rank",
-    "self_features",
-]
-
-_GREETING_RE = re.compile(r"\b(hi|hello|hey|anyone|anybody|somebody|someone|help|question)\b", re.I)
-_THANKS_RE = re.compile(r"\b(thanks?|thx|ty|cheers|works|worked|great|cool|ok|okay|yes|no|yeah|nope)\b|谢谢|好的", re.I)
-
-_COMMAND_RE = re.compile(r"\s*[!/][a-z]\w*", re.I)
-
-PAIR_FEATURES = (
-    "prev",  # the candidate is the message right before
-    "log_dist",  # log1p(messages in between)
-    "log_gap_min",  # log1p(minutes between them)
-    "addresses_cand_sender",  # the message addresses the candidate's sender
-    "addresses_cand_sender_latest",  # ... and the candidate is that sender's latest message
-    "cand_addresses_sender",  # the candidate addressed the message's sender
-    "cand_addresses_sender_latest",  # ... and is the latest message addressed to them
-    "same_sender",
-    "same_sender_no_other",  # same sender and nobody else spoke in between
-    "cand_sender_latest",  # the candidate is its sender's latest message
-    "addressee_mismatch",  # the message addresses someone, not the candidate's sender
-    "same_addressee",  # both address the same third person
-    "cand_question",
-    "cand_no_addressee",
-    "msg_no_addressee",
-    "keyword_overlap",  # Jaccard of content words
-    "keyword_any",
-    "cosine",  # embedding cosine (0 without vectors)
-    "no_vector",
-    "sender_spoke_since",  # the message's sender spoke after the candidate
-    "cand_sender_spoke_since",  # the candidate's sender spoke again after it
-    "cand_sender_new",  # the candidate was its sender's first message in the window
-    "msg_thanks",  # a short acknowledgement ("thanks", "ok", "works") ...
-    "msg_thanks_x_cand_addresses",  # ... answering someone who addressed the sender
-    "pair_talked",  # the two senders addressed each other earlier in the window
-    "cand_sender_last_addressed_sender",  # the candidate's sender's latest addressee is the message's sender
-    "sender_last_addressed_cand_sender",  # the message's sender last addressed the candidate's sender
-    "latest_involving_sender",  # the latest message by or to the message's sender
-    "mentions_cand_sender",  # the candidate's sender is named anywhere in the message
-    "cand_mentions_sender",
-    "keyword_best",  # the candidate has the window's largest keyword overlap (> 0)
-    "cosine_gap",  # cosine minus the window's best cosine (0 for the best)
-    "addressed_x_cand_question",  # addressing the candidate's sender, and the candidate asks a question
-    "addressed_x_keyword",  # addressing the candidate's sender, and they share content words
-    "cand_sender_rank",  # log1p(how many later messages its sender wrote before this one)
-    "dist_1",  # one message in between
-    "dist_2",
-    "dist_3_5",
-    "dist_6_10",
-    "cand_sender_recent",  # the candidate's sender wrote one of the last five messages
-    "cand_long",  # the candidate's length (characters / 200, capped at 1)
-    "cand_greeting",  # the candidate reads like an opener ("hi", "anyone", "help")
-    "same_thread_as_sender",  # the candidate is in the topic where the sender last spoke (segmenter state)
-    "same_thread_as_addressee",  # ... where the person addressed last spoke
-    # from the links already inferred for the window (each message's chosen parent and its sender)
-    "cand_answered_sender",  # the candidate answered the message's sender (implicitly or not)
-    "cand_answers_my_latest",  # ... it answered the sender's latest message
-    "my_latest_answered_cand",  # the sender's latest message answered the candidate
-    "linked_pair",  # the two senders answered each other earlier in the window
-    "cand_has_reply",  # someone already answered the candidate
-    "cand_replied_by_sender",  # the message's sender already answered the candidate
-    "cand_root",  # the candidate started a conversation
-    "cand_latest_answered_sender",  # the candidate is its sender's latest, and it answered the message's sender
-    "cand_thanks",  # the candidate is a short acknowledgement
-    "cand_open_question",  # the candidate asks a question nobody answered yet
-    "cand_command",  # the candidate is a bot command ("!factoid", "/cmd")
-    "rare_overlap",  # content words shared with the candidate that are rare in the window
-)
-SELF_FEATURES = (
-    "self_bias",
-    "self_addressed",  # the message addresses someone (rarely a conversation start)
-    "self_question",
-    "self_greeting",
-    "self_sender_new",  # the sender has not spoken in the window
-    "self_long",
-    "self_was_addressed",  # someone addressed the sender recently (they are answering)
-    "self_gap_min",  # log1p(minutes since the previous message)
-)
-# Messages that address nobody get a second set of pair weights: who they answer is read from other cues
-# (content, who answered whom) than for addressed ones, and one linear model serves both badly.
-PLAIN_FEATURES = tuple(f"plain_{name}" for name in PAIR_FEATURES)
-FEATURES = PAIR_FEATURES + SELF_FEATURES + PLAIN_FEATURES
+    "FEATURES", "PAIR_FEATURES", "SELF_FEATURES", "TOPIC_FEATURES", "HiddenLayer", "LinkMsg", "LinkerWeights",
+    "Threads", "candidate_matrix", "default_weights", "pair_features", "rank", "self_features", "text_cues",
+]  # fmt: skip
 
 
-class LinkMsg(BaseModel):
-    """What the linker remembers of one message (kept in the segmenter's checkpoint, so small)."""
+class HiddenLayer(BaseModel):
+    """``tanh(x·W1 + b1)·v`` over the raw features; ``w1`` maps a feature name to its row of W1 (a feature
+    missing from the file has a zero row, so a weight file outlives new features)."""
 
     model_config = ConfigDict(frozen=True)
 
-    message_id: str
-    sender: str
-    ts: float
-    addressees: tuple[str, ...] = ()
-    keywords: frozenset[str] = Field(default_factory=frozenset)
-    question: bool = False
-    length: float = 0.0
-    thanks: bool = False
-    greeting: bool = False
-    mentions: tuple[str, ...] = ()  # senders named anywhere in the text (not only as the addressee)
-    command: bool = False
-    parent: str | None = None  # the parent chosen for it (its own id = started a conversation)
-    parent_sender: str | None = None  # that parent's sender (None when unknown or a new conversation)
-
-
-def text_cues(text: str) -> dict[str, bool]:
-    short = len(text) < 60
-    return {
-        "thanks": short and bool(_THANKS_RE.search(text)),
-        "greeting": bool(_GREETING_RE.search(text)),
-        "command": bool(_COMMAND_RE.match(text)),
-    }
+    w1: dict[str, list[float]]
+    b1: list[float]
+    v: list[float]
 
 
 class LinkerWeights(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    weights: dict[str, float]
+    weights: dict[str, float]  # the linear part, by feature name
+    hidden: HiddenLayer | None = None
     window: int = 60
     meta: dict[str, object] = Field(default_factory=dict)
+    _arrays: tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None] | None = PrivateAttr(None)
+    _topics: bool | None = PrivateAttr(None)
 
     def vector(self) -> np.ndarray:
         return np.asarray([self.weights.get(name, 0.0) for name in FEATURES], dtype=np.float64)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+        """``(w, W1, b1, v)`` in :data:`FEATURES` order (the last three None for a linear model)."""
+        if self._arrays is None:
+            h = self.hidden
+            if h is None or not h.v:
+                self._arrays = (self.vector(), None, None, None)
+            else:
+                zero = [0.0] * len(h.v)
+                w1 = np.asarray([h.w1.get(name, zero) for name in FEATURES], dtype=np.float64)
+                self._arrays = (self.vector(), w1, np.asarray(h.b1, dtype=np.float64), np.asarray(h.v))
+        return self._arrays
+
+    def uses_topics(self) -> bool:
+        """Whether any weight reads a :data:`TOPIC_FEATURES` column (else they need not be computed)."""
+        if self._topics is None:
+            w, w1, _, _ = self.arrays()
+            cols = [FEATURES.index(name) for name in TOPIC_FEATURES]
+            self._topics = bool(np.any(w[cols]) or (w1 is not None and np.any(w1[cols])))
+        return self._topics
+
+    def scores(self, x: np.ndarray) -> np.ndarray:
+        """One score per row of a :func:`candidate_matrix`."""
+        w, w1, b1, v = self.arrays()
+        s = x @ w
+        return s if w1 is None else s + np.tanh(x @ w1 + b1) @ v
 
 
 @cache
@@ -164,213 +103,6 @@ def default_weights(path: str | None = None) -> LinkerWeights:
     return LinkerWeights.model_validate(json.loads(raw))
 
 
-@dataclass(frozen=True, slots=True)
-class Threads:
-    """What the segmenter knows at this point: each recent message's topic, and where people last spoke."""
-
-    topic_of: dict[str, str]
-    sender_topic: str | None = None
-    addressee_topics: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True, slots=True)
-class _Context:
-    """Per-message facts about the window, computed once for all candidates."""
-
-    latest_by_sender: dict[str, int]  # sender -> index in the window of their latest message
-    latest_to: dict[str, int]  # sender -> index of the latest message addressing them
-    last_addressee: dict[str, str]  # sender -> whom their latest addressed message addressed
-    talked: frozenset[tuple[str, str]]  # (a, b): a addressed b in the window
-    count_after: list[int]  # messages by the same sender after each window message
-    overlaps: list[float]  # keyword overlap of the message with each window message
-    best_keywords: float
-    best_cosine: float
-    latest_involving: int
-    last_other: int  # index of the latest message not by the message's sender
-    first_by_sender: dict[str, int]
-    my_latest: LinkMsg | None  # the sender's latest message in the window
-    replied_by: dict[str, frozenset[str]]  # message id -> senders who answered it in the window
-    linked: frozenset[tuple[str, str]]  # (a, b): a answered b in the window
-    rare: list[float]  # per window message: shared content words, each weighted 1 / its count in the window
-
-
-def _context(msg: LinkMsg, window: list[LinkMsg], cosines: np.ndarray | None) -> _Context:
-    latest_by_sender: dict[str, int] = {}
-    latest_to: dict[str, int] = {}
-    last_addressee: dict[str, str] = {}
-    talked: set[tuple[str, str]] = set()
-    involving = -1
-    for i, m in enumerate(window):
-        latest_by_sender[m.sender] = i
-        for a in m.addressees:
-            latest_to[a] = i
-            talked.add((m.sender, a))
-        if m.addressees:
-            last_addressee[m.sender] = m.addressees[0]
-        if m.sender == msg.sender or msg.sender in m.addressees:
-            involving = i
-    last_other = max((i for i, m in enumerate(window) if m.sender != msg.sender), default=-1)
-    first_by_sender: dict[str, int] = {}
-    for i, m in enumerate(window):
-        first_by_sender.setdefault(m.sender, i)
-    seen: dict[str, int] = {}
-    count_after = [0] * len(window)
-    for i in range(len(window) - 1, -1, -1):
-        s = window[i].sender
-        count_after[i] = seen.get(s, 0)
-        seen[s] = count_after[i] + 1
-    replied: dict[str, set[str]] = {}
-    linked: set[tuple[str, str]] = set()
-    for m in window:
-        if m.parent is not None and m.parent != m.message_id:
-            replied.setdefault(m.parent, set()).add(m.sender)
-            if m.parent_sender is not None:
-                linked.add((m.sender, m.parent_sender))
-    mine = latest_by_sender.get(msg.sender)
-    shared = [m.keywords & msg.keywords for m in window]  # content words in common, once per candidate
-    overlaps = [
-        len(sh) / len(m.keywords | msg.keywords) if sh else 0.0 for sh, m in zip(shared, window, strict=True)
-    ]
-    df: dict[str, int] = {}
-    for sh in shared:
-        for kw in sh:
-            df[kw] = df.get(kw, 0) + 1
-    rare = [sum(1.0 / df[kw] for kw in sh) for sh in shared]
-    best_kw = max(overlaps, default=0.0)
-    best_cos = float(np.nanmax(cosines)) if cosines is not None and np.isfinite(cosines).any() else 0.0
-    return _Context(
-        latest_by_sender,
-        latest_to,
-        last_addressee,
-        frozenset(talked),
-        count_after,
-        overlaps,
-        best_kw,
-        best_cos,
-        involving,
-        last_other,
-        first_by_sender,
-        None if mine is None else window[mine],
-        {k: frozenset(v) for k, v in replied.items()},
-        frozenset(linked),
-        rare,
-    )
-
-
-def pair_features(
-    msg: LinkMsg, window: list[LinkMsg], i: int, ctx: _Context, cosine: float | None, threads: Threads | None = None
-) -> list[float]:
-    """Features of ``msg`` answering ``window[i]`` (``window`` = the earlier messages, oldest first), in
-    :data:`PAIR_FEATURES` order (a flat list: this runs for every candidate of every message)."""
-    c = window[i]
-    n = len(window)
-    dist = n - 1 - i
-    addr = c.sender in msg.addressees
-    to_me = msg.sender in c.addressees
-    same = c.sender == msg.sender
-    latest_c = ctx.latest_by_sender.get(c.sender, -1)
-    overlap = ctx.overlaps[i]
-    topic = threads.topic_of.get(c.message_id) if threads is not None else None
-    answered_me = not same and c.parent_sender == msg.sender
-    mine = ctx.my_latest
-    replied_by = ctx.replied_by.get(c.message_id, frozenset())
-    return [
-        float(dist == 0),  # prev
-        math.log1p(dist),  # log_dist
-        math.log1p(max(0.0, msg.ts - c.ts) / 60.0),  # log_gap_min
-        float(addr),  # addresses_cand_sender
-        float(addr and latest_c == i),  # addresses_cand_sender_latest
-        float(to_me),  # cand_addresses_sender
-        float(to_me and ctx.latest_to.get(msg.sender) == i),  # cand_addresses_sender_latest
-        float(same),  # same_sender
-        float(same and ctx.last_other < i),  # same_sender_no_other
-        float(latest_c == i),  # cand_sender_latest
-        float(bool(msg.addressees) and not addr),  # addressee_mismatch
-        float(bool(set(msg.addressees) & set(c.addressees)) and not addr and not to_me),  # same_addressee
-        float(c.question),  # cand_question
-        float(not c.addressees),  # cand_no_addressee
-        float(not msg.addressees),  # msg_no_addressee
-        overlap,  # keyword_overlap
-        float(overlap > 0),  # keyword_any
-        0.0 if cosine is None else cosine,  # cosine
-        float(cosine is None),  # no_vector
-        float(ctx.latest_by_sender.get(msg.sender, -1) > i),  # sender_spoke_since
-        float(latest_c > i),  # cand_sender_spoke_since
-        float(ctx.first_by_sender.get(c.sender) == i),  # cand_sender_new
-        float(msg.thanks),  # msg_thanks
-        float(msg.thanks and to_me),  # msg_thanks_x_cand_addresses
-        float(not same and ((c.sender, msg.sender) in ctx.talked or (msg.sender, c.sender) in ctx.talked)),
-        float(ctx.last_addressee.get(c.sender) == msg.sender),  # cand_sender_last_addressed_sender
-        float(ctx.last_addressee.get(msg.sender) == c.sender != msg.sender),  # sender_last_addressed_cand_sender
-        float(ctx.latest_involving == i),  # latest_involving_sender
-        float(c.sender in msg.mentions and not addr),  # mentions_cand_sender
-        float(msg.sender in c.mentions and not to_me),  # cand_mentions_sender
-        float(overlap > 0 and overlap >= ctx.best_keywords),  # keyword_best
-        0.0 if cosine is None else cosine - ctx.best_cosine,  # cosine_gap
-        float(addr and c.question),  # addressed_x_cand_question
-        float(addr and overlap > 0),  # addressed_x_keyword
-        math.log1p(ctx.count_after[i]),  # cand_sender_rank
-        float(dist == 1),
-        float(dist == 2),
-        float(3 <= dist <= 5),
-        float(6 <= dist <= 10),
-        float(latest_c >= n - 5),  # cand_sender_recent
-        c.length,  # cand_long
-        float(c.greeting),  # cand_greeting
-        float(topic is not None and topic == threads.sender_topic),  # same_thread_as_sender
-        float(topic is not None and topic in threads.addressee_topics),  # same_thread_as_addressee
-        float(answered_me),  # cand_answered_sender
-        float(not same and mine is not None and c.parent == mine.message_id),  # cand_answers_my_latest
-        float(mine is not None and mine.parent == c.message_id),  # my_latest_answered_cand
-        float(not same and ((msg.sender, c.sender) in ctx.linked or (c.sender, msg.sender) in ctx.linked)),
-        float(bool(replied_by)),  # cand_has_reply
-        float(msg.sender in replied_by),  # cand_replied_by_sender
-        float(c.parent == c.message_id),  # cand_root
-        float(answered_me and latest_c == i),  # cand_latest_answered_sender
-        float(c.thanks),  # cand_thanks
-        float(c.question and not replied_by),  # cand_open_question
-        float(c.command),  # cand_command
-        min(ctx.rare[i], 3.0),  # rare_overlap
-    ]
-
-
-def self_features(msg: LinkMsg, window: list[LinkMsg], ctx: _Context) -> np.ndarray:
-    x = np.zeros(len(FEATURES), dtype=np.float64)
-    base = len(PAIR_FEATURES)
-    prev_ts = window[-1].ts if window else msg.ts
-    values = (
-        1.0,
-        float(bool(msg.addressees)),
-        float(msg.question),
-        float(msg.greeting),
-        float(msg.sender not in ctx.latest_by_sender),
-        msg.length,
-        float(msg.sender in ctx.latest_to),
-        math.log1p(max(0.0, msg.ts - prev_ts) / 60.0),
-    )
-    x[base : base + len(values)] = values
-    return x
-
-
-def candidate_matrix(
-    msg: LinkMsg, window: list[LinkMsg], cosines: np.ndarray | None, threads: Threads | None = None
-) -> np.ndarray:
-    """One row per candidate: ``window[0..n-1]`` then the message itself (the self-link, last row)."""
-    ctx = _context(msg, window, cosines)
-    x = np.zeros((len(window) + 1, len(FEATURES)), dtype=np.float64)
-    if window:
-        x[:-1, : len(PAIR_FEATURES)] = [
-            pair_features(
-                msg, window, i, ctx, None if cosines is None or np.isnan(cosines[i]) else float(cosines[i]), threads
-            )
-            for i in range(len(window))
-        ]
-    x[-1] = self_features(msg, window, ctx)
-    if not msg.addressees:
-        x[:-1, len(PAIR_FEATURES) + len(SELF_FEATURES) :] = x[:-1, : len(PAIR_FEATURES)]
-    return x
-
-
 def rank(
     msg: LinkMsg,
     window: list[LinkMsg],
@@ -380,12 +112,12 @@ def rank(
 ) -> list[tuple[str, float]]:
     """Candidates (message ids; ``msg.message_id`` = a new conversation) with softmax probabilities, best
     first. ``window`` holds the earlier messages of the same chat, oldest first; ``cosines[i]`` is the
-    embedding cosine of ``msg`` to ``window[i]`` when vectors exist."""
+    embedding cosine of ``msg`` to ``window[i]`` when vectors exist; ``threads`` the segmenter's topics."""
     weights = weights or default_weights()
     window = window[-weights.window :]
     if cosines is not None:
         cosines = np.asarray(cosines)[-len(window) :] if window else None
-    scores = candidate_matrix(msg, window, cosines, threads) @ weights.vector()
+    scores = weights.scores(candidate_matrix(msg, window, cosines, threads, weights.uses_topics()))
     probs = np.exp(scores - scores.max())
     probs /= probs.sum()
     ids = [w.message_id for w in window] + [msg.message_id]

@@ -1,22 +1,25 @@
 """Fit the reply linker's weights (``agents/reply_linker_weights.json``) on annotated IRC files.
 
-A conditional-logit ranking model: for each annotated message, a softmax over its candidates (the previous
-``window`` turns and itself); the loss is the negative log of the probability mass on the gold parents, plus
-L2. Every file is shown without vectors and, in the last round, the files with vectors (every
+A conditional-logit ranking network (:mod:`bench.linker_fit`): for each annotated message, a softmax over its
+candidates (the previous ``window`` turns and itself); the loss is the negative log of the probability mass
+on the gold parents. ``--hidden H`` tanh units on top of the linear part (0: linear), ``--seeds`` networks
+averaged. Every file is shown without vectors and, in the last round, the files with vectors (every
 ``--vector-every``-th, to bound the embedding cost) a second time with them, so one weight file serves chats
 with and without an embedder. Rounds before the last read every ``--early-every``-th file.
-Some features read the parents already chosen for earlier messages, so the examples come from the streaming
-segmenter running with a set of weights: round 1 uses ``--init`` (``zero``: every weight 0, a uniform
-ranking, so nothing fitted elsewhere leaks in; default: the shipped weights), each later round the weights
-the previous one fitted. The segmenter starts ``--warmup`` turns before a file's first annotated line.
+Some features read the parents already chosen for earlier messages and the segmenter's topics, so the
+examples come from the streaming segmenter running with a set of weights: round 1 uses ``--init`` (``zero``:
+every weight 0, a uniform ranking, so nothing fitted elsewhere leaks in; default: the shipped weights), each
+later round the weights the previous one fitted. The segmenter starts ``--warmup`` turns before a file's
+first annotated line.
 
-``--dev DIR`` scores every round's weights (and, in the last round, every ``--l2``) with the IRC bench's
-own segmenter run on DIR and keeps the best (exact F1 + link F1, with vectors): settings are chosen there,
-never on the training files. ``--cv K`` adds K-fold figures by file on the training data (last round).
-The weight file's ``meta`` records the command, the date, the git commit and a hash of the training files.
+Settings are chosen on held-out data, never on the files a model was fitted on: with ``--cv K`` the last
+round's ``--hidden`` values are compared by K-fold cross-validation by file on the training data (the
+linker alone, links of held-out files); without it, by the IRC bench's own segmenter run on ``--dev DIR``
+(exact F1 + link F1, with vectors). ``--dev`` figures are reported either way. The weight file's ``meta``
+records the command, the date, the git commit, a hash of the training files and these figures.
 
     python -m bench.train_linker --data TRAIN_DIR --dev DEV_DIR [--embedder minilm] [--embed-cache FILE]
-        [--rounds 3] [--init zero] [--l2 1 3 10] [--cv 5] [--out FILE]
+        [--rounds 2] [--init FILE|zero] [--hidden 16 32] [--seeds 3] [--cv 3] [--out FILE]
 """
 
 from __future__ import annotations
@@ -34,14 +37,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import minimize
 
 from agents.config import SegmenterConfig
-from agents.reply_linker import FEATURES, LinkerWeights, LinkMsg, Threads, candidate_matrix, default_weights
+from agents.reply_linker import FEATURES, LinkMsg, Threads, candidate_matrix, default_weights
 from agents.segment_link import link_msg, threads
 from agents.segment_signals import features
 from agents.segmenter import ChatPool, step
 from bench import irc
+from bench.linker_fit import Params
+from bench.linker_fit import fit as fit_network
 
 WINDOW = 60
 WARMUP = 100
@@ -113,34 +117,14 @@ def examples(
     return out
 
 
-def fit(train: list[Example], l2: float = 1.0) -> np.ndarray:
-    """The conditional-logit weights (float32 products: the training matrix of the full split is ~2.5 GB)."""
-    usable = [e for e in train if e.gold.any()]
-    x = np.vstack([e.x for e in usable]).astype(np.float32, copy=False)
-    gold = np.concatenate([e.gold for e in usable])
-    sizes = np.asarray([len(e.gold) for e in usable])
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    seg = np.repeat(np.arange(len(usable)), sizes)
-
-    def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
-        s = (x @ w.astype(np.float32)).astype(np.float64)
-        s = s - np.maximum.reduceat(s, starts)[seg]
-        e = np.exp(s)
-        z = np.add.reduceat(e, starts)
-        zg = np.add.reduceat(np.where(gold, e, 0.0), starts)
-        total = float(np.sum(np.log(z) - np.log(np.maximum(zg, 1e-300)))) + 0.5 * l2 * float(w @ w)
-        coef = e / z[seg] - np.where(gold, e / np.maximum(zg, 1e-300)[seg], 0.0)  # p - q
-        return total, (x.T @ coef.astype(np.float32)).astype(np.float64) + l2 * w
-
-    res = minimize(loss, np.zeros(x.shape[1]), jac=True, method="L-BFGS-B", options={"maxiter": 1000})
-    return res.x
+def fit(train: list[Example], hidden: int = 32, epochs: int = 8, wd: float = 1e-4, seeds: int = 1) -> Params:
+    return fit_network(train, hidden, epochs, wd, seeds)
 
 
-def predict(examples_: list[Example], w: np.ndarray) -> dict[str, set[tuple[int, int]]]:
+def predict(examples_: list[Example], params: Params) -> dict[str, set[tuple[int, int]]]:
     links: dict[str, set[tuple[int, int]]] = {}
-    w32 = w.astype(np.float32)
     for e in examples_:
-        links.setdefault(e.file, set()).add((e.line, e.ids[int(np.argmax(e.x @ w32))]))
+        links.setdefault(e.file, set()).add((e.line, e.ids[int(np.argmax(params.scores(e.x)))]))
     return links
 
 
@@ -222,16 +206,8 @@ def provenance(files: list[irc.IrcFile], data: Path, argv: list[str]) -> dict[st
     }
 
 
-def to_weights(w: np.ndarray, meta: dict[str, object]) -> LinkerWeights:
-    return LinkerWeights(
-        weights={name: round(float(v), 4) for name, v in zip(FEATURES, w, strict=True)},
-        window=WINDOW,
-        meta=meta,
-    )
-
-
-def write_weights(path: Path, w: np.ndarray, meta: dict[str, object] | None = None) -> str:
-    path.write_text(to_weights(w, meta or {}).model_dump_json(indent=2) + "\n")
+def write_weights(path: Path, params: Params, meta: dict[str, object] | None = None) -> str:
+    path.write_text(params.to_weights(WINDOW, meta).model_dump_json(indent=2) + "\n")
     default_weights.cache_clear()
     return str(path)
 
@@ -258,21 +234,22 @@ def dev_key(scores: dict[str, dict]) -> float:
     return row["exact_f1"] + row["link_f1"]
 
 
-def cross_validate(files: list[irc.IrcFile], by_file: dict[str, list[Example]], l2: float, k: int) -> dict:
-    """K folds by file: fitted on the other folds, links predicted for the held-out files, scored together."""
-    out: dict[str, dict] = {}
-    folds = [files[i::k] for i in range(k)]
-    for variant in ("no-vector", "vector"):
-        links: dict[str, set[tuple[int, int]]] = {}
-        for fold in folds:
-            held = {f.name for f in fold}
-            wf = fit([e for name, exs in by_file.items() if name not in held for e in exs], l2)
-            test = [e for name in held for e in by_file[name] if e.vec == (variant == "vector")]
-            links.update(predict(test, wf))
-        scored = [f for f in files if f.name in links]
-        if scored:
-            out[f"cv{k}_{variant}"] = score(scored, links)
-    return out
+def cross_validate(files: list[irc.IrcFile], by_file: dict[str, list[Example]], k: int, **fit_kw) -> dict:
+    """K folds by file: fitted on the other folds, links predicted for the held-out files, scored together
+    (per variant: without and with vectors)."""
+    links: dict[str, dict[str, set[tuple[int, int]]]] = {"no-vector": {}, "vector": {}}
+    for i in range(k):
+        held = {f.name for f in files[i::k]}
+        params = fit([e for name, exs in by_file.items() if name not in held for e in exs], **fit_kw)
+        for variant in links:
+            test = [e for name in held for e in by_file.get(name, []) if e.vec == (variant == "vector")]
+            links[variant].update(predict(test, params))
+    return {v: score([f for f in files if f.name in ln], ln) for v, ln in links.items() if ln}
+
+
+def cv_key(scores: dict[str, dict]) -> float:
+    row = scores.get("vector", scores.get("no-vector", {}))
+    return row.get("exact_f1", 0.0) + row.get("link_f1", 0.0)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -280,7 +257,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--data", type=Path, required=True, help="annotated IRC files to fit on (the train split)"
     )
-    ap.add_argument("--dev", type=Path, default=None, help="annotated IRC files to choose rounds and L2 on")
+    ap.add_argument(
+        "--dev",
+        type=Path,
+        default=None,
+        help="annotated IRC files to report on (and choose on, without --cv)",
+    )
     ap.add_argument("--embedder", choices=["none", "minilm"], default="minilm")
     ap.add_argument("--embed-cache", type=Path, default=None, help="SQLite vector cache (e.g. under /tmp)")
     ap.add_argument("--file-every", type=int, default=1, help="fit on every N-th file only (time)")
@@ -288,14 +270,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--warmup", type=int, default=None, help="turns before the first annotated line (default all)"
     )
-    ap.add_argument("--l2", type=float, nargs="+", default=[1.0], help="the first chains the rounds")
+    ap.add_argument(
+        "--hidden", type=int, nargs="+", default=[32], help="tanh units; the first chains the rounds"
+    )
+    ap.add_argument("--epochs", type=int, default=8)
+    ap.add_argument("--wd", type=float, default=1e-4, help="weight decay")
+    ap.add_argument("--seeds", type=int, default=1, help="networks averaged (an ensemble)")
     ap.add_argument(
         "--rounds", type=int, default=2, help="refits, each on examples the previous weights linked"
     )
     ap.add_argument(
         "--init", default=None, help="weights for round 1: a file, 'zero', or the shipped (default)"
     )
-    ap.add_argument("--cv", type=int, default=0, help="K-fold figures by file (last round)")
+    ap.add_argument("--cv", type=int, default=0, help="choose --hidden by K-fold CV by file (last round)")
     ap.add_argument("--early-every", type=int, default=1, help="rounds before the last use every N-th file")
     ap.add_argument("--workers", type=int, default=1, help="processes building examples")
     ap.add_argument("--out", type=Path, default=None, help="write the weights here")
@@ -311,50 +298,67 @@ def main(argv: list[str] | None = None) -> int:
     vectors: dict[str, np.ndarray | None] = {}  # embedded for the last round only
     dev_vectors: dict[str, np.ndarray | None] | None = None
     report: dict[str, object] = {"files": len(files), "features": len(FEATURES)}
-    best: tuple[float, np.ndarray, str] | None = None
+    fit_kw = {"epochs": args.epochs, "wd": args.wd, "seeds": args.seeds}
+    best: tuple[float, Params, str] | None = None
     with tempfile.TemporaryDirectory() as tmp:
         current = (
-            write_weights(Path(tmp) / "zero.json", np.zeros(len(FEATURES)))
+            write_weights(Path(tmp) / "zero.json", Params(np.zeros(len(FEATURES))))
             if args.init == "zero"
             else args.init
         )
         for r in range(1, max(1, args.rounds) + 1):
-            used = files if r == args.rounds else files[:: max(1, args.early_every)]
-            if r == args.rounds:
+            last = r == max(1, args.rounds)
+            used = files if last else files[:: max(1, args.early_every)]
+            if last:
                 vectors = asyncio.run(embed(files, embedder, args.warmup, max(1, args.vector_every)))
             by_file = build(used, vectors, current, args.warmup, args.workers)
             everything = [e for exs in by_file.values() for e in exs]
-            for l2 in args.l2 if r == args.rounds else args.l2[:1]:
-                w = fit(everything, l2)
-                tag = f"round{r}" + (f"_l2={l2:g}" if len(args.l2) > 1 else "")
+            for hidden in args.hidden if last else args.hidden[:1]:
+                tag = f"round{r}_h{hidden}"
+                params = fit(everything, hidden, **fit_kw)
                 for variant in ("no-vector", "vector"):
                     test = [e for e in everything if e.vec == (variant == "vector")]
                     if test:
-                        report[f"{tag}_{variant}"] = score(used, predict(test, w))
-                path = write_weights(Path(tmp) / f"{tag}.json", w)
+                        report[f"{tag}_in-sample_{variant}"] = score(used, predict(test, params))
+                key = None
+                if args.cv and last:
+                    report[f"{tag}_cv{args.cv}"] = cv = cross_validate(
+                        used, by_file, args.cv, hidden=hidden, **fit_kw
+                    )
+                    key = cv_key(cv)
+                path = write_weights(Path(tmp) / f"{tag}.json", params)
                 if dev:
                     if dev_vectors is None:
                         dev_vectors = asyncio.run(embed(dev, embedder))
-                    report[f"dev_{tag}"] = scores = dev_scores(dev, dev_vectors, path, args.workers)
-                    if best is None or dev_key(scores) > best[0]:
-                        best = (dev_key(scores), w, tag)
-                if l2 == args.l2[0]:
-                    current = write_weights(Path(tmp) / f"round{r}_chain.json", w)
+                    report[f"{tag}_dev"] = scores = dev_scores(dev, dev_vectors, path, args.workers)
+                    key = dev_key(scores) if key is None else key
+                if last and (best is None or (key or 0.0) > best[0]):
+                    best = (key or 0.0, params, tag)
+                if hidden == args.hidden[0]:
+                    current = write_weights(Path(tmp) / f"round{r}_chain.json", params)
                 print(json.dumps({k: v for k, v in report.items() if tag in k}), file=sys.stderr, flush=True)
-            if args.cv and r == args.rounds:
-                report.update(cross_validate(files, by_file, args.l2[0], args.cv))
-        if best is None:
-            best = (0.0, w, tag)
-        report["chosen"] = best[2]
+        report["chosen"] = best[2] if best else None
     print(json.dumps(report, indent=2))
-    if args.out:
-        init = args.init or "the shipped weights"
-        meta = {**provenance(files, args.data, argv), "l2": args.l2, "embedder": args.embedder,
-                "rounds": args.rounds, "init": init, "warmup": args.warmup, "vector_every": args.vector_every, "file_every": args.file_every,
-                "early_every": args.early_every,
+    if args.out and best is not None:
+        meta = {**provenance(files, args.data, argv), "embedder": args.embedder, "hidden": args.hidden,
+                "epochs": args.epochs, "wd": args.wd, "seeds": args.seeds, "rounds": args.rounds,
+                "init": _init_note(args.init), "warmup": args.warmup, "vector_every": args.vector_every,
+                "file_every": args.file_every, "early_every": args.early_every,
+                "chosen_by": f"cv{args.cv} on train" if args.cv else "dev" if dev else "the only setting",
                 "dev": args.dev.name if args.dev else None, **report}  # fmt: skip
         write_weights(args.out, best[1], meta)
     return 0
+
+
+def _init_note(init: str | None) -> object:
+    """What round 1 ran with: 'zero', or the command and data of the weight file it read (its provenance)."""
+    if init == "zero":
+        return "zero"
+    lw = default_weights(init)
+    return {
+        "file": init or "the shipped weights",
+        **{k: lw.meta.get(k) for k in ("command", "data", "files_sha256", "commit", "init")},
+    }
 
 
 if __name__ == "__main__":

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from types import SimpleNamespace
 
+import numpy as np
+
+from agents.reply_linker import FEATURES
 from bench import irc
 
 LOG = """\
@@ -141,10 +145,35 @@ def test_linker_training_learns_from_the_annotation(tmp_path):
     exs = train_linker.examples(files[0], None)
     assert exs and all(e.x.shape[0] == len(e.ids) and e.ids[-1] == e.line for e in exs)
     assert any(e.gold[-1] for e in exs)  # some lines start a conversation (self-links)
-    w = train_linker.fit(exs, l2=0.1)
-    links = train_linker.predict(exs, w)
-    report = train_linker.score(files, links)
-    assert set(report) >= {"link_f1", "vi", "exact_f1"} and report["link_f1"] >= 50.0
+    for hidden in (0, 4):  # linear, and with a hidden layer
+        params = train_linker.fit(exs, hidden=hidden, epochs=30)
+        links = train_linker.predict(exs, params)
+        report = train_linker.score(files, links)
+        assert set(report) >= {"link_f1", "vi", "exact_f1"} and report["link_f1"] >= 50.0
+
+
+def test_an_ensemble_of_seeds_is_one_wider_network_scoring_their_mean():
+    from bench import linker_fit
+
+    rng = np.random.default_rng(0)
+    exs = []
+    for _ in range(40):
+        n = int(rng.integers(2, 8))
+        x = rng.normal(size=(n, len(FEATURES))).astype(np.float32)
+        gold = np.zeros(n, dtype=bool)
+        gold[int(np.argmax(x[:, 0]))] = True  # the gold parent has the largest first feature
+        exs.append(SimpleNamespace(x=x, gold=gold))
+    single = [linker_fit.fit(exs, hidden=3, epochs=60, seeds=1)]
+    both = linker_fit.fit(exs, hidden=3, epochs=60, seeds=2)
+    second = linker_fit.fit_one(*linker_fit.pad(exs), hidden=3, epochs=60, seed=1)
+    x = exs[0].x
+    mean = (single[0].scores(x) + second.scores(x)) / 2
+    assert both.w1.shape == (len(FEATURES), 6) and np.allclose(both.scores(x), mean, atol=1e-4)
+    # the shipped format reads the same network back
+    back = linker_fit.Params.from_weights(both.to_weights(60))
+    assert np.allclose(back.scores(x.astype(np.float64)), both.scores(x), atol=1e-3)
+    hits = sum(int(np.argmax(both.scores(e.x)) == np.argmax(e.gold)) for e in exs)
+    assert hits >= 30  # it learned the rule
 
 
 def test_linker_training_refits_on_its_own_links_and_writes_a_loadable_weight_file(tmp_path, capsys):
@@ -157,11 +186,13 @@ def test_linker_training_refits_on_its_own_links_and_writes_a_loadable_weight_fi
     data.mkdir()
     write(data)
     out = tmp_path / "w.json"
-    assert train_linker.main(["--data", str(data), "--embedder", "none", "--rounds", "2", "--out", str(out)]) == 0
+    argv = ["--data", str(data), "--embedder", "none", "--rounds", "2", "--hidden", "4", "--epochs", "3", "--out", str(out)]  # fmt: skip
+    assert train_linker.main(argv) == 0
     report = json.loads(capsys.readouterr().out)
-    assert {"round1_no-vector", "round2_no-vector"} <= set(report)
+    assert {"round1_h4_in-sample_no-vector", "round2_h4_in-sample_no-vector"} <= set(report)
     w = LinkerWeights.model_validate_json(out.read_text())
     assert set(w.weights) == set(FEATURES) and w.meta["rounds"] == 2
+    assert w.hidden is not None and set(w.hidden.w1) == set(FEATURES) and len(w.hidden.v) == 4
     # the examples come from the segmenter running with the linker, so the window carries chosen parents
     assert any(w.weights[name] != 0.0 for name in ("cand_answered_sender", "linked_pair", "cand_root"))
 
@@ -186,12 +217,32 @@ def test_linker_training_chooses_on_dev_and_records_provenance(tmp_path, capsys)
     write(dev, "2009-02-02_10")
     out = tmp_path / "w.json"
     argv = ["--data", str(train), "--dev", str(dev), "--embedder", "none", "--init", "zero", "--rounds", "2",
-            "--l2", "0.1", "1", "--warmup", "5", "--out", str(out)]  # fmt: skip
+            "--hidden", "0", "3", "--epochs", "3", "--warmup", "5", "--out", str(out)]  # fmt: skip
     assert train_linker.main(argv) == 0
     report = json.loads(capsys.readouterr().out)
-    dev_rows = {k for k in report if k.startswith("dev_")}
-    assert dev_rows == {"dev_round1_l2=0.1", "dev_round2_l2=0.1", "dev_round2_l2=1"}  # the first L2 chains rounds
-    assert report["chosen"] in {k.removeprefix("dev_") for k in dev_rows}
+    dev_rows = {k for k in report if k.endswith("_dev")}
+    assert dev_rows == {"round1_h0_dev", "round2_h0_dev", "round2_h3_dev"}  # the first setting chains rounds
+    assert report["chosen"] in {k.removesuffix("_dev") for k in dev_rows} - {"round1_h0"}
     meta = LinkerWeights.model_validate_json(out.read_text()).meta
     assert meta["n_files"] == 1 and len(str(meta["files_sha256"])) == 64 and meta["init"] == "zero"
     assert str(meta["command"]).startswith("python -m bench.train_linker --data") and meta["date"]
+    assert meta["chosen_by"] == "dev"
+
+
+def test_linker_training_can_choose_by_cross_validation_on_train(tmp_path, capsys):
+    from agents.reply_linker import LinkerWeights
+    from bench import train_linker
+
+    train = tmp_path / "train"
+    train.mkdir()
+    write(train)
+    write(train, "2009-02-02_10")
+    out = tmp_path / "w.json"
+    argv = ["--data", str(train), "--embedder", "none", "--rounds", "1", "--hidden", "0", "2", "--epochs", "3",
+            "--cv", "2", "--out", str(out)]  # fmt: skip
+    assert train_linker.main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert {"round1_h0_cv2", "round1_h2_cv2"} <= set(report)
+    assert "link_f1" in report["round1_h0_cv2"]["no-vector"]
+    meta = LinkerWeights.model_validate_json(out.read_text()).meta
+    assert meta["chosen_by"] == "cv2 on train" and meta["chosen"] in {"round1_h0", "round1_h2"}
