@@ -12,14 +12,15 @@ every weight 0, a uniform ranking, so nothing fitted elsewhere leaks in; default
 later round the weights the previous one fitted. The segmenter starts ``--warmup`` turns before a file's
 first annotated line.
 
-Settings are chosen on held-out data, never on the files a model was fitted on: with ``--cv K`` the last
-round's ``--hidden`` values are compared by K-fold cross-validation by file on the training data (the
-linker alone, links of held-out files); without it, by the IRC bench's own segmenter run on ``--dev DIR``
-(exact F1 + link F1, with vectors). ``--dev`` figures are reported either way. The weight file's ``meta``
+Settings are chosen on held-out data, never on the files a model was fitted on: the last round's ``--hidden``
+values are compared (exact F1 + link F1, with vectors) by the IRC bench's own segmenter run on ``--dev DIR``
+or, with ``--choose cv`` (the default when ``--cv K`` is given without ``--dev``), by K-fold
+cross-validation by file on the training data (the linker alone, links of held-out files); both are reported
+when both are asked for. ``--keep DIR`` also writes every setting's weights there. The weight file's ``meta``
 records the command, the date, the git commit, a hash of the training files and these figures.
 
     python -m bench.train_linker --data TRAIN_DIR --dev DEV_DIR [--embedder minilm] [--embed-cache FILE]
-        [--rounds 2] [--init FILE|zero] [--hidden 16 32] [--seeds 3] [--cv 3] [--out FILE]
+        [--rounds 2] [--init FILE|zero] [--hidden 0 32] [--seeds 3] [--cv 3] [--choose dev|cv] [--out FILE]
 """
 
 from __future__ import annotations
@@ -282,7 +283,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--init", default=None, help="weights for round 1: a file, 'zero', or the shipped (default)"
     )
-    ap.add_argument("--cv", type=int, default=0, help="choose --hidden by K-fold CV by file (last round)")
+    ap.add_argument("--cv", type=int, default=0, help="K-fold CV figures by file (last round)")
+    ap.add_argument("--choose", choices=["dev", "cv"], default=None, help="default: dev if --dev, else cv")
+    ap.add_argument("--keep", type=Path, default=None, help="write every setting's weights to this folder")
     ap.add_argument("--early-every", type=int, default=1, help="rounds before the last use every N-th file")
     ap.add_argument("--workers", type=int, default=1, help="processes building examples")
     ap.add_argument("--out", type=Path, default=None, help="write the weights here")
@@ -300,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, object] = {"files": len(files), "features": len(FEATURES)}
     fit_kw = {"epochs": args.epochs, "wd": args.wd, "seeds": args.seeds}
     best: tuple[float, Params, str] | None = None
+    choose = args.choose or ("dev" if dev or not args.cv else "cv")
     with tempfile.TemporaryDirectory() as tmp:
         current = (
             write_weights(Path(tmp) / "zero.json", Params(np.zeros(len(FEATURES))))
@@ -325,13 +329,18 @@ def main(argv: list[str] | None = None) -> int:
                     report[f"{tag}_cv{args.cv}"] = cv = cross_validate(
                         used, by_file, args.cv, hidden=hidden, **fit_kw
                     )
-                    key = cv_key(cv)
+                    key = cv_key(cv) if choose == "cv" else None
                 path = write_weights(Path(tmp) / f"{tag}.json", params)
+                if args.keep:
+                    args.keep.mkdir(parents=True, exist_ok=True)
+                    write_weights(
+                        args.keep / f"{tag}.json", params, {**provenance(files, args.data, argv), "tag": tag}
+                    )
                 if dev:
                     if dev_vectors is None:
                         dev_vectors = asyncio.run(embed(dev, embedder))
                     report[f"{tag}_dev"] = scores = dev_scores(dev, dev_vectors, path, args.workers)
-                    key = dev_key(scores) if key is None else key
+                    key = dev_key(scores) if choose == "dev" else key
                 if last and (best is None or (key or 0.0) > best[0]):
                     best = (key or 0.0, params, tag)
                 if hidden == args.hidden[0]:
@@ -344,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
                 "epochs": args.epochs, "wd": args.wd, "seeds": args.seeds, "rounds": args.rounds,
                 "init": _init_note(args.init), "warmup": args.warmup, "vector_every": args.vector_every,
                 "file_every": args.file_every, "early_every": args.early_every,
-                "chosen_by": f"cv{args.cv} on train" if args.cv else "dev" if dev else "the only setting",
+                "chosen_by": f"cv{args.cv} on train" if choose == "cv" else "dev" if dev else "the only setting",
                 "dev": args.dev.name if args.dev else None, **report}  # fmt: skip
         write_weights(args.out, best[1], meta)
     return 0

@@ -217,9 +217,13 @@ def test_linker_training_chooses_on_dev_and_records_provenance(tmp_path, capsys)
     write(dev, "2009-02-02_10")
     out = tmp_path / "w.json"
     argv = ["--data", str(train), "--dev", str(dev), "--embedder", "none", "--init", "zero", "--rounds", "2",
-            "--hidden", "0", "3", "--epochs", "3", "--warmup", "5", "--out", str(out)]  # fmt: skip
+            "--hidden", "0", "3", "--epochs", "3", "--warmup", "5", "--keep", str(tmp_path / "all"),
+            "--out", str(out)]  # fmt: skip
     assert train_linker.main(argv) == 0
     report = json.loads(capsys.readouterr().out)
+    kept = {p.stem: LinkerWeights.model_validate_json(p.read_text()) for p in (tmp_path / "all").iterdir()}
+    assert set(kept) == {"round1_h0", "round2_h0", "round2_h3"} and kept["round2_h3"].meta["tag"] == "round2_h3"
+    assert kept["round2_h0"].hidden is None and kept["round2_h3"].hidden is not None
     dev_rows = {k for k in report if k.endswith("_dev")}
     assert dev_rows == {"round1_h0_dev", "round2_h0_dev", "round2_h3_dev"}  # the first setting chains rounds
     assert report["chosen"] in {k.removesuffix("_dev") for k in dev_rows} - {"round1_h0"}
