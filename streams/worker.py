@@ -98,6 +98,7 @@ class Pipeline:
         self.consolidate = self.stages.consolidate
         self.index = self.stages.index
         self.graph = self.stages.graph
+        self._applied: dict[str, None] = {}  # ids of decisions this worker applied itself (the last 100k)
 
     async def deletions(self) -> set[tuple[str, str]]:
         return await self.clients.log.deletions()
@@ -168,13 +169,19 @@ class Pipeline:
             applied = await self.index.process(
                 [Record(p.topic, -1, p.key, p.record_id, p.value) for p in kept]
             )
+            self._applied.update(dict.fromkeys(p.record_id for p in kept))
             others = [p for p in produced if p.topic != MEMORY_DECISIONS.name]
             total.produced += others + kept + applied.produced
         await send(total.produced)
         return total
 
     async def index_batch(self, records: list[Record], send: Send) -> StageOutput:
+        """Decisions from the topic; the ones this worker's consolidator applied itself are skipped unread
+        (re-applying is a no-op, but decoding and checking thousands of them is not free)."""
         deleted = await self.deletions()
-        out = await self.index.process([r for r in records if not _is_deleted(deleted, r.key)])
+        while len(self._applied) > 100_000:
+            del self._applied[next(iter(self._applied))]
+        fresh = [r for r in records if r.record_id not in self._applied and not _is_deleted(deleted, r.key)]
+        out = await self.index.process(fresh)
         await send(out.produced)
         return out
