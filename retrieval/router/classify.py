@@ -21,6 +21,13 @@ from retrieval.router.classifier import (
 from retrieval.router.learned import features, load_model
 
 
+def wants_vector(cfg: ClassifierConfig | None = None) -> bool:
+    """Whether :func:`classify` may use the skeleton's embedding: only the prototype layer does, and it runs
+    only without a learned model (with one, embedding the skeleton is wasted work)."""
+    cfg = cfg or ClassifierConfig()
+    return cfg.prototype_weight > 0 and (cfg.model == "rules" or load_model(cfg.model) is None)
+
+
 async def classify(
     query: str,
     *,

@@ -16,7 +16,7 @@ from retrieval.render import drop_covered
 from retrieval.router import abstain, multihop, multiround
 from retrieval.router.candidates import Cand, Pool, SearchSpec, embed_specs, run_specs
 from retrieval.router.classifier import Classification, PrototypeIndex, skeleton
-from retrieval.router.classify import classify
+from retrieval.router.classify import classify, wants_vector
 from retrieval.router.currency import (
     Succession,
     apply_currency,
@@ -277,9 +277,8 @@ async def retrieve_routed(
     run = Run(req=req, cfg=cfg, now=req.now or datetime.now(UTC))
     t0 = time.perf_counter()
     first = main_spec(req, cfg.recipe("factual_extraction"), label="main")
-    await embed_specs(
-        embedder, [first, first.model_copy(update={"embed_text": skeleton(req.query)})], run.vectors
-    )
+    skel = [first.model_copy(update={"embed_text": skeleton(req.query)})] if wants_vector(cfg.classifier) else []
+    await embed_specs(embedder, [first, *skel], run.vectors)
     if classification is None:
         vec = run.vectors.get(skeleton(req.query))
         classification = await classify(req.query, embedder=embedder, vector=None if vec is None else _arr(vec),
