@@ -10,7 +10,10 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from agents.text import fts_query
+from retrieval import sqlite_bm25
 from retrieval.fusion import rrf
 from retrieval.protocols import Doc, Hit, SearchQuery
 from retrieval.sqlite_schema import DOC_COLS, chat_token, epoch, row_to_doc
@@ -45,16 +48,16 @@ def bm25(db: sqlite3.Connection, q: SearchQuery, limit: int) -> Ranked:
     if not match or limit <= 0 or (q.kinds is not None and not q.kinds):
         return []
     where, args = _filters(q)
+    found = sqlite_bm25.ranked(db, q.chat_id, [t[1:-1] for t in match.split(" OR ")])
+    if found is not None:  # the same ranking from the chat's in-memory postings
+        return _bm25_filtered(db, q, limit, where, args, found)
     fts = f'chat : "{chat_token(q.chat_id)}" AND body : ({match})'
     window = max(4 * limit, 64)
     top = db.execute(
         "SELECT rowid, bm25(docs_fts, 1.0, 0.0) AS s FROM docs_fts WHERE docs_fts MATCH ? ORDER BY s, rowid LIMIT ?",
         (fts, window),
     ).fetchall()
-    kept: set[int] = set()
-    for chunk in chunks([rid for rid, _ in top]):
-        sql = f"SELECT d.rid FROM docs d WHERE d.rid IN ({marks(chunk)}) AND +d.chat_id = ?{where}"
-        kept.update(rid for (rid,) in db.execute(sql, (*chunk, q.chat_id, *args)))
+    kept = _passing(db, q.chat_id, [rid for rid, _ in top], where, args)
     rows = [(rid, s) for rid, s in top if rid in kept][:limit]
     if len(rows) < limit and len(top) == window:  # the filters left too few of the best: rank with them
         rows = db.execute(
@@ -63,6 +66,30 @@ def bm25(db: sqlite3.Connection, q: SearchQuery, limit: int) -> Ranked:
             (fts, q.chat_id, *args, limit),
         ).fetchall()
     return [(rid, -score) for rid, score in rows]  # FTS5 bm25() is negated: flip so higher is better
+
+
+def _passing(db: sqlite3.Connection, chat_id: str, rids: list[int], where: str, args: list[Any]) -> set[int]:
+    """Which of ``rids`` pass the query's filters (``where``/``args`` from :func:`_filters`)."""
+    kept: set[int] = set()
+    for chunk in chunks(rids):
+        sql = f"SELECT d.rid FROM docs d WHERE d.rid IN ({marks(chunk)}) AND +d.chat_id = ?{where}"
+        kept.update(rid for (rid,) in db.execute(sql, (*chunk, chat_id, *args)))
+    return kept
+
+
+def _bm25_filtered(db: sqlite3.Connection, q: SearchQuery, limit: int, where: str, args: list[Any],
+                   found: tuple[Any, Any]) -> Ranked:  # fmt: skip
+    """The first ``limit`` of ``found`` (best first) that pass the query's filters: the best ``4 * limit``
+    checked by rowid; when too few of them pass, the chat's docs that pass are read (one indexed query)."""
+    top = sqlite_bm25.best(*found, max(4 * limit, 64))
+    kept = _passing(db, q.chat_id, [rid for rid, _ in top], where, args)
+    rows = [(rid, s) for rid, s in top if rid in kept][:limit]
+    if len(rows) >= limit or len(top) == len(found[0]):
+        return rows
+    passing = np.fromiter((rid for (rid,) in db.execute(f"SELECT d.rid FROM docs d WHERE d.chat_id = ?{where}",
+                                                         (q.chat_id, *args))), dtype=np.int64)  # fmt: skip
+    keep = np.isin(found[0], passing)
+    return sqlite_bm25.best(found[0][keep], found[1][keep], limit)
 
 
 def search(db: sqlite3.Connection, q: SearchQuery, knn: Callable[[int], Ranked]) -> list[Hit]:
