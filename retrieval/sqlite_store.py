@@ -235,6 +235,18 @@ class SQLiteStore:
     async def find_memories(self, chat_id: str, query: MemoryFilter) -> list[MemoryRecord]:
         return _find_memories(self.db, chat_id, query)
 
+    async def turn_vectors(self, chat_id: str, message_ids: list[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of these messages' turns (message id -> vector; none for a turn without one)."""
+        ids = {f"turn:{chat_id}:{m}": m for m in dict.fromkeys(message_ids)}
+        out: dict[str, np.ndarray] = {}
+        keys = list(ids)
+        for i in range(0, len(keys), 500):
+            chunk = keys[i : i + 500]
+            sql = f"SELECT doc_id, vec FROM vectors WHERE doc_id IN ({','.join('?' * len(chunk))})"
+            for doc_id, blob in self.db.execute(sql, chunk):
+                out[ids[doc_id]] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
     async def similar_memories(
         self, chat_id: str, vector: np.ndarray, *, k: int = 10, subject: str | None = None
     ) -> list[tuple[MemoryRecord, float]]:

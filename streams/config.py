@@ -3,6 +3,8 @@ information policy) and how a Faust worker batches. ``memstream.settings.Setting
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.config import AuditConfig, ConsolidatorConfig, DistillerConfig, GraphMemoryConfig, SegmenterConfig
@@ -22,3 +24,6 @@ class PipelineConfig(BaseModel):
     graph: GraphMemoryConfig = Field(default_factory=GraphMemoryConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
     sensitive: SensitivePolicy = Field(default_factory=SensitivePolicy)
+    # a Q&A pair's, summary's or title's vector: the mean of its source turns' vectors ("sources") or its
+    # own text embedded ("text"); see streams/stages/vectors.py
+    derived_vectors: Literal["sources", "text"] = "sources"

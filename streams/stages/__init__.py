@@ -46,7 +46,9 @@ def build_stages(clients: Clients, cfg: PipelineConfig) -> Stages:
     return Stages(
         segment=SegmentStage(clients, cfg.segmenter, cfg.audit),
         distill=DistillStage(clients, cfg.distiller),
-        consolidate=ConsolidateStage(clients, cfg.consolidator),
-        index=IndexStage(clients),
-        graph=GraphStage(clients, clients.graph, cfg.graph) if clients.graph is not None else None,
+        consolidate=ConsolidateStage(clients, cfg.consolidator, cfg.derived_vectors),
+        index=IndexStage(clients, cfg.derived_vectors),
+        graph=GraphStage(clients, clients.graph, cfg.graph, cfg.derived_vectors)
+        if clients.graph is not None
+        else None,
     )

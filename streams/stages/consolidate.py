@@ -23,7 +23,8 @@ from retrieval.protocols import MemoryFilter
 from schemas import CandidateFact, DecisionOp, DistillResult, MemoryDecision, MemoryKind, MemoryRecord
 from streams.clients import Clients
 from streams.log import Record
-from streams.stages.io import StageOutput, decode_all, embed, for_each_item
+from streams.stages.io import StageOutput, decode_all, for_each_item
+from streams.stages.vectors import DerivedVectors, item_vectors
 from streams.topics import DISTILL_RESULTS, MEMORY_DECISIONS
 
 __all__ = ["ConsolidateStage"]
@@ -37,9 +38,12 @@ class ConsolidateStage:
     group = "consolidator"
     source = DISTILL_RESULTS
 
-    def __init__(self, clients: Clients, cfg: ConsolidatorConfig) -> None:
+    def __init__(
+        self, clients: Clients, cfg: ConsolidatorConfig, derived_vectors: DerivedVectors = "sources"
+    ) -> None:
         self.clients = clients
         self.cfg = cfg
+        self.derived_vectors = derived_vectors
         self.llm_calls = 0
         self._candidates: dict[str, list[CandidateFact]] = {}  # result id -> candidates (from prefetch)
 
@@ -51,15 +55,15 @@ class ConsolidateStage:
             return 0
         if len(self._candidates) > 4096:  # results never decided here (a worker's journalled ones): forget
             self._candidates = {}
-        texts: list[str] = []
+        todo: dict[str, CandidateFact] = {}
         for item in decode_all(self.source, "consolidate", records, StageOutput()):  # errors: in process
             if isinstance(item, DistillResult):
                 cands = self._candidates.get(item.result_id)
                 if cands is None:
                     cands = self._candidates[item.result_id] = consolidator.candidates_from_result(item)
-                texts += [c.text for c in cands]
-        await embed(self.clients, list(dict.fromkeys(texts)))
-        return len(texts)
+                todo.update((c.text, c) for c in cands)
+        await item_vectors(self.clients, list(todo.values()), self.derived_vectors)  # fills the cache
+        return len(todo)
 
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()
@@ -99,7 +103,7 @@ class ConsolidateStage:
 
     async def _similar(self, candidates: Sequence[CandidateFact], k: int) -> list[Pairs]:
         """Per candidate: its nearest live memories by vector, plus every live memory of its slot."""
-        vectors = await embed(self.clients, [c.text for c in candidates])
+        vectors = await item_vectors(self.clients, candidates, self.derived_vectors)
         store = self.clients.store
         slot_mates: dict[str, list[MemoryRecord]] = {}
         out: list[Pairs] = []

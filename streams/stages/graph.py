@@ -19,6 +19,7 @@ from schemas import DistillResult
 from streams.clients import Clients
 from streams.log import Record
 from streams.stages.io import StageOutput, for_each_item
+from streams.stages.vectors import DerivedVectors, item_vectors
 from streams.topics import DISTILL_RESULTS
 
 log = logging.getLogger("memstream.stages")
@@ -30,10 +31,17 @@ class GraphStage:
     group = "graph"
     source = DISTILL_RESULTS
 
-    def __init__(self, clients: Clients, store: GraphStore, cfg: GraphMemoryConfig) -> None:
+    def __init__(
+        self,
+        clients: Clients,
+        store: GraphStore,
+        cfg: GraphMemoryConfig,
+        derived_vectors: DerivedVectors = "sources",
+    ) -> None:
         self.clients = clients
         self.store = store
         self.cfg = cfg
+        self.derived_vectors = derived_vectors  # an edge's vector: its source turns' (see stages/vectors.py)
 
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()
@@ -87,7 +95,7 @@ class GraphStage:
         if vectors is not None:
             row = {m.key: i for i, m in enumerate(mentions)}
             node_vectors = {n.entity_id: vectors[row[n.key]] for n in merge.nodes if n.key in row}
-        edge_vecs = await self._embed([e.text for e in update.edges])
+        edge_vecs = await item_vectors(self.clients, update.edges, self.derived_vectors)
         edge_vectors = (
             {e.edge_id: edge_vecs[i] for i, e in enumerate(update.edges)} if edge_vecs is not None else None
         )

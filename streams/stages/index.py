@@ -6,15 +6,16 @@ from schemas import MemoryDecision
 from streams.clients import Clients
 from streams.log import Record
 from streams.stages.io import StageOutput, decode_all
+from streams.stages.vectors import DerivedVectors, item_vectors
 from streams.topics import MEMORY_DECISIONS
 
 
-async def apply_decisions(clients: Clients, decisions: list[MemoryDecision]) -> int:
+async def apply_decisions(
+    clients: Clients, decisions: list[MemoryDecision], derived_vectors: DerivedVectors = "sources"
+) -> int:
     """Apply ``decisions`` in order; returns how many changed the store (re-applied ones do not)."""
     with_record = [d for d in decisions if d.record is not None]
-    vectors = None
-    if clients.embedder is not None and with_record:
-        vectors = await clients.embedder.embed([d.record.text for d in with_record])
+    vectors = await item_vectors(clients, [d.record for d in with_record], derived_vectors)  # type: ignore[misc]
     vec_by_id = {d.decision_id: vectors[i] for i, d in enumerate(with_record)} if vectors is not None else {}
     batch = getattr(clients.store, "apply_decisions", None)
     if batch is not None:  # one transaction for the lot (the embedded store)
@@ -32,13 +33,14 @@ class IndexStage:
     group = "indexer"
     source = MEMORY_DECISIONS
 
-    def __init__(self, clients: Clients) -> None:
+    def __init__(self, clients: Clients, derived_vectors: DerivedVectors = "sources") -> None:
         self.clients = clients
+        self.derived_vectors = derived_vectors
         self.applied = 0
 
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()
         decisions = decode_all(self.source, "index", records, out)
-        self.applied += await apply_decisions(self.clients, decisions)
+        self.applied += await apply_decisions(self.clients, decisions, self.derived_vectors)
         out.processed = len(decisions)
         return out

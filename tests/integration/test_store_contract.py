@@ -151,6 +151,17 @@ async def test_turn_doc_shape(store):
     assert by_date.doc.doc_id == "turn:A:m1"
 
 
+async def test_turn_vectors_are_read_back_per_chat(store):
+    """Derived items take their source turns' vectors (streams/stages/vectors.py): read back as stored."""
+    await store.upsert_messages([msg("A", 1, "one"), msg("A", 2, "two")], np.stack([unit(1), unit(2, 3)]))
+    await store.upsert_messages([msg("A", 3, "no vector")], None)
+    await store.upsert_messages([msg("B", 1, "other chat")], np.stack([unit(4)]))
+    got = await store.turn_vectors("A", ["m2", "m1", "m3", "missing"])
+    assert set(got) == {"m1", "m2"}
+    assert np.allclose(got["m1"], unit(1), atol=1e-6) and np.allclose(got["m2"], unit(2, 3), atol=1e-6)
+    assert set(await store.turn_vectors("B", ["m1", "m2"])) == {"m1"}  # chats stay apart
+
+
 async def test_list_messages_time_window_and_order(store):
     await store.upsert_messages(
         [msg("A", 1, "b", minutes=5), msg("A", 2, "a", minutes=1), msg("A", 3, "c", minutes=5)], None

@@ -1,5 +1,6 @@
-"""The embedded runner embeds the consolidator's candidates a window of results ahead, in one call: fewer,
-larger forwards, and the very same memories as deciding each result with its own embedding call."""
+"""With ``derived_vectors="text"`` the embedded runner embeds the consolidator's candidates a window of results
+ahead, in one call: fewer, larger forwards, and the very same memories as deciding each result with its own
+embedding call. (The default, "sources", embeds no candidate: tests/unit/streams/test_derived_vectors.py.)"""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ class HashingEmbedder:
 
 async def _run(tmp_path, name: str, src) -> tuple[dict, list[int]]:
     inner = HashingEmbedder()
-    clients = await build_clients(Settings(data_dir=tmp_path / name, embedder="none"),
+    clients = await build_clients(Settings(data_dir=tmp_path / name, embedder="none", derived_vectors="text"),
                                   embedder=CachedEmbedder(inner))  # fmt: skip
     try:
         await ingest(clients, src)

@@ -1,0 +1,67 @@
+"""Vectors of derived items: aggregates of whole messages take their source turns' vectors.
+
+A Q&A pair is two messages, a summary and a title stand for their topic's messages: what the embedding would
+capture of them is in the source turns' vectors, which the segmenter has already stored. With
+``derived_vectors="sources"`` (the default) such an item's vector is the normalised mean of its source turns'
+vectors, read from the store; it is embedded itself only when a source has no vector there (a store without
+them, a source deleted meanwhile). Facts and tasks are single sentences of a message, finer than the turn
+(LoCoMo: cosine 0.44 between a fact and its turn), so they are always embedded; so are graph edges (mostly
+the same sentences: cache hits). ``"text"`` embeds every item's own text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, Protocol
+
+import numpy as np
+
+from streams.clients import Clients
+from streams.stages.io import embed
+
+__all__ = ["COMPOSED_KINDS", "DerivedVectors", "Sourced", "item_vectors", "mean_unit"]
+
+DerivedVectors = Literal["sources", "text"]
+COMPOSED_KINDS = frozenset({"qa", "summary", "title"})  # whole messages: their turns' mean vector
+
+
+class Sourced(Protocol):
+    chat_id: str
+    text: str
+    source_message_ids: list[str]
+
+
+def mean_unit(vectors: Sequence[np.ndarray]) -> np.ndarray | None:
+    """The L2-normalised mean of ``vectors`` (None for none, or when they cancel out)."""
+    if not vectors:
+        return None
+    mean = np.mean(np.stack(vectors), axis=0)
+    norm = float(np.linalg.norm(mean))
+    return (mean / norm).astype(np.float32) if norm > 1e-6 else None
+
+
+async def item_vectors(clients: Clients, items: Sequence[Sourced], mode: DerivedVectors) -> np.ndarray | None:
+    """One vector per item (None without an embedder): composed from the source turns' stored vectors in
+    ``"sources"`` mode, else (or when a source's vector is missing) the item's own text embedded."""
+    if clients.embedder is None or not items:
+        return None
+    rows: list[np.ndarray | None] = [None] * len(items)
+    if mode == "sources":
+        by_chat: dict[str, set[str]] = {}
+        for item in items:
+            if str(getattr(item, "kind", "")) in COMPOSED_KINDS:
+                by_chat.setdefault(item.chat_id, set()).update(item.source_message_ids)
+        found = {c: await clients.store.turn_vectors(c, sorted(ids)) for c, ids in by_chat.items()}
+        found.update({item.chat_id: {} for item in items if item.chat_id not in found})
+        for i, item in enumerate(items):
+            turns = found[item.chat_id]
+            composed = str(getattr(item, "kind", "")) in COMPOSED_KINDS
+            if composed and item.source_message_ids and all(m in turns for m in item.source_message_ids):
+                rows[i] = mean_unit([turns[m] for m in item.source_message_ids])
+    todo = [i for i, row in enumerate(rows) if row is None]
+    vectors = await embed(clients, [items[i].text for i in todo])
+    if vectors is not None:
+        for j, i in enumerate(todo):
+            rows[i] = vectors[j]
+    dim = next((r.shape[0] for r in rows if r is not None), clients.embedder.dim)
+    return np.stack([r if r is not None else np.zeros(dim, np.float32) for r in rows]).astype(np.float32)

@@ -1,0 +1,106 @@
+"""Aggregates of whole messages (Q&A pairs, summaries, titles) take their source turns' mean vector: the model
+embeds each message and each fact (a sentence, finer than its turn), not what merely regroups messages,
+unless told to ("text")."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+
+import numpy as np
+
+from memstream.clients import build_clients
+from memstream.ops import ingest
+from memstream.settings import Settings
+from retrieval.embedder import CachedEmbedder
+from schemas import ChatMessage, MemoryKind
+from streams.stages.vectors import COMPOSED_KINDS, item_vectors, mean_unit
+from tests.helpers import write_jsonl
+from tests.unit.streams.test_runner_prefetch import HashingEmbedder, _messages
+
+
+class Recording(HashingEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    async def embed(self, texts: list[str], *, is_query: bool = False) -> np.ndarray:
+        self.texts += texts
+        return await super().embed(texts, is_query=is_query)
+
+
+async def _ingest(tmp_path, name: str, mode: str):
+    inner = Recording()
+    settings = Settings(data_dir=tmp_path / name, embedder="none", derived_vectors=mode)
+    clients = await build_clients(settings, embedder=CachedEmbedder(inner))
+    await ingest(clients, write_jsonl(tmp_path / "in.jsonl", _messages()))
+    return clients, inner, settings
+
+
+def _stored_vectors(settings: Settings) -> dict[str, np.ndarray]:
+    with sqlite3.connect(settings.data_dir / "memstream.db") as db:
+        return {
+            d: np.frombuffer(v, dtype=np.float32) for d, v in db.execute("SELECT doc_id, vec FROM vectors")
+        }
+
+
+async def test_aggregates_take_the_mean_of_their_source_turns_and_are_not_embedded(tmp_path):
+    clients, inner, settings = await _ingest(tmp_path, "sources", "sources")
+    try:
+        vectors = _stored_vectors(settings)
+        checked = set()
+        for chat in await clients.store.chats():
+            turns = await clients.store.turn_vectors(chat, [f"c{chat[-1]}-m{i}" for i in range(60)])
+            assert len(turns) == 60
+            for record in await clients.store.list_memories(chat, live_only=False):
+                vec = vectors[record.memory_id]
+                if record.kind in COMPOSED_KINDS:
+                    expected = mean_unit([turns[m] for m in record.source_message_ids])
+                    assert np.allclose(vec, expected, atol=1e-5), record.kind
+                    assert record.text not in inner.texts
+                else:
+                    assert record.text in inner.texts  # a fact: its own sentence embedded
+                checked.add(record.kind)
+        assert {MemoryKind.FACT, MemoryKind.SUMMARY, MemoryKind.TITLE} <= checked
+    finally:
+        await clients.close()
+
+
+async def test_text_mode_embeds_what_the_distiller_wrote(tmp_path):
+    clients, inner, _ = await _ingest(tmp_path, "text", "text")
+    try:
+        records = [r for c in await clients.store.chats() for r in await clients.store.list_memories(c)]
+        assert {r.kind for r in records} >= {MemoryKind.FACT, MemoryKind.SUMMARY}
+        assert all(r.text in inner.texts for r in records)
+    finally:
+        await clients.close()
+
+
+async def test_an_item_whose_source_has_no_stored_vector_is_embedded_itself(tmp_path):
+    inner = Recording()
+    clients = await build_clients(
+        Settings(data_dir=tmp_path / "d", embedder="none"), embedder=CachedEmbedder(inner)
+    )
+    try:
+        at = datetime(2024, 5, 1, 9, tzinfo=UTC)
+        msgs = [ChatMessage(chat_id="c", message_id=f"m{i}", sender="ann", ts=at, text=f"I live in town {i}")
+                for i in range(2)]  # fmt: skip
+        await clients.store.upsert_messages(msgs[:1], await clients.embedder.embed([msgs[0].text]))
+        await clients.store.upsert_messages(msgs[1:], None)  # stored without a vector
+
+        class Item:
+            def __init__(self, text: str, ids: list[str], kind: str = "qa") -> None:
+                self.chat_id, self.text, self.source_message_ids, self.kind = "c", text, ids, kind
+
+        items = [Item("Q: where? A: town 0", ["m0"]), Item("Q: where? A: town 1", ["m1"]), Item("both", ["m0", "m1"]),
+                 Item("Ann lives in town 0", ["m0"], "fact")]  # fmt: skip
+        inner.texts.clear()
+        vecs = await item_vectors(clients, items, "sources")
+        # m0's Q&A reused its turn's vector; a source without one, or a fact, is embedded
+        assert inner.texts == ["Q: where? A: town 1", "both", "Ann lives in town 0"]
+        turn = (await clients.store.turn_vectors("c", ["m0", "m1"]))["m0"]
+        assert set(await clients.store.turn_vectors("c", ["m0", "m1"])) == {"m0"}
+        assert np.allclose(vecs[0], turn) and vecs.shape == (4, HashingEmbedder.dim)
+        assert await clients.store.turn_vectors("other-chat", ["m0"]) == {}  # chats stay apart
+    finally:
+        await clients.close()
