@@ -21,7 +21,7 @@ def es_url(tmp_path_factory) -> Iterator[str]:
         return
     pytest.importorskip("noida_db", reason="noida-db (the local Elasticsearch API) is not installed")
     pytest.importorskip("elasticsearch", reason="the elasticsearch client (extra 'prod') is not installed")
-    from bench.store_latency import noida_server
+    from memstream.devservers import noida_server
 
     with noida_server(tmp_path_factory.mktemp("noida-db")) as url:
         yield url

@@ -163,5 +163,22 @@ MAX_LINES = 400  # a module that grows past this is split by what it does (docs/
 
 
 def test_no_module_is_over_the_size_limit():
-    over = {m: n for m, p in MODULES.items() if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    over = {
+        m: n for m, p in MODULES.items() if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
     assert over == {}
+
+
+def test_test_fixtures_do_not_import_benchmarks():
+    """Fixtures start their servers with the package's own tools (memstream.devservers), not a benchmark's."""
+    shared = [*ROOT.joinpath("tests").rglob("conftest.py"), *ROOT.joinpath("tests").glob("*.py")]
+    offenders = []
+    for path in shared:
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            offenders += [
+                f"{path.relative_to(ROOT)}:{node.lineno}" for n in names if n.split(".")[0] in TOOLS
+            ]
+    assert len(shared) > 3 and not offenders, offenders
