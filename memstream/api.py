@@ -11,7 +11,7 @@ dependencies in :mod:`memstream.api_deps`. Errors: :mod:`memstream.api_guard`.
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 
 from fastapi import FastAPI
 
@@ -27,17 +27,20 @@ ROUTERS = (api_admin.router, api_retrieve.router, api_messages.router, api_chats
 
 
 def create_app(
-    settings: Settings | None = None, clients: Clients | None = None, *, embedder="settings"
+    settings: Settings | None = None, clients: Clients | None = None, *, embedder="settings", shared: bool = False
 ) -> FastAPI:
-    """Build the app. ``clients`` (or just a loaded ``embedder``) may be injected, e.g. by tests."""
+    """Build the app. ``clients`` (or just a loaded ``embedder``) may be injected, e.g. by tests. ``shared``:
+    one of the processes of ``serve --workers`` (:mod:`memstream.serve_procs`); the one holding the
+    processing lock processes, the others serve and append (see :mod:`memstream.serving`)."""
     settings = settings or Settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         from memstream.dirlock import processing_lock
 
-        with processing_lock(settings.data_dir, "serve"):  # one processing process per data dir
-            lanes = app.state.lanes = Lanes(settings, embedder, clients)
+        # one processing process per data dir; shared, the lanes take the lock if it is free
+        with nullcontext() if shared else processing_lock(settings.data_dir, "serve"):
+            lanes = app.state.lanes = Lanes(settings, embedder, clients, shared=shared)
             await lanes.start()
             app.state.clients = lanes.clients
             app.state.runner = lanes.runner  # the one pipeline runner (embedded log), guarded by lanes.work_lock

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -16,8 +17,10 @@ _ADMIN = [Depends(require_scope("admin", chat_param="-"))]
 
 
 @router.get("/healthz")
-async def healthz() -> dict[str, str]:
-    return {"status": "ok"}
+async def healthz(lanes: LanesDep) -> dict[str, str | int | bool]:
+    """Liveness, and which process answered (``serve --workers``: ``processing`` is the one running the
+    pipeline; the others serve reads and append writes)."""
+    return {"status": "ok", "pid": os.getpid(), "processing": lanes.leader}
 
 
 @router.get("/metrics", response_class=PlainTextResponse, dependencies=_ADMIN)

@@ -155,6 +155,8 @@ def serve(
                                                 "without API keys (only on a network you trust).")] = False,
     data_dir: DataDir = None,
     embedder: EmbedderOpt = None,
+    workers: Annotated[int, typer.Option(help="API processes on the port (reads use every core; one of "
+                                         "them processes the writes).", min=1, max=64)] = 1,
 ) -> None:
     """Run the retrieval API (OpenAPI docs at /docs). Off loopback it needs API keys (`memstream keys`)."""
     import uvicorn
@@ -170,6 +172,11 @@ def serve(
     if refusal:
         console.print(f"[red]error:[/red] {refusal}")
         raise typer.Exit(2)
+    if workers > 1:  # memstream/serve_procs.py
+        from memstream.serve_procs import run_workers
+
+        raise typer.Exit(run_workers(settings, bind, port or settings.api_port, workers, log_level="info",
+                                     timeout_keep_alive=30))
     uvicorn.run(create_app(settings), host=bind, port=port or settings.api_port, log_level="info",
                 timeout_keep_alive=30)
 

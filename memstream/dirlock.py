@@ -48,3 +48,73 @@ def processing_lock(data_dir: Path, who: str) -> Iterator[None]:
     finally:
         _held.pop(path, None)
         os.close(fd)
+
+
+def try_processing_lock(data_dir: Path, who: str) -> bool:
+    """Take the processing lock for the rest of this process's life if it is free (``serve --workers``:
+    the worker that gets it processes; the others retry, so one takes over when it dies). Never raises
+    :class:`DataDirBusy`; True if this process holds it now."""
+    path = (Path(data_dir) / LOCK_FILE).resolve()
+    if path in _held:
+        return True
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return False
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"`memstream {who}` (pid {os.getpid()})".encode(), 0)
+    _held[path] = fd
+    return True
+
+
+def release_processing_lock(data_dir: Path) -> None:
+    fd = _held.pop((Path(data_dir) / LOCK_FILE).resolve(), None)
+    if fd is not None:
+        os.close(fd)
+
+
+def processing_lock_free(data_dir: Path) -> str | None:
+    """None if no other process holds the processing lock now, else who holds it (a check, not a hold)."""
+    path = Path(data_dir) / LOCK_FILE
+    if not path.exists():
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return None
+    except BlockingIOError:
+        return os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+    finally:
+        os.close(fd)
+
+
+class WorkLock:
+    """Batches and deletions of one data dir, one at a time across the processes of ``serve --workers``
+    (``flock`` on ``<data dir>/work.lock``; a new open file per hold, so it also excludes within a process)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = Path(data_dir) / "work.lock"
+        self._fd: int | None = None
+
+    async def __aenter__(self) -> WorkLock:
+        import asyncio
+
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
+            except BaseException:
+                os.close(fd)
+                raise
+        self._fd = fd
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the last descriptor of the open file releases the lock
+            self._fd = None

@@ -8,6 +8,13 @@
 - the **embed lane** owns the embedding model; the other lanes reach it through :class:`EmbedderProxy`
   (one model in memory, its asyncio lock used from one loop only).
 
+With ``serve --workers N`` (:mod:`memstream.serve_procs`) each of N processes runs these lanes on one shared
+port (``shared``): the process holding the data dir's processing lock runs the processor lane and notices
+the other processes' appends by polling the log's backlog every ``POLL_S``; the others serve reads and
+append writes, retry the lock every ``TAKEOVER_S`` (one takes over when the processing process dies) and
+run :meth:`Lanes.exclusive` work (deletions, ``wait``) after the processor has consumed what the log held,
+between its batches (:class:`memstream.dirlock.WorkLock`, one batch or deletion at a time across processes).
+
 Each lane bounds its queue (``serve.max_pending``): when full, :class:`Busy` (the API answers 429 with
 Retry-After). Pending raw messages above ``serve.max_backlog`` also refuse new writes (429). With a Kafka log
 the API only appends; the Faust workers process. Injected clients (tests) run inline on the caller's loop.
@@ -16,12 +23,16 @@ the API only appends; the Faust workers process. Injected clients (tests) run in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from memstream.clients import Clients, build_clients
+from memstream.dirlock import WorkLock, release_processing_lock, try_processing_lock
 from memstream.settings import Settings
 
 log = logging.getLogger("memstream.serving")
@@ -29,6 +40,9 @@ T = TypeVar("T")
 # the background worker waits this long after a wake-up before it runs, so writes arriving meanwhile are
 # processed as one batch (a run per one-message POST cost ~11 ms of CPU a message, mostly per-run overhead)
 GATHER_S = 0.25
+POLL_S = 0.2  # shared: how often the processing process looks for appends made by the other processes
+TAKEOVER_S = 1.0  # shared: how often the other processes try to take over processing
+CATCH_UP_S = 30.0  # shared: how long exclusive work waits for the processor to consume the log's backlog
 
 
 class Busy(Exception):
@@ -109,8 +123,14 @@ class EmbedderProxy:
 class Lanes:
     """Every lane of one API process (see the module docstring)."""
 
-    def __init__(self, settings: Settings, embedder: Any = "settings", clients: Clients | None = None) -> None:
+    def __init__(self, settings: Settings, embedder: Any = "settings", clients: Clients | None = None, *,
+                 shared: bool = False) -> None:  # fmt: skip
         self.settings = settings
+        self.shared = shared  # one of several processes serving this data dir (serve --workers)
+        self.leader = not shared  # runs the processor lane (shared: holds the processing lock)
+        self._opener: Callable[[], Awaitable[Any]] | None = None
+        self._standby: asyncio.Task | None = None
+        self._deletions_seen: Any = None
         self.embedder_arg = embedder
         self.injected = clients
         self.readers: list[Lane] = []
@@ -156,10 +176,29 @@ class Lanes:
             await lane.start(opener)
         self.ingest.max_pending = cfg.max_pending
         await self.ingest.start(opener)
-        if self.embedded:
-            await self.processor.start(opener)
-            await self.processor.submit(self._init_worker())
-            self._drain_task = asyncio.run_coroutine_threadsafe(self._drain_forever(), self.processor.loop)  # type: ignore[arg-type]
+        self._opener = opener
+        if not self.embedded:
+            return
+        if not self.shared or try_processing_lock(settled.data_dir, "serve --workers"):
+            await self._lead()
+        else:
+            self.leader = False
+            self._standby = asyncio.get_running_loop().create_task(self._stand_by())
+
+    async def _lead(self) -> None:
+        """Start the processor lane and its background worker (drains the backlog at once)."""
+        self.leader = True
+        await self.processor.start(self._opener)
+        await self.processor.submit(self._init_worker())
+        self._drain_task = asyncio.run_coroutine_threadsafe(self._drain_forever(), self.processor.loop)  # type: ignore[arg-type]
+
+    async def _stand_by(self) -> None:
+        while True:
+            await asyncio.sleep(TAKEOVER_S)
+            if try_processing_lock(self.clients.settings.data_dir, "serve --workers"):  # type: ignore[union-attr]
+                log.warning("pid %s took over processing", os.getpid())
+                await self._lead()
+                return
 
     def _make_readers(self, n: int) -> list[Lane]:
         self.readers = [Lane(f"reader-{i}") for i in range(max(1, n))]
@@ -181,13 +220,46 @@ class Lanes:
         self._wake = asyncio.Event()
         self._wake.set()  # drain what a previous process accepted but did not process
 
+    def _across(self) -> Any:
+        """One batch or deletion at a time across the processes of ``serve --workers``."""
+        return WorkLock(self.settings.data_dir) if self.shared else contextlib.nullcontext()
+
+    async def _refresh_state(self) -> None:
+        """Reload the segmenter's state from the log's checkpoint after a deletion (it rewrote the chat's
+        pool there; this process's copy in memory would write the deleted messages back)."""
+        db = getattr(self.runner.log, "db", None)
+        if db is None:
+            return
+        seen = db.execute("SELECT count(*), max(at) FROM deletion_ledger").fetchone()
+        if self._deletions_seen is not None and seen != self._deletions_seen:
+            seg = self.runner.segment
+            seg.load_state(await self.runner.log.load_state(seg.group))
+        self._deletions_seen = seen
+
+    async def _woken(self) -> None:
+        """Until there is work: a wake-up from this process (then gather a burst into one batch) or, shared,
+        raw records appended by another process (found by polling the backlog)."""
+        assert self._wake is not None
+        if not self.shared:
+            await self._wake.wait()
+            await asyncio.sleep(self.gather_s)
+            return
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), POLL_S)
+                await asyncio.sleep(self.gather_s)
+                return
+            except TimeoutError:
+                if await _raw_lag(self.processor.clients) > 0:
+                    return
+
     async def _drain_forever(self) -> None:
         while True:
-            await self._wake.wait()  # type: ignore[union-attr]
-            await asyncio.sleep(self.gather_s)  # let a burst of writes become one batch
+            await self._woken()
             self._wake.clear()  # type: ignore[union-attr]
             try:
-                async with self.work_lock:
+                async with self.work_lock, self._across():
+                    await self._refresh_state()
                     stats = await self.runner.run_until_idle()
                 self.drained += stats.processed.get("segmenter", 0)
                 self.last_error = None
@@ -198,7 +270,13 @@ class Lanes:
                 self._wake.set()  # type: ignore[union-attr]
 
     async def process_now(self):
-        """Process everything pending (call through :meth:`exclusive`, which holds the worker's lock)."""
+        """Process everything pending (call through :meth:`exclusive`, which holds the worker's lock). In a
+        process that does not process, :meth:`exclusive` has already waited for the one that does."""
+        if not self.leader:
+            from streams.runner import RunStats
+
+            return RunStats()
+        await self._refresh_state()
         return await self.runner.run_until_idle()
 
     def wake(self) -> None:
@@ -212,30 +290,50 @@ class Lanes:
                 return await fn(self.injected)
         if not self.embedded:
             return await self.processor_or_reader(fn)
+        if not self.leader:  # another process processes: after it consumed the backlog, between its batches
+            await self._caught_up()
+            lane = self.reader()
+
+            async def between() -> T:
+                async with self._across():
+                    return await fn(lane.clients)
+
+            return await lane.submit(between())
 
         async def locked() -> T:
-            async with self.work_lock:
+            async with self.work_lock, self._across():
                 return await fn(self.processor.clients)
 
         return await self.processor.submit(locked())
+
+    async def _caught_up(self) -> None:
+        """Wait (at most ``CATCH_UP_S``) until the processing process has consumed every raw record the log
+        holds now."""
+
+        async def ends(c: Clients) -> tuple[int, int]:
+            from streams.topics import RAW_MESSAGES
+
+            end = await c.log.end_offset(RAW_MESSAGES.name)
+            return end, await c.log.committed("segmenter", RAW_MESSAGES.name)
+
+        end, done = await self.ingest.call(ends)
+        deadline = time.monotonic() + CATCH_UP_S
+        while done < end and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            done = (await self.ingest.call(ends))[1]
 
     async def processor_or_reader(self, fn: Callable[[Clients], Awaitable[T]]) -> T:
         return await self.reader().call(fn)
 
     async def backlog(self) -> int:
         """Raw records not yet consumed by the segmenter (read on the ingest lane)."""
-        from streams.topics import RAW_MESSAGES
-
-        async def lag(c: Clients) -> int:
-            log_ = c.log
-            end = await log_.end_offset(RAW_MESSAGES.name)
-            return end - await log_.committed("segmenter", RAW_MESSAGES.name)
-
-        return await self.ingest.call(lag) if self.embedded else 0
+        return await self.ingest.call(_raw_lag) if self.embedded else 0
 
     async def stop(self) -> None:
         if self.injected is not None:
             return
+        if self._standby is not None:
+            self._standby.cancel()
         if self._drain_task is not None:
             self._drain_task.cancel()
 
@@ -248,3 +346,12 @@ class Lanes:
         if self.clients is not None:
             await self.embed.submit(self.clients.close())
         await self.embed.stop()
+        if self.shared and self.leader:
+            release_processing_lock(self.settings.data_dir)
+
+
+async def _raw_lag(c: Clients) -> int:
+    """Raw records not yet consumed by the segmenter."""
+    from streams.topics import RAW_MESSAGES
+
+    return await c.log.end_offset(RAW_MESSAGES.name) - await c.log.committed("segmenter", RAW_MESSAGES.name)
