@@ -16,9 +16,10 @@ STEPS = ("fuzz", "load", "leaks", "kills", "deletion", "sensitive")
 
 
 def run_reliability(out_dir: Path, *, n_fuzz: int, kills: int, rates: list[int], seconds: float, seed: int,
-                    steps: tuple[str, ...] = STEPS) -> dict:  # fmt: skip
+                    steps: tuple[str, ...] = STEPS, workers: int = 1) -> dict:  # fmt: skip
     """Run ``steps`` and write OUT/reliability.json; figures of steps not run are kept from an earlier file
-    there (so the load step can be re-run alone when the machine is quiet)."""
+    there (so the load step can be re-run alone when the machine is quiet). ``workers``: ``serve --workers``
+    of the server that is fuzzed, loaded and probed (the killed one runs one process)."""
     from bench import reliability as R
     from bench.sensitive_gen import generate, score
 
@@ -38,7 +39,7 @@ def run_reliability(out_dir: Path, *, n_fuzz: int, kills: int, rates: list[int],
             keys = {"admin": R.make_key(data, "--name", "admin", "--scope", "admin", "--chat", "*"),
                     "leak0": R.make_key(data, "--name", "leak0", "--scope", "read", "--scope", "write",
                                         "--scope", "delete", "--chat", "leak0")}  # fmt: skip
-            server = R.Server(data).start()
+            server = R.Server(data, workers).start()
             try:
                 with R.httpx.Client(base_url=server.url, headers={"X-API-Key": keys["admin"]}, timeout=60) as client:
                     for c in range(7):  # something to read during the load test
@@ -77,6 +78,8 @@ def bench_reliability(
     rates: Annotated[str, typer.Option(help="Load steps, requests/s (comma-separated).")] = "50,100,200",
     seconds: Annotated[float, typer.Option(help="Seconds per load step (at most 60).", min=1, max=60)] = 60,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 1,
+    workers: Annotated[int, typer.Option(help="`serve --workers` of the fuzzed/loaded/probed server.",
+                                         min=1, max=8)] = 1,
     steps: Annotated[str, typer.Option(help=f"Steps to run (comma-separated, of {','.join(STEPS)}); the others' "
                                             "figures are kept from OUT/reliability.json.")] = ",".join(STEPS),
 ) -> None:
@@ -88,7 +91,7 @@ def bench_reliability(
         raise typer.BadParameter(f"unknown steps {sorted(unknown)}; choose from {', '.join(STEPS)}")
     rate_steps = [int(r) for r in rates.split(",") if r.strip()]
     result = run_reliability(out_dir, n_fuzz=fuzz, kills=kills, rates=rate_steps, seconds=seconds, seed=seed,
-                             steps=chosen)  # fmt: skip
+                             steps=chosen, workers=workers)  # fmt: skip
     summary = {k: result[k] for k in ("fuzz", "kills", "leaks", "deleted_returned", "sensitive") if k in result}
     if "kills" in summary:
         summary["kills"] = {k: {f: v for f, v in kill.items() if f not in ("kills", "tables")}

@@ -52,8 +52,8 @@ def memstream(data: Path, *args: str, **kw) -> subprocess.CompletedProcess:
 
 
 class Server:
-    def __init__(self, data: Path) -> None:
-        self.data, self.port, self.proc = data, free_port(), None
+    def __init__(self, data: Path, workers: int = 1) -> None:
+        self.data, self.port, self.proc, self.workers = data, free_port(), None, workers
 
     @property
     def url(self) -> str:
@@ -61,20 +61,37 @@ class Server:
 
     def start(self) -> Server:
         self.proc = subprocess.Popen([*CLI, "serve", "--port", str(self.port), "--data-dir", str(self.data),
-                                      "--embedder", "none"], env=ENV, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-        for _ in range(300):
+                                      "--embedder", "none", "--workers", str(self.workers)], env=ENV,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        seen: set[int] = set()
+        for _ in range(600):
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                seen.add(httpx.get(f"{self.url}/healthz", timeout=1).json()["pid"])  # a new connection each
+                if len(seen) >= self.workers:
                     return self
             except httpx.HTTPError:
                 pass
-            time.sleep(0.1)
+            time.sleep(0.05 if seen else 0.1)
         raise RuntimeError("memstream serve did not come up")
 
+    def pids(self) -> list[int]:
+        """The serve process and, with ``--workers``, its worker processes."""
+        try:
+            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as fh:
+                return [self.proc.pid, *map(int, fh.read().split())]
+        except OSError:
+            return [self.proc.pid]
+
     def rss_mb(self) -> float:
-        with open(f"/proc/{self.proc.pid}/status") as fh:
-            return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS")) / 1024
+        """Resident memory of every process of the server."""
+        total = 0
+        for pid in self.pids():
+            try:
+                with open(f"/proc/{pid}/status") as fh:
+                    total += next(int(line.split()[1]) for line in fh if line.startswith("VmRSS"))
+            except OSError:
+                pass
+        return total / 1024
 
     def alive(self) -> bool:
         return self.proc.poll() is None

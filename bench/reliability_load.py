@@ -2,7 +2,7 @@
 
 Requests arrive on a fixed schedule (``rps``) and are served by ``workers`` keep-alive connections; a
 request's latency counts from its scheduled time, so queueing behind a slow server shows (no coordinated
-omission). The client is a minimal HTTP/1.1 speaker on asyncio streams (Content-Length and chunked bodies,
+omission). With ``serve --workers`` the server's CPU time and RSS are summed over its processes. The client is a minimal HTTP/1.1 speaker on asyncio streams (Content-Length and chunked bodies,
 keep-alive, reconnect after an error): on a 2-core box an httpx client spent ~6 ms of CPU a request, about
 as much as the server, so it measured the client as much as the service.
 """
@@ -58,10 +58,18 @@ class Conn:
 
 
 def cpu_s(pid: int) -> float:
-    """User + system CPU seconds used so far by process ``pid`` (Linux /proc)."""
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
+    """User + system CPU seconds used so far by process ``pid`` (Linux /proc; 0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_cpu_s(server) -> float:
+    """CPU seconds of every process of ``server`` (``serve --workers``: the workers too)."""
+    return sum(cpu_s(pid) for pid in (server.pids() if hasattr(server, "pids") else [server.proc.pid]))
 
 
 def mixed_request(n: int, message: Callable[..., dict]) -> tuple[str, bytes]:
@@ -80,7 +88,7 @@ async def run_load(server, rps: int, seconds: float, key: str, message: Callable
     load shows there: a 2-core box with a load of 10 leaves the server a fraction of a core)."""
     lat: list[float] = []
     errors: dict[str, int] = {}
-    rss0, cpu0, load0 = server.rss_mb(), cpu_s(server.proc.pid), os.getloadavg()[0]
+    rss0, cpu0, load0 = server.rss_mb(), server_cpu_s(server), os.getloadavg()[0]
     total = int(rps * seconds)
     queue: asyncio.Queue[int] = asyncio.Queue()
     for n in range(total):
@@ -113,5 +121,6 @@ async def run_load(server, rps: int, seconds: float, key: str, message: Callable
     return {"rps": rps, "achieved_rps": round(achieved, 1), "seconds": seconds, "requests": total,
             "errors": sum(errors.values()), "error_kinds": errors, "p50_ms": q(0.5), "p95_ms": q(0.95),
             "p99_ms": q(0.99), "rss_growth_mb": round(server.rss_mb() - rss0, 1),
-            "server_cpu_ms_per_request": round((cpu_s(server.proc.pid) - cpu0) * 1000 / max(1, total), 2),
+            "server_cpu_ms_per_request": round((server_cpu_s(server) - cpu0) * 1000 / max(1, total), 2),
+            "serve_workers": getattr(server, "workers", 1),
             "loadavg_1m": [round(load0, 2), round(os.getloadavg()[0], 2)]}  # fmt: skip
