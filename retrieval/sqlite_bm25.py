@@ -70,24 +70,22 @@ class ChatIndex:
             "SELECT rowid, body FROM docs_fts WHERE docs_fts MATCH ? ORDER BY rowid",
             (f'chat : "{chat_token(chat_id)}"',),
         ).fetchall()
-        ids: dict[str, int] = {}
-        term_ids: list[int] = []
-        row_of: list[int] = []
-        lengths = np.empty(len(found), dtype=np.float64)
-        for i, (_, body) in enumerate(found):
-            tokens = body.split()
-            lengths[i] = len(tokens) + 1  # + the chat column's one token
-            term_ids.extend(ids.setdefault(t, len(ids)) for t in tokens)
-            row_of.extend([i] * len(tokens))
+        bodies = [body for _, body in found]
+        per_row = np.fromiter(map(len, map(str.split, bodies)), dtype=np.int64, count=len(bodies))
+        tokens = " ".join(bodies).split()  # every row's tokens, in row order (C loops, not Python ones)
+        names = list(dict.fromkeys(tokens))
+        ids = dict(zip(names, range(len(names)), strict=True))
+        term_ids = np.fromiter(map(ids.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+        row_of = np.repeat(np.arange(len(bodies), dtype=np.int64), per_row)
         n = max(1, len(found))
-        keys, freqs = np.unique(np.asarray(term_ids, dtype=np.int64) * n + np.asarray(row_of, dtype=np.int64),
-                                return_counts=True)  # fmt: skip
+        keys, freqs = np.unique(term_ids * n + row_of, return_counts=True)
         terms = keys // n
         cuts = np.flatnonzero(np.diff(terms)) + 1
-        starts = np.concatenate([[0], cuts]) if len(keys) else np.zeros(0, dtype=np.int64)
-        ends = np.concatenate([cuts, [len(keys)]]) if len(keys) else np.zeros(0, dtype=np.int64)
-        names = list(ids)
-        spans = {names[int(terms[s])]: (int(s), int(e)) for s, e in zip(starts, ends, strict=True)}
+        starts = np.concatenate([[0], cuts]).astype(np.int64)
+        ends = np.concatenate([cuts, [len(keys)]]).astype(np.int64)
+        spans = {names[t]: (s, e) for t, s, e in zip(terms[starts].tolist(), starts.tolist(), ends.tolist(),
+                                                       strict=True)} if len(keys) else {}  # fmt: skip
+        lengths = per_row.astype(np.float64) + 1.0  # + the chat column's one token
         return cls(rids=np.asarray([r for r, _ in found], dtype=np.int64), lengths=lengths,
                    rows=(keys % n).astype(np.int32), freqs=freqs.astype(np.int32), spans=spans, version=version,
                    built_at=time.monotonic(), cost=time.perf_counter() - t0, usable=all(map(plain, names)))  # fmt: skip
