@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from memstream.cli_audit import register as register_audit
 from memstream.cli_common import ChatOpt, DataDir, EmbedderOpt, OldChatArg, console, one_chat, out, run_cli
@@ -229,6 +228,8 @@ def memories(
             return await clients.store.list_memories(chat_id, live_only=not all_versions)
         finally:
             await clients.close()
+
+    from rich.table import Table  # here: rich.table costs every command ~20 ms
 
     table = Table("valid from", "kind", "text", "speaker", "valid to", "sources")
     for r in _run(main()):

@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from agents.config import SegmenterConfig
 from memstream.cli_common import DataDir, EmbedderOpt, check_chat, fail, out, run, settings_from
@@ -152,6 +151,8 @@ def _print_resegment(r, as_json: bool) -> None:
         out.print_json(json.dumps(data, default=str))
         return
     d = r.diff
+    from rich.table import Table  # here: rich.table costs every command ~20 ms
+
     table = Table("change", "old topics", "new topics", "messages", "moved", title=f"chat {r.chat_id}")
     for c in d.changes:
         if c.kind != "unchanged":
@@ -185,6 +186,8 @@ def _print_versions(entries, as_json: bool) -> None:
     if as_json:
         out.print_json(json.dumps([e.model_dump(mode="json", exclude={"diff"}) for e in entries]))
         return
+    from rich.table import Table  # here: rich.table costs every command ~20 ms
+
     table = Table("version", "kind", "status", "range", "new", "superseded", "created", "reason")
     for e in entries:
         span = f"{e.since:%Y-%m-%d %H:%M} … {e.until:%Y-%m-%d %H:%M}" if e.until else (
@@ -217,6 +220,8 @@ def topics(
         return await ops.topics_view(c, chat, version)
 
     items = _run(_with_clients(settings_from(data_dir, "none"), job, embedder=False))
+    from rich.table import Table  # here: rich.table costs every command ~20 ms
+
     table = Table("topic", "state", "version", "started", "last active", "messages", "participants")
     for t in items:
         table.add_row(t.topic_id, t.state, str(t.segmentation_version), f"{t.started_at:%Y-%m-%d %H:%M}",
