@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -129,14 +130,33 @@ def _hits(db: sqlite3.Connection, chat_id: str, ranked: Ranked, scores: dict[int
     return [Hit(doc=docs[rid], score=s, scores=scores[rid]) for rid, s in ranked if rid in docs]
 
 
+@dataclass
+class _Docs:
+    """Docs read from one connection, valid while nothing was written (by it or by any other connection)."""
+
+    db: sqlite3.Connection  # held: the id() keying this entry cannot be reused meanwhile
+    written: tuple[int, int]  # (PRAGMA data_version, the connection's total_changes)
+    docs: dict[int, Doc] = field(default_factory=dict)
+
+
+_DOCS: dict[int, _Docs] = {}
+MAX_CACHED_DOCS = 50_000
+
+
 def _docs_by_rid(db: sqlite3.Connection, chat_id: str, rids: list[int]) -> dict[int, Doc]:
-    out: dict[int, Doc] = {}
-    for chunk in chunks(rids):
-        rows = db.execute(
-            f"SELECT {DOC_COLS} FROM docs WHERE +chat_id = ? AND rid IN ({marks(chunk)})", (chat_id, *chunk)
-        ).fetchall()
-        out.update((row[0], row_to_doc(row)) for row in rows)
-    return out
+    """The chat's docs by rowid. Building a ``Doc`` (dates, JSON, validation) cost ~20 µs: the ones read since
+    the last write anywhere are reused, so a question's several searches and the next questions share them."""
+    written = (db.execute("PRAGMA data_version").fetchone()[0], db.total_changes)
+    entry = _DOCS.get(id(db))
+    if entry is None or entry.db is not db or entry.written != written or len(entry.docs) > MAX_CACHED_DOCS:
+        if len(_DOCS) >= 4:
+            _DOCS.clear()
+        entry = _DOCS[id(db)] = _Docs(db, written)
+    missing = [rid for rid in rids if rid not in entry.docs]
+    for chunk in chunks(missing):
+        rows = db.execute(f"SELECT {DOC_COLS} FROM docs WHERE rid IN ({marks(chunk)})", chunk).fetchall()
+        entry.docs.update((row[0], row_to_doc(row)) for row in rows)
+    return {rid: doc for rid in rids if (doc := entry.docs.get(rid)) is not None and doc.chat_id == chat_id}
 
 
 def column_by_rid(db: sqlite3.Connection, chat_id: str, column: str, rids: list[int]) -> dict[int, Any]:
