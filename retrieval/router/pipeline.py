@@ -97,11 +97,12 @@ def extra_specs(run: Run, qa: QueryAnalysis, recipes: list[StrategyRecipe]) -> l
     return specs
 
 
-async def participants(store: MemoryStore, chat_id: str, pool: Pool) -> list[str]:
-    names = {c.doc.speaker for c in pool.cands.values() if c.doc.speaker}
-    for topic in await store.list_topics(chat_id):
-        names.update(topic.participants)
-    return sorted(names)
+async def topic_participants(store: MemoryStore, chat_id: str) -> set[str]:
+    return {name for topic in await store.list_topics(chat_id) for name in topic.participants}
+
+
+def participants(pool: Pool, from_topics: set[str]) -> list[str]:
+    return sorted(from_topics | {c.doc.speaker for c in pool.cands.values() if c.doc.speaker})
 
 
 async def supersession(store: MemoryStore, chat_id: str) -> Succession:
@@ -277,8 +278,9 @@ async def retrieve_routed(
     run = Run(req=req, cfg=cfg, now=req.now or datetime.now(UTC))
     t0 = time.perf_counter()
     first = main_spec(req, cfg.recipe("factual_extraction"), label="main")
-    skel = [first.model_copy(update={"embed_text": skeleton(req.query)})] if wants_vector(cfg.classifier) else []
-    await embed_specs(embedder, [first, *skel], run.vectors)
+    if classification is None and wants_vector(cfg.classifier):  # the prototype layer reads the skeleton's vector
+        await embed_specs(embedder, [first, first.model_copy(update={"embed_text": skeleton(req.query)})],
+                          run.vectors)  # fmt: skip
     if classification is None:
         vec = run.vectors.get(skeleton(req.query))
         classification = await classify(req.query, embedder=embedder, vector=None if vec is None else _arr(vec),
@@ -288,10 +290,15 @@ async def retrieve_routed(
              strategies=mix)  # fmt: skip
     t0 = time.perf_counter()
     lead = cfg.recipe(mix[0][0])
+    named = await topic_participants(store, req.chat_id)
+    # the texts the strategies will embed, as far as they are known before the main search (its speakers may
+    # add names): one forward for all of them instead of one more after the search
+    early = extra_specs(run, analyse(req.query, sorted(named), run.now), [cfg.recipe(n) for n, _ in mix])
+    await embed_specs(embedder, [first, *early], run.vectors)
     bm25_text = analyse(req.query, [], run.now).bm25_text if lead.expand_morphology else req.query
     await run_specs(store, embedder, req.chat_id, [main_spec(req, lead, bm25_text, label="main")], run.pool,
                     run.vectors)  # fmt: skip
-    run.participants = await participants(store, req.chat_id, run.pool)
+    run.participants = participants(run.pool, named)
     qa = analyse(req.query, run.participants, run.now)
     run.step("analyse", t0, names=qa.names, keywords=qa.keywords, time=qa.time.model_dump(mode="json"),
              subqueries=qa.subqueries)  # fmt: skip
