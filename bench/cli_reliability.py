@@ -60,7 +60,8 @@ def run_reliability(out_dir: Path, *, n_fuzz: int, kills: int, rates: list[int],
                 server.stop()
         if "kills" in steps:
             result["kills"] = {}
-            for name, kill in (("ingest", R.kill_ingest), ("serve", R.kill_serve), ("kafka_worker", R.kill_kafka_worker)):
+            for name, kill in (("ingest", R.kill_ingest), ("serve", R.kill_serve),
+                               ("serve_workers", R.kill_serve_workers), ("kafka_worker", R.kill_kafka_worker)):
                 result["kills"][name] = kill(work, kills, rng)
                 save()
         if "deletion" in steps:

@@ -3,7 +3,8 @@
 - fuzz: ``n_fuzz`` generated bad (and odd) requests -> crashes (server gone), 5xx, hangs (> 10 s);
 - kills: ``ingest`` SIGKILLed ``kills`` times at random points, then finished; ``serve`` SIGKILLed while
   batches are POSTed (``wait=false``) and restarted (it drains its backlog on start) -> lost/duplicated
-  messages against what the log accepted; a Faust worker SIGKILLed over a Tansu broker -> lost/duplicated
+  messages against what the log accepted; a random worker of ``serve --workers 2`` SIGKILLed likewise (restarted by its
+  supervisor; the other takes processing over); a Faust worker SIGKILLed over a Tansu broker -> lost/duplicated
   records against a clean embedded run (:mod:`bench.reliability_kafka`);
 - load: mixed read/write (4:1) at each rate for ``seconds`` (loopback only) -> errors, p50/p95/p99, RSS growth;
 - leaks: canaries of chat B never in chat A's answers; a key for A probing B on every endpoint;
@@ -232,6 +233,47 @@ def kill_serve(work: Path, kills: int, rng: random.Random) -> dict:
     server.stop()
     got, _ = stored_ids(data)
     return {"n": kills, "accepted": len(accepted), "lost": len(accepted - set(got)),
+            "duplicated": len(got) - len(set(got))}
+
+
+def kill_serve_workers(work: Path, kills: int, rng: random.Random, workers: int = 2) -> dict:
+    """``serve --workers`` with a random worker SIGKILLed ``kills`` times while batches are POSTed (each on a
+    new connection, so both workers take them); the supervisor restarts it and the other takes processing
+    over when the killed one held it. Then a waited-for write, and lost/duplicated against what was accepted."""
+    data = work / "serve-workers-kill"
+    key = make_key(data, "--name", "writer", "--scope", "write", "--chat", "*")
+    accepted: set[tuple[str, str]] = set()
+    server = Server(data, workers).start()
+    i, killed = 0, []
+    try:
+        for _ in range(kills):
+            deadline = time.time() + rng.uniform(1.0, 4.0)
+            while time.time() < deadline:
+                batch = [message(f"w{i % 3}", i + j) for j in range(20)]
+                i += 20
+                try:
+                    r = httpx.post(f"{server.url}/v1/messages", json={"messages": batch, "wait": False},
+                                   headers={"X-API-Key": key}, timeout=10)  # fmt: skip
+                    if r.status_code == 202:
+                        accepted |= {(m["chat_id"], m["message_id"]) for m in batch}
+                except httpx.HTTPError:
+                    pass
+            victim = rng.choice(server.pids()[1:])
+            os.kill(victim, signal.SIGKILL)
+            killed.append(victim)
+        deadline = time.time() + 900
+        while time.time() < deadline:  # answers once the processing worker consumed the whole backlog
+            try:
+                r = httpx.post(f"{server.url}/v1/messages", json={"messages": [message("w-end", 0)], "wait": True},
+                               headers={"X-API-Key": key}, timeout=120)  # fmt: skip
+                if r.status_code == 202:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+    finally:
+        server.stop()
+    got, _ = stored_ids(data)
+    return {"n": kills, "workers": workers, "accepted": len(accepted), "lost": len(accepted - set(got)),
             "duplicated": len(got) - len(set(got))}
 
 

@@ -19,3 +19,11 @@ def test_the_load_client_drives_two_workers_without_errors(tmp_path):
         server.stop()
     assert out["requests"] == 40 and out["errors"] == 0, out["error_kinds"]
     assert out["serve_workers"] == 2 and out["server_cpu_ms_per_request"] > 0
+
+
+def test_killing_workers_of_serve_loses_and_duplicates_nothing(tmp_path):
+    import random
+
+    out = R.kill_serve_workers(tmp_path, 2, random.Random(3))
+    assert out["accepted"] > 0
+    assert out["lost"] == 0 and out["duplicated"] == 0, out
