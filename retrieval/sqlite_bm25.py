@@ -150,9 +150,13 @@ def _doc_freq(db: sqlite3.Connection, entry: _Connection, term: str, version: tu
         entry.df, entry.df_version = {}, version
     if term not in entry.df:
         if not entry.vocab:
-            db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.docs_fts_vocab USING fts5vocab(main, 'docs_fts', 'col')")
+            db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.docs_fts_vocab USING fts5vocab(main, 'docs_fts', 'col')"
+            )
             entry.vocab = True
-        row = db.execute("SELECT doc FROM temp.docs_fts_vocab WHERE term = ? AND col = 'body'", (term,)).fetchone()
+        row = db.execute(
+            "SELECT doc FROM temp.docs_fts_vocab WHERE term = ? AND col = 'body'", (term,)
+        ).fetchone()
         entry.df[term] = int(row[0]) if row else 0
     return entry.df[term]
 
@@ -163,6 +167,19 @@ def ranked(db: sqlite3.Connection, chat_id: str, terms: list[str]) -> tuple[np.n
     when the in-memory index cannot answer exactly (FTS5 must rank)."""
     if not terms or not all(map(plain, terms)):
         return None
+    if db.in_transaction:
+        return _ranked(db, chat_id, terms)
+    # one read snapshot: the statistics, the postings and the document frequencies must come from the same
+    # state of the index (a write from another connection in between made a term's document frequency
+    # exceed the row count: a math domain error, a 500 under concurrent writes)
+    db.execute("BEGIN")
+    try:
+        return _ranked(db, chat_id, terms)
+    finally:
+        db.execute("COMMIT")
+
+
+def _ranked(db: sqlite3.Connection, chat_id: str, terms: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
     blocks = dict(db.execute(_VERSION_SQL).fetchall())
     if 1 not in blocks or 10 not in blocks:
         return None
@@ -183,6 +200,8 @@ def ranked(db: sqlite3.Connection, chat_id: str, terms: list[str]) -> tuple[np.n
         n_hit = _doc_freq(db, entry, term, version)
         if span is None:
             continue
+        if not 0 < n_hit <= n_rows:  # inconsistent statistics: let FTS5 rank
+            return None
         idf = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
         idf = idf if idf > 0.0 else 1e-6
         rows = index.rows[span[0] : span[1]]

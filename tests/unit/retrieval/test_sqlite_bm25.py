@@ -118,3 +118,30 @@ async def test_search_results_equal_with_filters(store):
                              f" d.rid = docs_fts.rowid WHERE docs_fts MATCH ? AND d.chat_id = ?{where}"
                              " ORDER BY s, d.rid LIMIT 40", (match, "A", *args)).fetchall()  # fmt: skip
             assert got == [(rid, -s) for rid, s in ref], (q, kw)
+
+
+async def test_a_write_by_another_connection_midway_does_not_break_the_ranking(store, tmp_path, monkeypatch):
+    """The statistics, postings and document frequencies are read in one snapshot: another process writing
+    between them (a served chat under load) once made a document frequency exceed the row count (a 500)."""
+    writer = SQLiteStore(tmp_path / "m.db")
+    await writer.bootstrap()
+    before = _fts(store.db, "A", "pizza party")
+    real, wrote = sqlite_bm25._doc_freq, []
+
+    def write_then_read(db, entry, term, version):
+        if not wrote:  # another connection adds rows with the term between the statistics and this read
+            wrote.append(True)
+            writer.db.executemany(
+                "INSERT INTO docs_fts (body, chat) VALUES (?, ?)",
+                [("pizza party pizza", chat_token("C"))] * 500,
+            )
+        return real(db, entry, term, version)
+
+    monkeypatch.setattr(sqlite_bm25, "_doc_freq", write_then_read)
+    try:
+        assert _ours(store.db, "A", "pizza party") == before  # the snapshot before the write
+        assert wrote and not store.db.in_transaction
+        monkeypatch.setattr(sqlite_bm25, "_doc_freq", real)
+        assert _ours(store.db, "A", "pizza party") == _fts(store.db, "A", "pizza party") != before
+    finally:
+        await writer.close()
