@@ -112,7 +112,8 @@ def rank(
 ) -> list[tuple[str, float]]:
     """Candidates (message ids; ``msg.message_id`` = a new conversation) with softmax probabilities, best
     first. ``window`` holds the earlier messages of the same chat, oldest first; ``cosines[i]`` is the
-    embedding cosine of ``msg`` to ``window[i]`` when vectors exist; ``threads`` the segmenter's topics."""
+    embedding cosine of ``msg`` to ``window[i]`` when vectors exist; ``threads`` the segmenter's topics (the
+    shipped weights were fitted with them: without, the topic features read as zero, which training never saw)."""
     weights = weights or default_weights()
     window = window[-weights.window :]
     if cosines is not None:

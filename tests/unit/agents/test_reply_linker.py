@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from agents.config import SegmenterConfig
-from agents.reply_linker import FEATURES, LinkMsg, candidate_matrix, default_weights, rank, text_cues
+from agents.reply_linker import FEATURES, LinkMsg, Threads, candidate_matrix, default_weights, rank, text_cues
 from agents.segment_link import decode_vec, encode_vec
 from agents.segmenter import ChatPool, dump_pools, load_pools, step
 from schemas import ChatMessage, TopicEventKind
@@ -64,7 +64,7 @@ def test_a_thank_you_links_to_the_message_that_helped_the_sender():
 
 def test_an_unaddressed_answer_goes_back_to_whoever_answered_the_sender():
     # bob answered alice without naming her (the link the linker inferred is kept in the window): alice's next
-    # unaddressed line ranks bob's answer above the strangers in between; without that link, below them
+    # unaddressed line ranks bob's answer above the strangers in between; without that link, it loses that place
     window = [
         lm(0, "alice", words="printer cups driver", q=True),
         lm(1, "bob", words="hplip package").model_copy(update={"parent": "m0", "parent_sender": "alice"}),
@@ -72,10 +72,11 @@ def test_an_unaddressed_answer_goes_back_to_whoever_answered_the_sender():
         lm(3, "dave", words="steam proton"),
     ]
     unlinked = [m.model_copy(update={"parent": None, "parent_sender": None}) for m in window]
-    order = [m for m, _ in rank(lm(4, "alice", words="installed now"), window)]
-    order_unlinked = [m for m, _ in rank(lm(4, "alice", words="installed now"), unlinked)]
-    assert order.index("m1") < min(order.index("m2"), order.index("m3"))
-    assert order_unlinked.index("m1") > max(order_unlinked.index("m2"), order_unlinked.index("m3"))
+    topics = Threads({"m0": "t1", "m1": "t1", "m2": "t2", "m3": "t2"}, sender_topic="t1")  # as the segmenter has them
+    ranked = dict(rank(lm(4, "alice", words="installed now"), window, threads=topics))
+    ranked_unlinked = dict(rank(lm(4, "alice", words="installed now"), unlinked, threads=topics))
+    assert ranked["m1"] > max(ranked["m2"], ranked["m3"])
+    assert ranked_unlinked["m1"] < max(ranked_unlinked["m2"], ranked_unlinked["m3"]) and ranked_unlinked["m1"] < ranked["m1"]
     x_linked = candidate_matrix(lm(4, "alice"), window, None)
     x_unlinked = candidate_matrix(lm(4, "alice"), unlinked, None)
     col = FEATURES.index("cand_answered_sender")
