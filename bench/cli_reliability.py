@@ -79,8 +79,8 @@ def bench_reliability(
     rates: Annotated[str, typer.Option(help="Load steps, requests/s (comma-separated).")] = "50,100,200",
     seconds: Annotated[float, typer.Option(help="Seconds per load step (at most 60).", min=1, max=60)] = 60,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 1,
-    workers: Annotated[int, typer.Option(help="`serve --workers` of the fuzzed/loaded/probed server.",
-                                         min=1, max=8)] = 1,
+    workers: Annotated[int, typer.Option(help="`serve --workers` of the fuzzed/loaded/probed server (2, as served "
+                                              "for load on 2 cores; 1 = a plain `serve`).", min=1, max=8)] = 2,
     steps: Annotated[str, typer.Option(help=f"Steps to run (comma-separated, of {','.join(STEPS)}); the others' "
                                             "figures are kept from OUT/reliability.json.")] = ",".join(STEPS),
 ) -> None:
