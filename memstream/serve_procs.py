@@ -24,7 +24,8 @@ import time
 from memstream.settings import Settings
 
 ENV_SETTINGS = "MEMSTREAM_SERVE_SETTINGS"  # the supervisor's settled Settings, as JSON, for its workers
-UP_S = 5.0  # a worker that fails (exit code > 0) sooner than this after its start stops the serve
+UP_S = 5.0  # a first-started worker failing (exit code > 0) sooner than this stops the serve; a restarted one
+# failing that fast is restarted after a backoff
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -39,9 +40,15 @@ def listening_socket(host: str, port: int) -> socket.socket:
 
 
 def check_port(host: str, port: int) -> str | None:
-    """None if the workers can bind ``host:port`` (checked by binding and closing), else the reason."""
+    """None if ``host:port`` is free (checked by binding and closing), else the reason. The check binds
+    *without* ``SO_REUSEPORT``: another server's reuse-port listeners (a second ``serve --workers`` on
+    another data dir) would let a reuse-port bind succeed and the kernel split the connections between both."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
-        listening_socket(host, port).close()
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+            sock.listen(1)
     except OSError as exc:
         return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
     return None
@@ -79,6 +86,9 @@ def run_workers(settings: Settings, host: str, port: int, workers: int, **uvicor
     procs: list[subprocess.Popen] = []
     started: list[float] = []
     stopping: list[int] = []
+    first = set(range(workers))  # workers still on their first start: failing at once stops the serve
+    restarts = [0] * workers  # quick failures in a row per worker: the next restart waits 2**n s (max 60)
+    due: list[float | None] = [None] * workers  # when a dead worker is restarted
 
     def spawn(i: int) -> None:
         proc = subprocess.Popen([*args, str(i)], env=env)
@@ -99,16 +109,32 @@ def run_workers(settings: Settings, host: str, port: int, workers: int, **uvicor
         while not stopping:
             time.sleep(0.2)
             for i, proc in enumerate(procs):
+                now = time.monotonic()
                 if proc.poll() is None:
+                    if now - started[i] >= UP_S:
+                        restarts[i] = 0  # up for a while: a later failure starts the backoff afresh
                     continue
-                if proc.returncode > 0 and time.monotonic() - started[i] < UP_S:  # it failed, not killed
-                    print(f"error: worker {i} (pid {proc.pid}) exited with {proc.returncode} at start",
-                          file=sys.stderr)
+                quick = proc.returncode > 0 and now - started[i] < UP_S  # it failed, it was not killed
+                if quick and i in first:  # the serve's own start failed: say so and stop
+                    print(
+                        f"error: worker {i} (pid {proc.pid}) exited with {proc.returncode} at start",
+                        file=sys.stderr,
+                    )
                     stopping.append(signal.SIGTERM)
                     code = 1
                     break
-                print(f"worker {i} (pid {proc.pid}) exited with {proc.returncode}; restarting", file=sys.stderr)
-                spawn(i)
+                if due[i] is None:  # just found dead: restart at once, or after a backoff if it keeps failing
+                    due[i] = now + (min(60.0, 2.0 ** restarts[i]) if quick else 0.0)
+                    restarts[i] = restarts[i] + 1 if quick else 0
+                    print(
+                        f"worker {i} (pid {proc.pid}) exited with {proc.returncode}; restarting"
+                        + (f" in {due[i] - now:.0f} s" if due[i] > now else ""),
+                        file=sys.stderr,
+                    )
+                if now >= due[i]:
+                    due[i] = None
+                    first.discard(i)
+                    spawn(i)
         for proc in procs:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)

@@ -186,10 +186,11 @@ class Lanes:
             self._standby = asyncio.get_running_loop().create_task(self._stand_by())
 
     async def _lead(self) -> None:
-        """Start the processor lane and its background worker (drains the backlog at once)."""
-        self.leader = True
+        """Start the processor lane and its background worker (drains the backlog at once). ``leader`` is set
+        last: until the lane is ready, requests here take the path of a process that does not process."""
         await self.processor.start(self._opener)
         await self.processor.submit(self._init_worker())
+        self.leader = True
         self._drain_task = asyncio.run_coroutine_threadsafe(self._drain_forever(), self.processor.loop)  # type: ignore[arg-type]
 
     async def _stand_by(self) -> None:
@@ -197,7 +198,11 @@ class Lanes:
             await asyncio.sleep(TAKEOVER_S)
             if try_processing_lock(self.clients.settings.data_dir, "serve --workers"):  # type: ignore[union-attr]
                 log.warning("pid %s took over processing", os.getpid())
-                await self._lead()
+                try:
+                    await self._lead()
+                except Exception:  # holding the lock without processing would stall every process: exit
+                    log.exception("taking over processing failed; exiting for a restart (the lock goes too)")
+                    os._exit(1)
                 return
 
     def _make_readers(self, n: int) -> list[Lane]:
@@ -307,8 +312,8 @@ class Lanes:
         return await self.processor.submit(locked())
 
     async def _caught_up(self) -> None:
-        """Wait (at most ``CATCH_UP_S``) until the processing process has consumed every raw record the log
-        holds now."""
+        """Wait (at most ``CATCH_UP_S``, then :class:`Busy`) until the processing process has consumed every raw
+        record the log holds now."""
 
         async def ends(c: Clients) -> tuple[int, int]:
             from streams.topics import RAW_MESSAGES
@@ -321,6 +326,8 @@ class Lanes:
         while done < end and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
             done = (await self.ingest.call(ends))[1]
+        if done < end:  # never claim it was processed when it was not: the client retries
+            raise Busy(f"{end - done} earlier messages are still being processed", 5)
 
     async def processor_or_reader(self, fn: Callable[[Clients], Awaitable[T]]) -> T:
         return await self.reader().call(fn)
