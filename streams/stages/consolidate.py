@@ -23,8 +23,8 @@ from retrieval.protocols import MemoryFilter
 from schemas import CandidateFact, DecisionOp, DistillResult, MemoryDecision, MemoryKind, MemoryRecord
 from streams.clients import Clients
 from streams.log import Record
-from streams.stages.io import StageOutput, decode_all, for_each_item
-from streams.stages.vectors import DerivedVectors, item_vectors
+from streams.stages.io import StageOutput, decode_all, embed, for_each_item
+from streams.stages.vectors import DerivedVectors, composed, item_vectors
 from streams.topics import DISTILL_RESULTS, MEMORY_DECISIONS
 
 __all__ = ["ConsolidateStage"]
@@ -62,8 +62,9 @@ class ConsolidateStage:
                 if cands is None:
                     cands = self._candidates[item.result_id] = consolidator.candidates_from_result(item)
                 todo.update((c.text, c) for c in cands)
-        await item_vectors(self.clients, list(todo.values()), self.derived_vectors)  # fills the cache
-        return len(todo)
+        texts = [c.text for c in todo.values() if not composed(c, self.derived_vectors)]  # composed: no model
+        await embed(self.clients, texts)
+        return len(texts)
 
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()

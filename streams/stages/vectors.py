@@ -19,7 +19,7 @@ import numpy as np
 from streams.clients import Clients
 from streams.stages.io import embed
 
-__all__ = ["COMPOSED_KINDS", "DerivedVectors", "Sourced", "item_vectors", "mean_unit"]
+__all__ = ["COMPOSED_KINDS", "DerivedVectors", "Sourced", "composed", "item_vectors", "mean_unit"]
 
 DerivedVectors = Literal["sources", "text"]
 COMPOSED_KINDS = frozenset({"qa", "summary", "title"})  # whole messages: their turns' mean vector
@@ -29,6 +29,15 @@ class Sourced(Protocol):
     chat_id: str
     text: str
     source_message_ids: list[str]
+
+
+def composed(item: Sourced, mode: DerivedVectors) -> bool:
+    """Whether ``item``'s vector is composed from its source turns (else its text is embedded)."""
+    return (
+        mode == "sources"
+        and str(getattr(item, "kind", "")) in COMPOSED_KINDS
+        and bool(item.source_message_ids)
+    )
 
 
 def mean_unit(vectors: Sequence[np.ndarray]) -> np.ndarray | None:
@@ -46,18 +55,15 @@ async def item_vectors(clients: Clients, items: Sequence[Sourced], mode: Derived
     if clients.embedder is None or not items:
         return None
     rows: list[np.ndarray | None] = [None] * len(items)
-    if mode == "sources":
-        by_chat: dict[str, set[str]] = {}
-        for item in items:
-            if str(getattr(item, "kind", "")) in COMPOSED_KINDS:
-                by_chat.setdefault(item.chat_id, set()).update(item.source_message_ids)
-        found = {c: await clients.store.turn_vectors(c, sorted(ids)) for c, ids in by_chat.items()}
-        found.update({item.chat_id: {} for item in items if item.chat_id not in found})
-        for i, item in enumerate(items):
-            turns = found[item.chat_id]
-            composed = str(getattr(item, "kind", "")) in COMPOSED_KINDS
-            if composed and item.source_message_ids and all(m in turns for m in item.source_message_ids):
-                rows[i] = mean_unit([turns[m] for m in item.source_message_ids])
+    by_chat: dict[str, set[str]] = {}
+    for item in items:
+        if composed(item, mode):
+            by_chat.setdefault(item.chat_id, set()).update(item.source_message_ids)
+    found = {c: await clients.store.turn_vectors(c, sorted(ids)) for c, ids in by_chat.items()}
+    for i, item in enumerate(items):
+        turns = found.get(item.chat_id, {})
+        if composed(item, mode) and all(m in turns for m in item.source_message_ids):
+            rows[i] = mean_unit([turns[m] for m in item.source_message_ids])
     todo = [i for i, row in enumerate(rows) if row is None]
     vectors = await embed(clients, [items[i].text for i in todo])
     if vectors is not None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.live_server import child_env, free_port, memstream_cmd
+from tests.live_server import child_env, free_port, memstream_cmd, stop
 
 TIMEOUT = 180.0
 
@@ -82,12 +82,7 @@ def two_workers(tmp_path: Path):
         until(both_up, "two workers answering /healthz")
         yield url, pids
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=40)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, timeout=40)
         log.close()
 
 

