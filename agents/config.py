@@ -101,6 +101,7 @@ class ConsolidatorConfig(BaseModel):
     noop_similarity: float = 0.95
     update_similarity: float = 0.6
     llm_max_memories: int = 40  # existing memories shown to the LLM in one consolidation call
+    profiles: bool = True  # per-person profile records by attribute class (agents/profile.py)
 
 
 class GraphMemoryConfig(BaseModel):

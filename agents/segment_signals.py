@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-import rjieba
 
 from agents.segment_state import rounded  # noqa: F401 (re-exported: agents.forget reads it from here)
+from agents.text import jieba
 
 if TYPE_CHECKING:
     from agents.config import SegmenterConfig
@@ -131,7 +131,7 @@ def keywords(text: str) -> frozenset[str]:
     for m in _TOKEN_RE.finditer(unicodedata.normalize("NFKC", text).lower()):
         run = m.group("cjk")
         if run is not None:
-            out.update(w for w in rjieba.cut(run) if len(w) >= 2 and w not in _STOP_ZH)
+            out.update(w for w in jieba().cut(run) if len(w) >= 2 and w not in _STOP_ZH)
             continue
         word = m.group("word").strip("./-")
         if len(word) >= 3 and word not in _STOP_EN and not word.replace(".", "").isdigit():

@@ -14,11 +14,25 @@ from typing import Any
 
 
 @cache
-def _jieba() -> Any:
+def jieba() -> Any:
     """rjieba, imported on the first CJK text (its dictionary load is ~0.2 s of every CLI start otherwise)."""
     import rjieba
 
     return rjieba
+
+
+class LazyTokens:
+    """A frozen set of ``tokenize(text)``, tokenised on the first membership test: a module-level word list
+    with Chinese in it would load jieba at import (~0.2 s of every CLI start)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._words: frozenset[str] | None = None
+
+    def __contains__(self, word: object) -> bool:
+        if self._words is None:
+            self._words = frozenset(tokenize(self._text))
+        return word in self._words
 
 
 # Han ideographs (incl. extensions and compatibility forms), kana and Hangul syllables: scripts written
@@ -118,7 +132,7 @@ def _cjk_tokens(run: str) -> list[str]:
     out: list[str] = []
     two_char_words: set[int] = set()
     pos = 0
-    for word in _jieba().cut(run):
+    for word in jieba().cut(run):
         if len(word) == 2:
             two_char_words.add(pos)
         pos += len(word)
@@ -203,7 +217,7 @@ def _keywords(text: str) -> frozenset[str]:
     for m in _TOKEN_RE.finditer(unicodedata.normalize("NFKC", text)):
         run = m.group("cjk")
         if run is not None:
-            keywords.update(w for w in _jieba().cut(run) if len(w) >= 2 and w not in CHINESE_STOPWORDS)
+            keywords.update(w for w in jieba().cut(run) if len(w) >= 2 and w not in CHINESE_STOPWORDS)
             continue
         surface = m.group("word")
         word = _fold_word(surface.lower())

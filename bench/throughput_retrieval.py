@@ -5,6 +5,13 @@
   from LoCoMo turns made distinct, random unit vectors: :func:`bench.store_latency.corpus`), asked the same
   questions. Query vectors come from the real embedder in both cases (their cost is part of the latency).
 - CLI: ``memstream query`` as a subprocess against the LoCoMo data dir, wall time per call.
+
+The retrieval part alone (no ingest, no Kafka), e.g. to profile it::
+
+    python -m bench.throughput_retrieval --data-dir DIR --large-docs 100000 [--keep-db F] [--profile F]
+
+``--data-dir``: a data dir an ingest of LoCoMo turns built (``python -m bench.throughput_ingest ingest``);
+``--keep-db``: the large chat's SQLite file, filled on the first run and reused after.
 """
 
 from __future__ import annotations
@@ -82,17 +89,21 @@ async def at_locomo_size(data_dir: Path, embedder: str, locomo: Path, max_questi
         await clients.close()
 
 
-async def at_scale(n_docs: int, embedder: Any, texts: list[str], questions: list[str], work: Path) -> dict:
-    """One chat of ``n_docs`` documents in a fresh SQLite store; the questions asked in that chat."""
+async def at_scale(n_docs: int, embedder: Any, texts: list[str], questions: list[str], work: Path, *,
+                   db: Path | None = None) -> dict:  # fmt: skip
+    """One chat of ``n_docs`` documents in a fresh SQLite store (or ``db``, filled if it has no chat yet); the
+    questions asked in that chat."""
     from bench.store_latency import corpus, fill
     from retrieval.sqlite_store import SQLiteStore
 
     dim = embedder.dim if embedder is not None else 384
-    store = SQLiteStore(work / f"scale-{n_docs}.db", dim)
+    store = SQLiteStore(db or work / f"scale-{n_docs}.db", dim)
     await store.bootstrap()
     try:
         _, _, msgs, mv, decisions, dv = corpus(n_docs, dim, texts=texts, chat="big")
-        filled = await fill(store, msgs, mv, decisions, dv)
+        filled = (
+            await fill(store, msgs, mv, decisions, dv) if not await store.chats() else {"reused": str(db)}
+        )
         now = {"big": msgs[-1].ts + timedelta(days=1)} if msgs else {}
         result = await latencies(store, embedder, [("big", q) for q in questions], now=now)
         return {"docs": n_docs, "questions": len(questions), **filled, **result}
@@ -100,7 +111,9 @@ async def at_scale(n_docs: int, embedder: Any, texts: list[str], questions: list
         await store.close()
 
 
-def cli_query_seconds(data_dir: Path, chat: str, question: str, *, runs: int = 3, mode: str = "routed") -> dict:
+def cli_query_seconds(
+    data_dir: Path, chat: str, question: str, *, runs: int = 3, mode: str = "routed"
+) -> dict:
     """Wall seconds of ``memstream query CHAT QUESTION`` as a fresh process (median and all runs)."""
     cmd = [sys.executable, "-m", "memstream.cli", "query", chat, question, "--mode", mode, "--data-dir",
            str(data_dir)]  # fmt: skip
@@ -114,3 +127,51 @@ def cli_query_seconds(data_dir: Path, chat: str, question: str, *, runs: int = 3
             break
     out = {"median": round(statistics.median(took), 3), "runs": took, "mode": mode}
     return out | ({"error": error} if error else {})
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+    import asyncio
+    import cProfile
+    import os
+    import tempfile
+
+    from bench.throughput_embed import locomo_turns, raw_embedder
+    from retrieval.embedder import CachedEmbedder
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--locomo", type=Path, default=Path("../shared/data/locomo/locomo10_dev.json"))
+    ap.add_argument("--data-dir", type=Path, help="an ingested LoCoMo data dir (skipped when absent)")
+    ap.add_argument("--embedder", default="minilm")
+    ap.add_argument("--large-docs", type=int, default=0)
+    ap.add_argument("--keep-db", type=Path, help="the large chat's SQLite file, reused when already filled")
+    ap.add_argument("--questions", type=int, default=200)
+    ap.add_argument("--profile", type=Path, help="write cProfile stats of the measurements here")
+    args = ap.parse_args(argv)
+    prof = cProfile.Profile() if args.profile else None
+    out: dict[str, Any] = {"loadavg_start": list(os.getloadavg())}
+    with tempfile.TemporaryDirectory(prefix="memstream-ret-") as tmp:
+        if args.data_dir:
+            if prof:
+                prof.enable()
+            out["locomo"] = asyncio.run(
+                at_locomo_size(args.data_dir, args.embedder, args.locomo, args.questions)
+            )
+        if args.large_docs:
+            questions = [q for _, q in locomo_questions(args.locomo)][: args.questions]
+            model = CachedEmbedder(raw_embedder(args.embedder, 64)) if args.embedder != "none" else None
+            coro = at_scale(
+                args.large_docs, model, locomo_turns(args.locomo), questions, Path(tmp), db=args.keep_db
+            )
+            if prof:
+                prof.enable()
+            out["large"] = asyncio.run(coro)
+    if prof:
+        prof.disable()
+        prof.dump_stats(args.profile)
+    out["loadavg_end"] = list(os.getloadavg())
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -221,7 +221,8 @@ def _chat_now(ds: Dataset) -> dict[str, datetime]:
     return {c: t + timedelta(days=1) for c, t in last.items()}
 
 
-async def _run_split(split: str, chats: int, embedder: str, emb: Any, k: int, root: Path, show: bool):
+async def _run_split(split: str, chats: int, embedder: str, emb: Any, k: int, root: Path, show: bool,
+                     seed: int | None = None):
     from tqdm import tqdm
 
     from memstream.clients import build_clients
@@ -230,7 +231,7 @@ async def _run_split(split: str, chats: int, embedder: str, emb: Any, k: int, ro
     from retrieval.service import retrieve
     from schemas import RetrieveRequest
 
-    ds = generate(split, chats)
+    ds = generate(split, chats, seed)
     src = root / f"updates-{split}.jsonl"
     write_dataset(ds, src)
     clients = await build_clients(Settings(data_dir=root / f"data-{split}", embedder=embedder), embedder=emb)
@@ -269,7 +270,8 @@ async def _run_split(split: str, chats: int, embedder: str, emb: Any, k: int, ro
 
 
 async def run_updates_async(out_dir: Path, *, split: str = "both", chats: int = 200, embedder: str | None = None,
-                            k: int = 5, data_dir: Path | None = None, show: bool = True) -> dict[str, Any]:
+                            k: int = 5, data_dir: Path | None = None, show: bool = True,
+                            seed: int | None = None) -> dict[str, Any]:
     from memstream.settings import Settings
     from retrieval.embedder import build_embedder
 
@@ -289,12 +291,12 @@ async def run_updates_async(out_dir: Path, *, split: str = "both", chats: int = 
     fails: dict[str, Any] = {}
     try:
         for s in splits:
-            result[s], fails[s] = await _run_split(s, chats, embedder, emb, k, root, show)
+            result[s], fails[s] = await _run_split(s, chats, embedder, emb, k, root, show, seed)
     finally:
         if not data_dir:
             shutil.rmtree(root, ignore_errors=True)
     result["config"] = {"embedder": embedder, "k": k, "chats": chats, "splits": splits,
-                        "seeds": {s: SPLITS[s][0] for s in splits}, "mode": "routed",
+                        "seeds": {s: SPLITS[s][0] if seed is None else seed for s in splits}, "mode": "routed",
                         "elapsed_seconds": round(time.perf_counter() - t0, 1)}
     (out_dir / "updates.json").write_text(json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8")
     (out_dir / "updates_failures.json").write_text(json.dumps(fails, ensure_ascii=False, indent=1), encoding="utf-8")
@@ -302,10 +304,10 @@ async def run_updates_async(out_dir: Path, *, split: str = "both", chats: int = 
 
 
 def run_updates(out_dir: Path, *, split: str = "both", chats: int = 200, embedder: str | None = None, k: int = 5,
-                data_dir: Path | None = None, show: bool = True) -> dict[str, Any]:
+                data_dir: Path | None = None, show: bool = True, seed: int | None = None) -> dict[str, Any]:
     """Run the benchmark (see the module docstring); writes ``updates.json`` and ``updates_failures.json``."""
     return asyncio.run(run_updates_async(out_dir, split=split, chats=chats, embedder=embedder, k=k,
-                                         data_dir=data_dir, show=show))
+                                         data_dir=data_dir, show=show, seed=seed))
 
 
 ROWS = [("current_first", "current first ↑"), ("stale_returned", "stale returned ↓"), ("stale_first", "stale first ↓"),

@@ -46,9 +46,10 @@ __all__ = ["SPLITS", "Dataset", "Deletion", "Question", "Value", "generate", "no
 SPLITS: dict[str, tuple[int, int]] = {"tune": (1, 0), "test": (2, 1)}  # split -> (seed, template half)
 
 
-def generate(split: str = "test", chats: int = 200) -> Dataset:
-    """The chats, questions and deletions of one split (``tune``: seed 1, first half; ``test``: seed 2)."""
-    seed, half = SPLITS[split]
+def generate(split: str = "test", chats: int = 200, seed: int | None = None) -> Dataset:
+    """The chats, questions and deletions of one split (``tune``: seed 1, first half; ``test``: seed 2);
+    ``seed``: other chats in the split's phrasings (fresh names, values and orders, same templates)."""
+    seed, half = (SPLITS[split][0] if seed is None else seed), SPLITS[split][1]
     rng, canaries = random.Random(seed), set()
     messages: list[dict[str, Any]] = []
     questions: list[Question] = []

@@ -11,15 +11,18 @@ dependencies in :mod:`memstream.api_deps`. Errors: :mod:`memstream.api_guard`.
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import asynccontextmanager, nullcontext
 
 from fastapi import FastAPI
 
 from memstream import api_admin, api_chats, api_guard, api_messages, api_privacy, api_retrieve
+from memstream.api_admin import publish_metrics
 from memstream.api_deps import Metrics
 from memstream.audit_log import AuditLog, AuditWriter
 from memstream.auth import AuthGate
 from memstream.clients import Clients
+from memstream.metrics_shared import SharedMetrics
 from memstream.serving import Lanes
 from memstream.settings import Settings
 
@@ -45,6 +48,8 @@ def create_app(
             app.state.clients = lanes.clients
             app.state.runner = lanes.runner  # the one pipeline runner (embedded log), guarded by lanes.work_lock
             app.state.metrics = Metrics()
+            shared_metrics = app.state.shared_metrics = SharedMetrics(settings.data_dir) if shared else None
+            publisher = asyncio.create_task(publish_metrics(app)) if shared_metrics else None
             audit = app.state.audit = AuditWriter(await AuditLog(settings.data_dir / "access-log.db").open(),
                                                   settings.serve.audit_flush_s)
             audit.start()
@@ -52,6 +57,9 @@ def create_app(
             try:
                 yield
             finally:
+                if publisher is not None:
+                    publisher.cancel()
+                    shared_metrics.remove()
                 await audit.stop()
                 await audit.log.close()
                 await app.state.auth.close()

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.responses import PlainTextResponse
 
 from memstream.api_deps import LanesDep, MetricsDep
 from memstream.audit_log import AuditQuery
 from memstream.auth import require_scope
 
+if TYPE_CHECKING:
+    from memstream.metrics import Metrics
+    from memstream.serving import Lanes
+
+log = logging.getLogger(__name__)
 router = APIRouter()
 _ADMIN = [Depends(require_scope("admin", chat_param="-"))]
 
@@ -24,10 +31,39 @@ async def healthz(lanes: LanesDep) -> dict[str, str | int | bool]:
 
 
 @router.get("/metrics", response_class=PlainTextResponse, dependencies=_ADMIN)
-async def metrics(m: MetricsDep, lanes: LanesDep) -> str:
+async def metrics(request: Request, m: MetricsDep, lanes: LanesDep) -> str:
+    """The Prometheus exposition; under ``serve --workers`` the whole server's, whichever process answers."""
     from memstream.metrics import pipeline_snapshot
+    from memstream.metrics_shared import merge, processes_lines
 
-    return m.render(await pipeline_snapshot(lanes))
+    shared = getattr(request.app.state, "shared_metrics", None)
+    if shared is None:
+        return m.render(await pipeline_snapshot(lanes))
+    await asyncio.to_thread(shared.write, await _own_state(m, lanes))
+    states = await asyncio.to_thread(shared.read_all)
+    merged, pipeline = merge(states)
+    return merged.render(pipeline) + processes_lines(len(states))
+
+
+async def _own_state(m: Metrics, lanes: Lanes) -> dict:
+    from memstream.metrics import pipeline_snapshot
+    from memstream.metrics_shared import state
+
+    return state(m, await pipeline_snapshot(lanes), processing=lanes.leader)
+
+
+async def publish_metrics(app: FastAPI) -> None:
+    """``serve --workers``: write this process's figures for the others' scrapes, every ``INTERVAL_S``."""
+    from memstream.metrics_shared import INTERVAL_S
+
+    while True:
+        try:
+            await asyncio.to_thread(
+                app.state.shared_metrics.write, await _own_state(app.state.metrics, app.state.lanes)
+            )
+        except Exception:  # a full disk or a lane closing: the next round tries again
+            log.warning("writing this process's metrics failed", exc_info=True)
+        await asyncio.sleep(INTERVAL_S)
 
 
 @router.get("/v1/audit", dependencies=_ADMIN)

@@ -48,6 +48,12 @@ CREATE INDEX IF NOT EXISTS access_by_key ON access_log (key_id, seq);
 """
 
 
+def _utf8(text: str | None) -> str | None:
+    """``text`` as valid UTF-8 (a lone surrogate from a percent-encoded path is replaced): one such id must not
+    fail the insert of a whole batch of entries (and the request that flushes it)."""
+    return None if text is None else text.encode("utf-8", "replace").decode("utf-8")
+
+
 class AuditLog(DurableSQLite):
     schema = _SCHEMA
 
@@ -57,8 +63,8 @@ class AuditLog(DurableSQLite):
             self.db.executemany(
                 "INSERT INTO access_log (at, key_id, action, chat_id, endpoint, outcome, detail) "
                 "VALUES (?,?,?,?,?,?,?)",
-                [(e.at.astimezone(UTC).isoformat(), e.key_id, e.action, e.chat_id, e.endpoint, e.outcome,
-                  json.dumps(e.detail)) for e in entries],
+                [(e.at.astimezone(UTC).isoformat(), _utf8(e.key_id), e.action, _utf8(e.chat_id), _utf8(e.endpoint),
+                  e.outcome, json.dumps(e.detail)) for e in entries],
             )
         except BaseException:
             self.db.execute("ROLLBACK")

@@ -63,9 +63,9 @@ def ingest(
     progress, close = _progress_bars()
 
     async def main():  # a fresh data dir's embedder follows the input's language (see settle_embedder)
-        from memstream.dirlock import processing_lock
+        from memstream.dirlock import command_lock
 
-        with processing_lock(settings.data_dir, "ingest"):
+        async with command_lock(settings.data_dir, "ingest", console.print):
             clients = await build_clients(settings, sample=sample_texts(path, fmt, settings.embedder_sample))
             try:
                 return await do_ingest(clients, path, fmt=fmt, flush=flush, progress=progress)
@@ -109,6 +109,8 @@ def query(
     k: Annotated[int, typer.Option(help="How many items.", min=1, max=100)] = 10,
     mode: Annotated[str, typer.Option(help="routed (query-type strategies) | hybrid | bm25 | embedding")] = "routed",
     as_json: Annotated[bool, typer.Option("--json", help="Print the full response as JSON.")] = False,
+    asker: Annotated[str | None, typer.Option(help="Who asks (a sender id or name): the question's I/my/我 "
+                                              "is them.")] = None,
     data_dir: DataDir = None,
     embedder: EmbedderOpt = None,
 ) -> None:
@@ -124,7 +126,7 @@ def query(
     chat_id, text = one_chat(chat, old, "query"), " ".join(words[1:] if old else words)
     settings = _settings(data_dir, embedder)
     try:
-        req = RetrieveRequest(chat_id=chat_id, query=text, k=k, mode=mode)
+        req = RetrieveRequest(chat_id=chat_id, query=text, k=k, mode=mode, asker=asker)
     except ValueError as exc:  # the input contract: a bad chat id or mode, a blank question
         console.print(f"[red]error:[/red] {describe(exc) if isinstance(exc, ValidationError) else exc}")
         raise typer.Exit(2) from exc
@@ -196,9 +198,9 @@ def replay(
     progress, close = _progress_bars()
 
     async def main():
-        from memstream.dirlock import processing_lock
+        from memstream.dirlock import command_lock
 
-        with processing_lock(settings.data_dir, "replay"):
+        async with command_lock(settings.data_dir, "replay", console.print):
             clients = await build_clients(settings, reindex=embedder is not None)
             try:
                 return await do_replay(clients, progress)
@@ -271,11 +273,11 @@ def delete(
     settings = _settings(data_dir)
 
     async def main():
-        from memstream.dirlock import processing_lock
+        from memstream.dirlock import command_lock
 
         # the data dir's own embedder (loaded only if a topic is distilled again), never recorded by a delete
         emb = open_embedder(settings) if (settings.data_dir / EMBEDDER_RECORD).exists() else None
-        with processing_lock(settings.data_dir, "delete"):
+        async with command_lock(settings.data_dir, "delete", console.print):
             clients = await build_clients(settings, embedder=emb)
             try:
                 return await delete_report(clients, chat, user)

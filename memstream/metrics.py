@@ -20,7 +20,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BUCKETS_S", "Histogram", "Metrics", "PipelineSnapshot", "pipeline_snapshot"]
+__all__ = ["BUCKETS_S", "Histogram", "Metrics", "PipelineSnapshot", "family", "pipeline_snapshot"]
 
 BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -85,7 +85,7 @@ class PipelineSnapshot:
     failing: bool = False  # the last background run raised
 
 
-def _family(name: str, kind: str, help_: str, samples: list[str]) -> list[str]:
+def family(name: str, kind: str, help_: str, samples: list[str]) -> list[str]:
     return [f"# HELP {name} {help_}", f"# TYPE {name} {kind}", *samples]
 
 
@@ -100,11 +100,11 @@ class Metrics:
         lines: list[str] = []
         for key in sorted(set(self.counters) | {"retrieve", "retrieve_empty", "context"}):
             name = f"memstream_{key}_total"
-            lines += _family(
+            lines += family(
                 name, "counter", _HELP.get(key, f"{key} events."), [f"{name} {self.counters[key]}"]
             )
         lat = self.latency_ms
-        lines += _family("memstream_retrieve_latency_seconds", "histogram",
+        lines += family("memstream_retrieve_latency_seconds", "histogram",
                          "Latency of retrieval and context requests, seconds.",
                          lat.histogram.lines("memstream_retrieve_latency_seconds"))  # fmt: skip
         recent = sorted(lat.recent)
@@ -112,7 +112,7 @@ class Metrics:
                      for q in (0.5, 0.95, 0.99) if recent]  # fmt: skip
         quantiles += [f"memstream_retrieve_latency_ms_sum {sum(recent):.3f}",
                       f"memstream_retrieve_latency_ms_count {len(recent)}"]  # fmt: skip
-        lines += _family("memstream_retrieve_latency_ms", "summary",
+        lines += family("memstream_retrieve_latency_ms", "summary",
                          "Latency of the last 1,000 retrieval and context requests, milliseconds.", quantiles)  # fmt: skip
         if pipeline is not None:
             lines += _pipeline_lines(pipeline)
@@ -120,21 +120,21 @@ class Metrics:
 
 
 def _pipeline_lines(p: PipelineSnapshot) -> list[str]:
-    out = _family("memstream_stage_processed_total", "counter",
+    out = family("memstream_stage_processed_total", "counter",
                   "Records each pipeline stage consumed since the server started.",
                   [f'memstream_stage_processed_total{{stage="{s}"}} {n}' for s, n in sorted(p.processed.items())])  # fmt: skip
-    out += _family("memstream_dead_letters_total", "counter",
+    out += family("memstream_dead_letters_total", "counter",
                    "Records each pipeline stage dead-lettered since the server started.",
                    [f'memstream_dead_letters_total{{stage="{s}"}} {n}' for s, n in sorted(p.dead.items())])  # fmt: skip
-    out += _family("memstream_dead_letter_records", "gauge",
+    out += family("memstream_dead_letter_records", "gauge",
                    "Records in the dead-letter topic (every stage and the ingest, all time).",
                    [f"memstream_dead_letter_records {p.dead_letter_records}"])  # fmt: skip
-    out += _family("memstream_stage_lag_records", "gauge", "Records of its input topic a stage has not consumed yet.",
+    out += family("memstream_stage_lag_records", "gauge", "Records of its input topic a stage has not consumed yet.",
                    [f'memstream_stage_lag_records{{stage="{s}"}} {n}' for s, n in sorted(p.lag.items())])  # fmt: skip
-    out += _family("memstream_background_processed_total", "counter",
+    out += family("memstream_background_processed_total", "counter",
                    "Raw messages the background processor segmented since the server started.",
                    [f"memstream_background_processed_total {p.background_processed}"])  # fmt: skip
-    out += _family("memstream_background_failing", "gauge", "1 if the last background processing run failed.",
+    out += family("memstream_background_failing", "gauge", "1 if the last background processing run failed.",
                    [f"memstream_background_failing {int(p.failing)}"])  # fmt: skip
     return out
 

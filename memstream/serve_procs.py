@@ -81,6 +81,9 @@ def run_workers(settings: Settings, host: str, port: int, workers: int, **uvicor
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    from memstream.metrics_shared import SharedMetrics
+
+    SharedMetrics.clear(settings.data_dir)  # a crashed run's files: their pids may be reused by now
     env = {**os.environ, ENV_SETTINGS: settings_json(settings)}
     args = [sys.executable, "-m", "memstream.serve_procs", host, str(port), json.dumps(uvicorn_kw)]
     procs: list[subprocess.Popen] = []

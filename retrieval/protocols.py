@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from schemas import ChatMessage, MemoryDecision, MemoryRecord, TopicSummary
 
-DocKind = Literal["turn", "fact", "summary", "qa", "task", "decision", "title"]
+DocKind = Literal["turn", "fact", "summary", "qa", "task", "decision", "title", "profile"]
 
 
 @runtime_checkable

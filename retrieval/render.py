@@ -7,7 +7,8 @@ from schemas import RetrievedItem
 NO_MEMORY = "No relevant memory."
 
 _LABEL = {"turn": "", "fact": "(memory) ", "summary": "(topic summary) ", "qa": "(Q&A) ", "task": "(task) ",
-          "decision": "(decision) ", "title": "(topic) "}
+          "decision": "(decision) ", "title": "(topic) ",
+          "profile": "(profile) "}
 
 
 def render_line(item: RetrievedItem) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from agents.text import count_tokens
 from retrieval.protocols import Embedder, Hit, MemoryStore, SearchQuery
-from retrieval.render import drop_covered, render_context
+from retrieval.render import render_context
 from schemas import RetrievedItem, RetrieveRequest, RetrieveResponse, TraceStep
 
 MODE_TO_STORE = {"hybrid": "hybrid", "bm25": "bm25", "embedding": "knn"}
@@ -33,6 +33,21 @@ def to_item(hit: Hit) -> RetrievedItem:
         valid_to=d.valid_to,
         scores=dict(hit.scores),
     )
+
+
+def first_uncovered(hits: list[Hit], k: int) -> list[RetrievedItem]:
+    """``drop_covered([to_item(h) for h in hits])[:k]``, building only the items kept (a hit whose every
+    source message a better hit covers is dropped; a search returns 3k hits for the k items shown)."""
+    seen: set[str] = set()
+    kept: list[Hit] = []
+    for h in hits:
+        if len(kept) >= k:
+            break
+        sources = set(h.doc.source_message_ids)
+        if not (sources and sources <= seen):
+            seen |= sources
+            kept.append(h)
+    return [to_item(h) for h in kept]
 
 
 def relevant(hit: Hit, mode: str) -> bool:
@@ -80,7 +95,7 @@ async def retrieve(
     )
     hits = [h for h in await store.search(query) if relevant(h, mode)]
     trace.append(TraceStep(step="search", detail={"mode": mode, "hits": len(hits)}, ms=_ms(t1)))
-    items = drop_covered([to_item(h) for h in hits])[: req.k]
+    items = first_uncovered(hits, req.k)
     context, tokens, _ = render_context(items, req.token_budget, count_tokens)
     trace.append(TraceStep(step="render", detail={"items": len(items), "tokens": tokens}))
     return RetrieveResponse(

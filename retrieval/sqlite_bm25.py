@@ -197,9 +197,9 @@ def _ranked(db: sqlite3.Connection, chat_id: str, terms: list[str]) -> tuple[np.
     hit = np.zeros(len(index.rids), dtype=bool)
     for term in terms:  # the order of the query's phrases: the same sum, to the bit
         span = index.spans.get(term)
-        n_hit = _doc_freq(db, entry, term, version)
-        if span is None:
+        if span is None:  # not in this chat: no document frequency to look up
             continue
+        n_hit = _doc_freq(db, entry, term, version)
         if not 0 < n_hit <= n_rows:  # inconsistent statistics: let FTS5 rank
             return None
         idf = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))

@@ -4,7 +4,9 @@ Tables: ``messages`` (the raw chat), ``docs`` (everything searchable: turns and 
 each, with ``docs_fts`` the FTS5 index over pre-tokenised text and ``vectors`` their L2-normalised
 embeddings; ``docs_closed`` indexes the invalidated versions, which the router asks for on every
 question), ``memories`` (every version of every memory record), ``decisions`` (applied consolidator
-decisions, for idempotence) and ``topics``. Every row carries ``chat_id``.
+decisions, for idempotence) and ``topics``. Every row carries ``chat_id``; ``chat_versions`` (keyed by
+:func:`chat_token`) counts each chat's vector changes for other connections' caches
+(:mod:`retrieval.sqlite_vectors`). ``CREATE ... IF NOT EXISTS`` adds a new table to an existing file.
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ CREATE INDEX IF NOT EXISTS decisions_by_chat ON decisions (chat_id);
 CREATE TABLE IF NOT EXISTS topics (
     chat_id TEXT NOT NULL, topic_id TEXT NOT NULL, started_epoch REAL NOT NULL, payload TEXT NOT NULL,
     PRIMARY KEY (chat_id, topic_id));
+CREATE TABLE IF NOT EXISTS chat_versions (
+    chat TEXT PRIMARY KEY, appends INTEGER NOT NULL DEFAULT 0, closes INTEGER NOT NULL DEFAULT 0,
+    rewrites INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
 """
 DOC_COLS = "rid, doc_id, chat_id, kind, text, speaker, ts, valid_to, topic_id, source_message_ids, entities"
 INSERT_DOC = (

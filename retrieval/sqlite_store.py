@@ -4,7 +4,8 @@ SQLite calls run on the event-loop thread (each is sub-millisecond to a few ms a
 transaction), so no statement ever interleaves with another coroutine's transaction. Every statement that
 reads or writes chat data is filtered by ``chat_id``; kNN only ever sees the vectors of the queried chat.
 Tables in :mod:`retrieval.sqlite_schema`, writes in :mod:`retrieval.sqlite_writes`, queries in
-:mod:`retrieval.sqlite_search` (edits, lookups and deletion in ``sqlite_edit/lookup/delete``).
+:mod:`retrieval.sqlite_search` (edits, lookups and deletion in ``sqlite_edit/lookup/delete``); the
+per-chat vector caches follow other connections' writes through :mod:`retrieval.sqlite_vectors`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from retrieval.sqlite_edit import replace_message as _replace_message
 from retrieval.sqlite_lookup import find_memories as _find_memories
 from retrieval.sqlite_schema import SCHEMA, chat_token, epoch, turn_body
 from retrieval.sqlite_util import chunks, marks, open_sqlite
+from retrieval.sqlite_vectors import Caches as _Caches
+from retrieval.sqlite_vectors import bump as _bump
 from retrieval.sqlite_writes import close_memory, insert_memory, put_doc
 from retrieval.vector_cache import ChatVectors as _ChatVectors
 from retrieval.vector_cache import Effects as _Effects
@@ -40,9 +43,8 @@ class SQLiteStore:
         self.path = str(path)
         self.dim = dim
         self._conn: sqlite3.Connection | None = None
-        self._vectors: dict[str, _ChatVectors] = {}
+        self._vectors = _Caches()
         self._dim_recorded = False
-        self._data_version = -1
 
     # ---- lifecycle -------------------------------------------------------------------------------
 
@@ -68,23 +70,18 @@ class SQLiteStore:
 
     @contextmanager
     def _write(self) -> Iterator[tuple[sqlite3.Connection, _Effects]]:
-        """One transaction; on commit its effects are applied to the vector caches."""
+        """One transaction; it bumps the versions of the chats whose vectors it changed (for the caches of
+        other connections), and on commit its effects are applied to this connection's caches."""
         db, fx = self.db, _Effects()
         db.execute("BEGIN IMMEDIATE")
         try:
             yield db, fx
+            bumped = _bump(db, fx)
         except BaseException:
             db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
-        for chat_id in fx.stale:
-            self._vectors.pop(chat_id, None)
-        for chat_id, rows in fx.added.items():
-            if chat_id in self._vectors:
-                self._vectors[chat_id] = self._vectors[chat_id].extend(rows)
-        for chat_id, rid in fx.closed:
-            if chat_id in self._vectors:
-                self._vectors[chat_id].close(rid)
+        self._vectors.committed(fx, bumped)
 
     # ---- vectors ---------------------------------------------------------------------------------
 
@@ -107,23 +104,13 @@ class SQLiteStore:
         return v / np.where(norms == 0.0, 1.0, norms)
 
     def _chat_vectors(self, chat_id: str) -> _ChatVectors | None:
-        version = self.db.execute("PRAGMA data_version").fetchone()[0]
-        if version != self._data_version:  # another connection (process) committed: caches may be stale
-            self._vectors.clear()
-            self._data_version = version
-        cached = self._vectors.get(chat_id)
-        if cached is not None or self.dim is None:
-            return cached
-        rows = self.db.execute(
-            "SELECT d.rid, d.kind, d.ts_epoch, d.valid_to IS NULL, m.subject, v.vec FROM vectors v"
-            " JOIN docs d ON d.doc_id = v.doc_id LEFT JOIN memories m ON m.memory_id = d.doc_id"
-            " WHERE v.chat_id = ? AND d.chat_id = ? ORDER BY d.rid",
-            (chat_id, chat_id),
-        ).fetchall()
-        vectors = [(*r[:5], np.frombuffer(r[5], dtype=np.float32)) for r in rows if len(r[5]) == 4 * self.dim]
-        cached = _ChatVectors.from_rows(vectors, self.dim)
-        self._vectors[chat_id] = cached
-        return cached
+        """The chat's vectors as committed, by whichever connection (:mod:`retrieval.sqlite_vectors`)."""
+        if self.dim is None:  # another process may have stored the first vectors since bootstrap
+            row = self.db.execute("SELECT value FROM meta WHERE key = 'dim'").fetchone()
+            if row is None:
+                return None
+            self.dim, self._dim_recorded = int(row[0]), True
+        return self._vectors.get(self.db, chat_id, self.dim)
 
     # ---- messages --------------------------------------------------------------------------------
 
@@ -239,10 +226,8 @@ class SQLiteStore:
         """The stored vectors of these messages' turns (message id -> vector; none for a turn without one)."""
         ids = {f"turn:{chat_id}:{m}": m for m in dict.fromkeys(message_ids)}
         out: dict[str, np.ndarray] = {}
-        keys = list(ids)
-        for i in range(0, len(keys), 500):
-            chunk = keys[i : i + 500]
-            sql = f"SELECT doc_id, vec FROM vectors WHERE doc_id IN ({','.join('?' * len(chunk))})"
+        for chunk in chunks(list(ids)):
+            sql = f"SELECT doc_id, vec FROM vectors WHERE doc_id IN ({marks(chunk)})"
             for doc_id, blob in self.db.execute(sql, chunk):
                 out[ids[doc_id]] = np.frombuffer(blob, dtype=np.float32)
         return out
@@ -255,7 +240,7 @@ class SQLiteStore:
         if cv is None or k <= 0:
             return []
         query = self._check_vectors(vector, 1, stored=False)[0]
-        keep = cv.mask(None, None, None, live_only=True) & (cv.kinds != "turn")
+        keep = cv.mask(None, None, None, live_only=True) & ~cv.kind_mask(["turn"])
         if subject is not None:
             keep &= cv.subjects == subject
         top = cv.top(query, keep, k)

@@ -18,6 +18,7 @@ class MemoryKind(StrEnum):
     TASK = "task"
     DECISION = "decision"
     TITLE = "title"
+    PROFILE = "profile"  # one person's statements of one attribute class (agents/profile.py)
 
 
 class DistillJob(Contract):

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from schemas.base import AwareDatetime, CleanText, Contract, Id
 
-ItemKind = Literal["turn", "fact", "summary", "qa", "task", "decision", "title"]
+ItemKind = Literal["turn", "fact", "summary", "qa", "task", "decision", "title", "profile"]
 
 
 class RetrieveRequest(Contract):

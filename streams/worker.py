@@ -26,6 +26,7 @@ from streams.config import PipelineConfig
 from streams.log import Produce, Record
 from streams.sensitive import screen_value
 from streams.stages import StageOutput, build_stages
+from streams.stages.io import is_deleted
 from streams.topics import MEMORY_DECISIONS
 from streams.working_memory import WorkingMemory
 
@@ -64,10 +65,6 @@ def _peek_chat(record: Record) -> str | None:
     return chat if isinstance(chat, str) and chat else None
 
 
-def _is_deleted(deleted: set[tuple[str, str]], chat_id: str, sender: str | None = None) -> bool:
-    return (chat_id, "*") in deleted or (sender is not None and (chat_id, sender) in deleted)
-
-
 def _kept_decisions(produced: list[Produce], deleted: set[tuple[str, str]]) -> list[Produce]:
     """Decisions whose chat or speaker was deleted meanwhile are dropped (replay drops them too)."""
     kept = []
@@ -77,7 +74,7 @@ def _kept_decisions(produced: list[Produce], deleted: set[tuple[str, str]]) -> l
         except DecodeError:
             continue
         speaker = d.record.speaker if isinstance(d, MemoryDecision) and d.record else None
-        if isinstance(d, MemoryDecision) and not _is_deleted(deleted, d.chat_id, speaker):
+        if isinstance(d, MemoryDecision) and not is_deleted(deleted, d.chat_id, speaker):
             kept.append(p)
     return kept
 
@@ -139,7 +136,7 @@ class Pipeline:
 
     async def distill_batch(self, records: list[Record], send: Send) -> StageOutput:
         deleted = await self.deletions()
-        out = await self.distill.process([r for r in records if not _is_deleted(deleted, r.key)])
+        out = await self.distill.process([r for r in records if not is_deleted(deleted, r.key)])
         await send(out.produced)
         return out
 
@@ -147,7 +144,7 @@ class Pipeline:
         """One result at a time: decide (or recall the journalled decisions), apply, then emit."""
         total = StageOutput()
         deleted = await self.deletions()
-        records = [r for r in records if not _is_deleted(deleted, r.key)]
+        records = [r for r in records if not is_deleted(deleted, r.key)]
         await self.consolidate.prefetch(records)  # the batch's candidates embedded in one call
         for r in records:
             if self.graph is not None:  # the graph stage reads the same results (idempotent by result id)
@@ -158,6 +155,7 @@ class Pipeline:
             if journalled is not None:
                 produced = [Produce(**p) for p in json.loads(journalled)]
             else:
+                self.consolidate.deleted = deleted  # its profile lines skip users deleted meanwhile
                 out = await self.consolidate.process([r])
                 produced = out.produced
                 total.dead += out.dead
@@ -181,7 +179,7 @@ class Pipeline:
         deleted = await self.deletions()
         while len(self._applied) > 100_000:
             del self._applied[next(iter(self._applied))]
-        fresh = [r for r in records if r.record_id not in self._applied and not _is_deleted(deleted, r.key)]
+        fresh = [r for r in records if r.record_id not in self._applied and not is_deleted(deleted, r.key)]
         out = await self.index.process(fresh)
         await send(out.produced)
         return out

@@ -27,6 +27,13 @@ def make_messages(n_chats: int, per_chat: int, *, start: datetime | None = None)
     return rows
 
 
+def chat_row(chat: str, i: int, who: str, name: str, t0: datetime, day: float, text: str) -> dict:
+    """One input record of chat ``chat``: message ``{chat}-m{i}`` by ``who`` (shown as ``name``), ``day`` days
+    after ``t0``."""
+    return {"chat_id": chat, "message_id": f"{chat}-m{i}", "sender": who, "sender_name": name,
+            "ts": (t0 + timedelta(days=day)).isoformat(), "text": text}  # fmt: skip
+
+
 def write_jsonl(path: Path, rows: list[dict], bad_lines: list[str] = ()) -> Path:
     lines = [json.dumps(r, ensure_ascii=False) for r in rows]
     for j, bad in enumerate(bad_lines):

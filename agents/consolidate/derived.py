@@ -200,6 +200,8 @@ def edited_away(
     for r in stored:
         if not r.live or r.memory_id in handled or norm_text(r.text) in same:
             continue
+        if r.kind == MemoryKind.PROFILE:  # an aggregate: profile_decisions replaces just the edited lines
+            continue
         if not edited.intersection(r.source_message_ids):
             continue
         out.append(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import date
 
 from agents.extract.entities import MENTION_RE
 from agents.extract.slots import SlotMatch
@@ -22,6 +23,7 @@ class TopicContext:
     participants: list[str]
     names: frozenset[str]
     name_of: dict[str, str]
+    _weeks: dict[str, date | None] = field(default_factory=dict)  # message id -> the week it names
 
     @classmethod
     def build(cls, job: DistillJob) -> TopicContext:
@@ -29,6 +31,20 @@ class TopicContext:
         participants = list(dict.fromkeys(m.display_name for m in msgs))
         name_of = {m.sender: m.display_name for m in msgs}
         return cls(job, msgs, {m.message_id: m for m in msgs}, participants, frozenset(participants), name_of)
+
+    def week_context(self, m: ChatMessage) -> date | None:
+        """A day of the week named last before ``m`` in this conversation (``下周三…``, ``next week…``): in
+        the message ``m`` replies to, else in the topic's messages of the hour before it. A bare weekday of
+        ``m`` (``周四可以``) with no week of its own is of that week."""
+        replied = self.by_id.get(m.parent_id or "")
+        earlier = [x for x in self.msgs if x.ts <= m.ts and x.message_id != m.message_id
+                   and (m.ts - x.ts).total_seconds() <= WEEK_CONTEXT_S]  # fmt: skip
+        for x in ([replied] if replied is not None else []) + earlier[::-1]:
+            if x.message_id not in self._weeks:
+                self._weeks[x.message_id] = _named_week_of(x)
+            if self._weeks[x.message_id] is not None:
+                return self._weeks[x.message_id]
+        return None
 
     def addressee(self, m: ChatMessage) -> str | None:
         speaker = m.display_name
@@ -43,6 +59,21 @@ class TopicContext:
         if len(others) == 1 and len(mentioned) == 0:
             return others[0]
         return None
+
+
+WEEK_CONTEXT_S = 3600.0  # a week named this long before a message still anchors its bare weekdays
+
+
+def _named_week_of(m: ChatMessage) -> date | None:
+    """A day of the last week message ``m`` names explicitly, if any."""
+    from agents.extract.date_anchors import named_week
+    from agents.extract.dates import find_dates
+    from agents.extract.text import split_sentences
+
+    found = None
+    for sent in split_sentences(m.text):
+        found = named_week(sent, find_dates(sent, m.ts)) or found
+    return found
 
 
 @dataclass

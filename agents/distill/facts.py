@@ -7,6 +7,7 @@ import re
 from agents.distill.context import Collected, Draft, Sentence, TopicContext, make_fact
 from agents.distill.qa import answer_part, question_part
 from agents.distill.summary import GENERIC_WORDS
+from agents.extract.date_anchors import named_week
 from agents.extract.dates import annotate_dates, find_dates
 from agents.extract.entities import NOT_ENTITIES, find_entities
 from agents.extract.event_slots import all_slots
@@ -41,11 +42,13 @@ def distill_message(ctx: TopicContext, m: ChatMessage, question: ChatMessage | N
     """Facts, tasks and relations of one message, sentence by sentence."""
     speaker, addressee = m.display_name, ctx.addressee(m)
     sources = [m.message_id] + ([question.message_id] if question is not None else [])
+    week_of = ctx.week_context(m)  # "下周三聚餐改到周四" -> "收到，我周四可以": that Thursday
     for original in split_sentences(m.text):
         if is_filler(original, ctx.names):
             continue
         sent = _strip_lead(original, ctx.names)
-        dates = find_dates(sent, m.ts)
+        dates = find_dates(sent, m.ts, week_of=week_of)
+        week_of = named_week(sent, dates) or week_of  # "下周三的会取消了。改到周四。"
         rewrite = to_third_person(annotate_dates(sent, dates), speaker, addressee)
         entities = find_entities(sent, ctx.names)
         out.entity_counts.update(entities)
@@ -96,7 +99,7 @@ def _fact_drafts(
     first = slots[0] if slots else None
     subject = first.subject if first else _subject(sent, rewrite, speaker, addressee, names)
     text = rewrite.text
-    if first and subject not in text:  # "在阿里巴巴上班" said by 小王: name the subject
+    if first and subject not in text and subject.replace("的", "") not in text:  # "在阿里巴巴上班" said by 小王
         text = (
             subject + text
             if cjk

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 
+from agents.extract.person import relative_subject
 from agents.extract.slots import SlotMatch
 
 __all__ = ["cue_slots"]
@@ -92,6 +93,9 @@ def _reported(pattern: re.Pattern[str], head: str, speaker: str) -> str | None:
 def _en_subject(sentence: str, end: int, speaker: str, names: frozenset[str]) -> str:
     """A member named before the value ("Heard Ivan joined X", "Wendy told me they live in X"), else the speaker."""
     head = sentence[:end]
+    relative = relative_subject(head, speaker, names)  # "My sister Ana joined…": Ana, not the speaker
+    if relative is not None:
+        return relative
     if re.match(r"(?i)\s*(?:i|i'm|we|we're|my|our)\b", head):
         return speaker
     for name in sorted(names, key=len, reverse=True):
@@ -102,6 +106,9 @@ def _en_subject(sentence: str, end: int, speaker: str, names: frozenset[str]) ->
 
 def _zh_subject(sentence: str, end: int, speaker: str, names: frozenset[str]) -> str:
     head = sentence[:end]
+    relative = relative_subject(head, speaker, names)  # "我妹妹在阿里上班": the speaker's 妹妹
+    if relative is not None:
+        return relative
     if head.lstrip().startswith("我"):
         return speaker
     for name in sorted(names, key=len, reverse=True):
@@ -143,6 +150,7 @@ def _en_person(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotM
         return []
     m = values[-1]
     value = " ".join(w for w in m.group().split() if w.lower() not in _EN_FILLER) or m.group()
+    value = value.rstrip(".'-") or value  # "moved to Oslo." -> Oslo ("St. Louis" keeps its inner dot)
     subject = _en_subject(sentence, m.start(), speaker, names)
     return [SlotMatch("lives_in" if lives > works else "works_at", value, subject, False, m.start(), m.end())]
 

@@ -18,22 +18,22 @@ Conventions (all relative to the message's local date ``ref``; weeks run Monday.
 - A weekday named after (or right before) a week reference in the same sentence belongs to that week:
   ``from next week on we meet on Wednesday`` / ``下周我们周三见`` -> Wednesday of next week. Likewise a day of
   the month after a month reference (``next month on the 5th``, ``下个月5号``) and a month after a year
-  reference (``next year in March``, ``明年三月``).
+  reference (``next year in March``, ``明年三月``). A bare weekday after a weekday that names its week, in
+  the same sentence, is of that week: ``下周三的聚餐改到周四`` / ``next Wednesday's call moves to Thursday`` ->
+  Thursday of next week.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import NamedTuple
 
+from agents.extract.date_anchors import ADJACENT, Context, Resolved, anchor, week_named_weekday
 from agents.extract.date_words import (
     MONTHS,
     WEEKDAYS,
     ZH_NUM,
     ZH_WEEKDAY,
-    DateMention,
     add_months,
     month_end,
     parse_number,
@@ -42,21 +42,6 @@ from agents.extract.date_words import (
 )
 
 __all__ = ["ABSOLUTE_RULES", "EN_RULES", "TAIL_RULES", "ZH_RULES", "Context", "Resolved", "resolve"]
-
-
-class Resolved(NamedTuple):
-    day: date
-    grain: str
-    approx: bool = False
-    replaces: DateMention | None = None  # an anchor mention (``next week``) this one makes redundant
-
-
-@dataclass
-class Context:
-    ref: date  # the message's local date
-    sentence: str
-    cjk: bool
-    found: list[DateMention]  # mentions resolved by earlier rules (anchors for weekdays, days, months)
 
 
 _SEASONS = {"spring": (3, 5), "summer": (6, 8), "fall": (9, 11), "autumn": (9, 11), "winter": (12, 2)}
@@ -71,8 +56,6 @@ _SHIFT = {"last": -1, "past": -1, "previous": -1, "this": 0, "next": 1, "coming"
 _ZH_SHIFT = {"上上": -2, "上": -1, "下下": 2, "下": 1, "这": 0, "本": 0}
 _ZH_YEAR = {"前": -2, "去": -1, "今": 0, "明": 1, "后": 2}
 _ZH_UNIT = {"天": "day", "周": "week", "个星期": "week", "个礼拜": "week", "个月": "month", "年": "year"}
-_STOP = re.compile(r"[.!?;。！？；\n]")
-_ADJACENT = re.compile(r"\s*(?:,\s*)?(?:(?:of|in|on)\s+)?(?:the\s+)?(?:的)?\s*$", re.I)
 
 EN_RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(the )?day before yesterday\b", re.I), "d-2"),
@@ -175,31 +158,19 @@ TAIL_RULES: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
-# ------------------------------------------------------------------------------------------------ anchors
-
-
-def _anchor(ctx: Context, m: re.Match[str], grains: tuple[str, ...]) -> DateMention | None:
-    """The mention of one of ``grains`` right after ``m`` (only ``of``/``in``/spaces between), else the
-    nearest one before it in the same sentence (no sentence stop between)."""
-    after = [d for d in ctx.found if d.grain in grains and d.start >= m.end()]
-    for d in sorted(after, key=lambda d: d.start):
-        if _ADJACENT.match(ctx.sentence[m.end() : d.start]):
-            return d
-    before = [d for d in ctx.found if d.grain in grains and d.end <= m.start()]
-    for d in sorted(before, key=lambda d: d.end, reverse=True):
-        if not _STOP.search(ctx.sentence[d.end : m.start()]):
-            return d
-    return None
-
-
 def _bare_weekday(wd: int, m: re.Match[str], ctx: Context) -> Resolved:
     ref, tense = ctx.ref, tense_of(ctx.sentence, m.start(), m.end(), ctx.cjk)
-    week = _anchor(ctx, m, ("week",))
+    week = anchor(ctx, m, ("week",))
     this_week = week_start(ref)
     if week is not None and not (
         (week.day < this_week and tense == "future") or (week.day > this_week and tense == "past")
     ):
         return Resolved(week.day + timedelta(days=wd), "day", False, week)
+    named = week_named_weekday(ctx, m)  # "下周三的聚餐改到周四": that week's Thursday, if the tense allows
+    week_of = named.day if named is not None else ctx.week_of  # else the week the conversation just named
+    day = week_start(week_of) + timedelta(days=wd) if week_of is not None else None
+    if day is not None and (day < ref if tense == "past" else day >= ref):
+        return Resolved(day, "day")
     if tense == "past":
         return Resolved(ref - timedelta(days=(ref.weekday() - wd) % 7 or 7), "day")
     return Resolved(ref + timedelta(days=(wd - ref.weekday()) % 7), "day")
@@ -207,7 +178,7 @@ def _bare_weekday(wd: int, m: re.Match[str], ctx: Context) -> Resolved:
 
 def _month_by_tense(month: int, m: re.Match[str], ctx: Context) -> Resolved:
     """A month named without a year: of the anchoring year if any, else the nearest one in the tense."""
-    year_anchor = _anchor(ctx, m, ("year",))
+    year_anchor = anchor(ctx, m, ("year",))
     if year_anchor is not None:
         return Resolved(date(year_anchor.day.year, month, 1), "month", False, year_anchor)
     ref, tense = ctx.ref, tense_of(ctx.sentence, m.start(), m.end(), ctx.cjk)
@@ -364,19 +335,19 @@ def _zh_date(g: dict[str, str | None], m: re.Match[str], ctx: Context) -> Resolv
 def _tail(kind: str, m: re.Match[str], ctx: Context) -> Resolved | None:
     g = m.groupdict()
     if kind == "dom":
-        month = _anchor(ctx, m, ("month",))
+        month = anchor(ctx, m, ("month",))
         day = parse_number(g["d"] or "")
         return Resolved(month.day.replace(day=day or 0), "day", False, month) if month and day else None
     if kind == "week_rel":
         after = [
-            d for d in ctx.found if d.start >= m.end() and _ADJACENT.match(ctx.sentence[m.end() : d.start])
+            d for d in ctx.found if d.start >= m.end() and ADJACENT.match(ctx.sentence[m.end() : d.start])
         ]
         days = [d for d in after if d.grain in ("day", "absolute")]
         if not days:
             return None  # "the week before" on its own refers to an event told elsewhere
-        anchor = min(days, key=lambda d: d.start).day
+        day = min(days, key=lambda d: d.start).day
         return Resolved(
-            anchor - timedelta(days=7) if g["dir"].lower() == "before" else anchor + timedelta(days=1), "week"
+            day - timedelta(days=7) if g["dir"].lower() == "before" else day + timedelta(days=1), "week"
         )
     return None
 

@@ -186,4 +186,17 @@ def tense_of(sentence: str, start: int, end: int, cjk: bool) -> Tense | None:
     left = max((m.end() for m in _CLAUSE_END.finditer(sentence, 0, start)), default=0)
     right_m = _CLAUSE_END.search(sentence, end)
     clause = sentence[left : right_m.start() if right_m else len(sentence)]
+    if (_ZH_BOOKED if cjk else _EN_BOOKED).search(sentence[left:start]) and (
+        not cjk or "的" in sentence[end : right_m.start() if right_m else len(sentence)]
+    ) and not _PAST_ANCHOR.search(clause):
+        return "future"  # booked for a day: "booked a class for Saturday", "我报了周六上午的陶艺课"
     return _cue(clause.replace(sentence[start:end], " "), cjk) or _cue(sentence, cjk)
+
+
+# a past act that sets up a day to come: the day it names is ahead, whatever the verb's tense
+_EN_BOOKED = re.compile(
+    r"(?i)\b(?:booked|reserved|scheduled|rescheduled|bought|got|ordered|signed up|registered|enrolled|planned|"
+    r"arranged|set|moved|pushed|made an? (?:appointment|reservation|booking))\b[^.!?;]{0,40}\bfor (?:the |this |next )?$"
+)
+_PAST_ANCHOR = re.compile(r"(?i)\b(?:last (?:week|weekend|month)|ago|yesterday)\b|上周|上个|昨天|前天|之前")
+_ZH_BOOKED = re.compile(r"(?:订|预订|预约|约|报名?|买|抢|挂|定|安排)了[^，。！？；]{0,6}$")

@@ -14,7 +14,7 @@ Never raises on extreme input: an expression whose date falls outside years 1..9
 from __future__ import annotations
 
 import re
-from datetime import datetime, time, tzinfo
+from datetime import date, datetime, time, tzinfo
 
 from agents.extract.clock import find_clocks
 from agents.extract.date_rules import ABSOLUTE_RULES, EN_RULES, TAIL_RULES, ZH_RULES, Context, resolve
@@ -47,16 +47,20 @@ def local_time(ref: datetime, tz: tzinfo | None = None) -> datetime:
         return ref
 
 
-def find_dates(sentence: str, ref: datetime, tz: tzinfo | None = None) -> list[DateMention]:
+def find_dates(
+    sentence: str, ref: datetime, tz: tzinfo | None = None, *, week_of: date | None = None
+) -> list[DateMention]:
     """Relative and absolute date expressions of ``sentence``, resolved against ``ref`` (the message time).
 
     Days are computed on ``ref``'s local date in its own zone, or in ``tz`` when given. A clock time said with
-    a day-level expression is attached to it (``DateMention.clock``).
+    a day-level expression is attached to it (``DateMention.clock``). ``week_of``: a day of the week the
+    conversation just named (:func:`agents.extract.date_anchors.named_week`); a bare weekday with no anchor of
+    its own is of that week when the tense allows (``下周三聚餐改到周四`` -> reply ``周四可以``).
     """
     cjk = has_cjk(sentence)
     found: list[DateMention] = []
     replaced: set[int] = set()
-    ctx = Context(local_time(ref, tz).date(), sentence, cjk, found)
+    ctx = Context(local_time(ref, tz).date(), sentence, cjk, found, week_of)
     taken: list[tuple[int, int]] = []
     for pattern, kind in (ZH_RULES if cjk else []) + EN_RULES + ABSOLUTE_RULES + TAIL_RULES:
         for m in pattern.finditer(sentence):

@@ -81,7 +81,7 @@ _ZH_SCHEDULE = re.compile(r"暂定|计划|定在|定于|安排在|约在|是|在
 _ZH_PAST = re.compile(r"昨天|前天|上周|上个月|去年|以前|那次|当时")
 
 _ZH_PLACE = re.compile(
-    r"地点(?:改到|改成|换到|改在|改为|定在|在|是|还是|[：:])(?P<v>[\u4e00-\u9fffA-Za-z]{2,10}?)(?=[，。！？,.!?；;~]|$)|"
+    r"地点(?:改到|改成|换到|换成|换为|改在|改为|变成|定在|在|是|还是|[：:])(?P<v>[\u4e00-\u9fffA-Za-z]{2,10}?)(?:了|啦)?(?=[，。！？,.!?；;~]|$)|"
     r"(?<![地])(?:改到|换到|挪到|改在|定在|约在|在)(?P<v3>[\u4e00-\u9fffA-Za-z]{2,8}?)(?=[。！？!?；;~]|$)|"
     r"(?:改到|换到|改在|定在|约在)(?P<v2>[\u4e00-\u9fffA-Za-z]{2,8}?)(?:吃|聚|见|碰头|集合)"
 )
@@ -136,7 +136,7 @@ _EN_SUBJECT = re.compile(r"(?i)\b(?:the|our|my|this|that|next|a) (?P<ev>[a-z][a-
 _NP_STOP = frozenset(
     "is are was were be been moves moved shifts slips slipped on at for to from has have had will gets got "
     "starts start begins this next each every with and or but now is' by in of off back happens happen takes "
-    "took began ends ended goes went runs lands kicks wraps needs"
+    "took began ends ended goes went runs lands kicks wraps needs meets meet gathers gather held changed changes"
     .split()
 )
 _EN_PURPOSE = re.compile(
@@ -148,6 +148,7 @@ _ZH_DATED_EVENT = re.compile(
 )
 _STRONG = re.compile(
     r"(?i)\b(?:planning|planned|plan to|scheduled|set for|let's|see you|keep|booked|penciled|pencilled)\b|"
+    r"(?i:\b(?:meets|meet|gathers|is held|are held|takes place|take place)\b(?= (?:on|at|every|each|this|next)\b))|"
     r"暂定|定在|定于|计划|安排在|约在"
 )
 _ZH_SUBJECT = re.compile(
@@ -235,7 +236,7 @@ def find_plan_slots(sentence: str, speaker: str, names: frozenset[str] = frozens
         value = sentence[picked[0] : picked[1]].strip(" ,，")
         value = re.sub(r"(?i)^at ", "", value)
         out.append(SlotMatch("when", value, key, False, picked[0], picked[1]))
-    place = (_ZH_PLACE if cjk else _EN_PLACE).search(sentence)
+    place = _place(sentence, cjk, change)
     if place is not None:
         g = place.groupdict()
         value = (g.get("v") or g.get("v2") or g.get("v3") or "").strip()
@@ -244,6 +245,25 @@ def find_plan_slots(sentence: str, speaker: str, names: frozenset[str] = frozens
         if value and value not in names and value.split()[0] not in names and not _TIME_WORD.match(value):
             out.append(SlotMatch("where", value, key, False, place.start(), place.end()))
     return out
+
+
+_EN_NOT_BEFORE = re.compile(r"(?i)(?:\bnot|n't|\bno longer)(?:\s+[\w'-]+){0,2}\s*$")  # "not doing brunch at"
+_EN_NOT_AFTER = re.compile(r"(?i)^\W*(?:[\w'-]+\W+){0,2}?(?:anymore|any more)\b")  # "at Lula's anymore"
+
+
+def _place(sentence: str, cjk: bool, change: re.Match[str] | None) -> re.Match[str] | None:
+    """The place the sentence gives the event: (English) not one a negation governs ("not doing brunch at
+    Lula's anymore, it's at Home Cafe now" -> Home Cafe); after a change, the first one said after it
+    ("moved to Home Cafe, parking at Union Square" -> Home Cafe)."""
+    if cjk:
+        return _ZH_PLACE.search(sentence)
+    kept = [m for m in _EN_PLACE.finditer(sentence)
+            if not _EN_NOT_BEFORE.search(sentence[max(0, m.start() - 40) : m.start()])
+            and not _EN_NOT_AFTER.search(sentence[m.end() :])]  # fmt: skip
+    if change is not None:
+        after = [m for m in kept if m.start() >= change.start()]
+        return after[0] if after else (kept[-1] if kept else None)
+    return kept[0] if kept else None
 
 
 def _owner_slots(sentence: str, speaker: str, names: frozenset[str], cjk: bool) -> list[SlotMatch]:
@@ -303,7 +323,8 @@ def all_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotMa
     for p in find_plan_slots(sentence, speaker, names):
         if not any(p.start < f.end and f.start < p.end for f in people):
             found.append(p)
-    stated = {(f.attribute, f.subject) for f in found} | {f.attribute for f in found}
+    positive = [f for f in found if not f.negated]  # "从字节离职了，现在在阿里云": the old value's retraction
+    stated = {(f.attribute, f.subject) for f in positive} | {f.attribute for f in positive}  # leaves the new one
     planned = any(f.attribute in ("when", "where") for f in found)
     for c in cue_slots(sentence, speaker, names, cjk):  # said indirectly: only what the phrase rules missed
         if planned and c.attribute == "lives_in":

@@ -259,12 +259,12 @@ def _zh_third_person(sentence: str, speaker: str, addressee: str | None) -> Rewr
 
 # -------------------------------------------------------------------------------- subject attribution
 
-_RELATION_WORDS = (
+RELATION_WORDS = (
     "wife husband partner boyfriend girlfriend sister brother mom mother dad father son daughter friend kid kids "
     "child children cousin aunt uncle grandma grandpa grandmother grandfather fiance fiancee roommate boss "
     "colleague coworker neighbor"
 ).split()
-_ZH_RELATIONS = (
+ZH_RELATIONS = (
     "老婆|老公|妻子|丈夫|女朋友|男朋友|对象|妈妈|妈|爸爸|爸|儿子|女儿|哥哥|姐姐|弟弟|妹妹|朋友|室友|同事|老板"
 )
 _EN_STRIP = frozenset(
@@ -308,14 +308,39 @@ def en_subject(prefix: str, speaker: str, names: frozenset[str]) -> tuple[str | 
         return None, False
     if low in ("i", "i'm", "i've", "i'll", "we", "we're", "we've", "me"):
         return speaker, negated
-    if len(words) >= 2 and words[-2].lower() in ("my", "our") and low in _RELATION_WORDS:
+    if len(words) >= 2 and words[-2].lower() in ("my", "our") and low in RELATION_WORDS:
         return f"{speaker}'s {low}", negated
+    if len(words) >= 2 and words[-2].lower() in RELATION_WORDS and (words[-1] in names or looks_like_name(words[-1])):
+        return words[-1], negated  # "my sister Ana works at…": Ana  # fmt: skip
+    if low in ("he", "she", "he's", "she's") and len(words) == 1 and len(clauses) > 1:
+        first = clauses[0].split()  # "Ana left Siemens, she works at Bosch now": the first clause's subject
+        if first and (first[0] in names or looks_like_name(first[0])) and first[0] != speaker:
+            return first[0], negated
     if len(words) == 1 and (words[0] in names or looks_like_name(words[0])):
         return words[0], negated
     full = " ".join(words)
     if full in names:
         return full, negated
     return None, negated
+
+
+_EN_RELATIVE_HEAD = re.compile(
+    rf"(?i)^\s*(?:my|our)\s+(?P<rel>{'|'.join(RELATION_WORDS)})\b(?:\s+(?P<name>(?-i:[A-Z][a-z]+))\b)?"
+)
+_ZH_RELATIVE_HEAD = re.compile(rf"^\s*我(?:的)?(?P<rel>{ZH_RELATIONS})")
+
+
+def relative_subject(head: str, speaker: str, names: frozenset[str]) -> str | None:
+    """The relative a sentence opens with, as a subject: ``My sister Ana …`` -> ``Ana``, ``My sister …`` /
+    ``我妹妹…`` -> ``"<speaker>'s sister"`` (the key :func:`en_subject` gives); None for any other opening."""
+    m = _EN_RELATIVE_HEAD.match(head) or _ZH_RELATIVE_HEAD.match(head)
+    if m is None:
+        return None
+    name = m.groupdict().get("name")
+    if name and (name in names or looks_like_name(name)):
+        return name
+    rel = m["rel"]
+    return f"{speaker}'s {rel.lower()}" if rel.isascii() else f"{speaker}的{rel}"  # as en_/zh_subject name them
 
 
 def looks_like_name(word: str) -> bool:
@@ -352,7 +377,7 @@ def zh_subject(prefix: str, speaker: str, names: frozenset[str]) -> tuple[str | 
         clause = neg
     if not clause or clause in ("我", "我们", "咱们", "咱"):
         return speaker, negated
-    rel = re.fullmatch(rf"(?:我|我们)(?:的|家)?({_ZH_RELATIONS})", clause)
+    rel = re.fullmatch(rf"(?:我|我们)(?:的|家)?({ZH_RELATIONS})", clause)
     if rel:
         return f"{speaker}的{rel.group(1)}", negated
     if clause in names:

@@ -140,6 +140,7 @@ ZH_SLOTS: tuple[SlotRule, ...] = (
     ),
     _zh("lives_in", rf"(?:搬离了?|搬出了?){_ZH_VAL}{_ZH_TERM}", negated=True),
     _zh("works_at", rf"(?<![现正存实])在{_ZH_VAL}(?:工作|上班|任职|实习)"),
+    _zh("works_at", rf"(?<![现正存实])在{_ZH_VAL}(?:做|当|干)[\u4e00-\u9fff]{{0,4}}?(?:{_ZH_JOBS[3:-1]}|开发|设计|运营|测试|研究)"),
     _zh("works_at", rf"(?:入职了?|加入了?|跳槽到了?){_ZH_VAL}{_ZH_TERM}"),
     _zh("works_at", rf"(?:去|到){_ZH_VAL}(?:工作|上班)"),
     _zh("works_at", rf"从{_ZH_VAL}(?:离职|辞职)", negated=True),
@@ -254,11 +255,19 @@ def _slot_from_match(
 
 _EN_RETRACT = re.compile(
     r"\bno longer\b|(?:\bnot|n't|\bnever)\b[^.!?]{0,50}\b(?:anymore|any ?more)\b|\bactually,? no\b|\bscratch that\b|"
-    r"\bthat(?:'s| is|'s not| isn't| wasn't) (?:not )?true\b|\bi was wrong\b|\bcorrection:",
+    r"\bthat(?:'s| is|'s not| isn't| wasn't) (?:not )?true\b|\bi was wrong\b|\bcorrection:|"
+    r"(?<!\blights )(?<!\bphone )(?<!\bpower )(?<!\bAC )(?<!\bTV )(?<!\bheating )(?<!\balarm )"
+    r"\b(?:is|are|'s|got) (?:off|cancell?ed|called off|scrapped)(?=\s*(?:[,.;!?]|$|now\b|after all\b))|"
+    r"\bnot happening\b|\bcalled (?:it )?off\b",
     re.I,
 )
+# a plan called off, said in a sentence that changes nothing else ("moved to Mia's, the AC at Jake's is off"
+# is a change, not a retraction)
+_CALLED_OFF = re.compile(r"(?i)\b(?:is|are|'s|got) (?:off|cancell?ed|called off|scrapped)\b|(?:取消|泡汤)了")
+_CHANGE = re.compile(r"(?i)\b(?:moved?|moving|changed?|switched|instead|rescheduled|postponed)\b|改到|改成|挪到|换成|改在")
 _ZH_RETRACT = re.compile(
-    r"不再|已经不|(?:我|他|她|已经)不.{1,6}了|已经没有.{0,6}了|其实不是|其实没有|说错了|不是真的"
+    r"不再|已经不|(?:我|他|她|已经)不.{1,6}了|已经没有.{0,6}了|其实不是|其实没有|说错了|不是真的|"
+    r"(?:取消|泡汤)了|不(?:去|搬|办|弄|做)了"
 )
 
 
@@ -271,5 +280,9 @@ def _retraction_near(sentence: str, end: int, cjk: bool) -> bool:
 
 
 def is_retraction(sentence: str) -> bool:
-    """An explicit negation or correction of something said before ("I no longer…", "我不再…", "actually no")."""
-    return bool((_ZH_RETRACT if has_cjk(sentence) else _EN_RETRACT).search(sentence))
+    """An explicit negation or correction of something said before ("I no longer…", "我不再…", "actually no",
+    "Porto is off", "泡汤了") — a plan called off only in a sentence that changes nothing else."""
+    m = (_ZH_RETRACT if has_cjk(sentence) else _EN_RETRACT).search(sentence)
+    if m is None:
+        return False
+    return not (_CALLED_OFF.fullmatch(m.group(0).strip()) and _CHANGE.search(sentence))

@@ -5,9 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-import rjieba
-
-from agents.text import has_cjk
+from agents.text import has_cjk, jieba
 
 __all__ = [
     "ZH_FILLERS",
@@ -123,4 +121,4 @@ def is_small_talk_question(sentence: str) -> bool:
 @lru_cache(maxsize=4096)
 def cjk_tags(text: str) -> tuple[tuple[str, str], ...]:
     """jieba (word, POS) pairs of ``text``; cached because summary, facts and entities re-tag sentences."""
-    return tuple(rjieba.tag(text))
+    return tuple(jieba().tag(text))

@@ -27,17 +27,20 @@ the probability exceeds the model's F1-best threshold, for the more likely compo
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.text import has_cjk, tokenize
+from retrieval.router.abstain_focus import focus_sides
 from retrieval.router.abstain_names import GENERIC, mentioned, named_entities, named_people
+from retrieval.router.abstain_parts import about, distinct, is_question, parts, parts_memo, said_by
 from retrieval.router.candidates import Cand
 from retrieval.router.recipes import AbstentionConfig
 from retrieval.router.scoring import coverage
+
+__all__ = ["COMPONENTS", "FEATURES", "Evidence", "Verdict", "about", "check", "distinct", "evidence",
+           "focus_sides", "forced", "is_question", "parts", "rules", "said_by"]
 
 
 class Verdict(BaseModel):
@@ -56,88 +59,6 @@ class Verdict(BaseModel):
     probability: float | None = None  # the model's probability that nothing in memory answers
     threshold: float | None = None  # the model's threshold on ``probability``
     features: dict[str, float] = Field(default_factory=dict)
-
-
-_TRAILING_NOTE = re.compile(r"\s*\[[^\]]*\]\s*$")
-
-
-def is_question(text: str) -> bool:
-    """A turn that asks (ends with a question mark, ignoring a trailing [annotation]) states nothing."""
-    return _TRAILING_NOTE.sub("", text).rstrip().endswith(("?", "？"))
-
-
-def said_by(c: Cand, participants: list[str]) -> str | None:
-    """Who said the item: its speaker, or for a Q&A pair the answerer (``... A: Name: ...``)."""
-    if c.doc.speaker:
-        return c.doc.speaker
-    if c.doc.kind == "qa":
-        m = re.search(r"\bA: ([^:]{1,40}):", c.doc.text)
-        if m and m[1] in participants:
-            return m[1]
-    return None
-
-
-# ---- whom an item is about -----------------------------------------------------------------------------
-
-_FIRST = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|our|ours|us)\b|我", re.I)
-_SECOND = re.compile(r"\b(?:you|your|yours|you're|you've|yourself)\b|你|您", re.I)
-_NEXT_MARK = re.compile(r"\s*\b[QA][:：]\s*$")  # the next part's Q:/A: marker, left at a part's end
-
-
-def _mentions(text: str, person: str) -> bool:
-    if has_cjk(person):
-        return person in text
-    first = person.split()[0]
-    return re.search(rf"\b{re.escape(first)}\b", text) is not None
-
-
-def distinct(people: list[str]) -> list[str]:
-    """Participants once each, whatever the case (a topic may list ``alice`` where turns say ``Alice``)."""
-    seen: dict[str, str] = {}
-    for p in people:
-        if p:
-            seen.setdefault(p.casefold(), p)
-    return list(seen.values())
-
-
-def about(c: Cand, participants: list[str], keys: dict[str, float], cov: float) -> list[tuple[str, float]]:
-    """Whom an item is evidence about, with its keyword coverage: ``[(person, coverage), ...]``. Pure.
-
-    - summaries and Q&A pairs are read as their labelled parts (``Name: ...``), each part about its speaker
-      (a part that asks states nothing);
-    - a turn that asks states nothing; a turn in the first person is about its speaker; one in the second
-      person only, in a two-person chat, about the other participant (``your new hair colour``);
-    - a memory record (fact, task...) naming other participants is about them and its speaker, half each."""
-    text, kind = c.doc.text, c.doc.kind
-    people = set(distinct(participants))
-    if kind in ("summary", "qa"):
-        label = re.compile(r"(?:^|(?<=\s))(?:[QA][:：] ?)?(" + "|".join(re.escape(p) for p in sorted(people, key=len,
-                           reverse=True)) + r")[:：] ?", re.I)  # fmt: skip
-        labels = [(m.start(), m.end(), m[1]) for m in label.finditer(text)] if people else []
-        if labels and kind == "qa" and len(labels) >= 2:
-            # a question and its answer: the pair is about the one who answers, with the whole pair's words
-            # ("Q: Mel: How long have you been creating art? A: Caroline: Since I was 17")
-            return [(labels[-1][2], cov)]
-        if labels:
-            out = []
-            for i, (_, end, who) in enumerate(labels):
-                part = text[end : labels[i + 1][0] if i + 1 < len(labels) else len(text)]
-                part = _NEXT_MARK.sub("", part)  # "Q: bob: ...? A: alice: ...": bob's part ends at its "?"
-                if not part.rstrip().endswith(("?", "？")):
-                    out.append((who, coverage(keys, set(tokenize(part)))))
-            return out
-    who = said_by(c, participants)
-    if who is None or (kind == "turn" and is_question(text)):
-        return []
-    if kind == "turn":
-        others = sorted(p for p in people if p.casefold() != who.casefold())
-        if not _FIRST.search(text) and _SECOND.search(text) and len(others) == 1:
-            return [(others[0], cov)]
-        return [(who, cov)]
-    named = [p for p in sorted(people) if p.casefold() != who.casefold() and _mentions(text, p)]
-    if named:
-        return [(who, cov / 2)] + [(p, cov / 2 / len(named)) for p in named]
-    return [(who, cov)]
 
 
 # ---- features -------------------------------------------------------------------------------------------
@@ -171,6 +92,13 @@ COMPONENTS: dict[str, tuple[str, ...]] = {
         "cosine_lead",  # the difference of the two
         "named_first",  # 1 / (1 + rank of the first matching item about a named participant)
         "other_first",  # ... about anyone else
+        "focus_named_weighted",  # IDF-weighted share of the focus words stated about a named participant
+        "focus_other_only",  # ... stated only about someone else (``focus_sides``)
+        "rarest_named",  # the rarest focus word is stated about a named participant
+        "rarest_other_only",  # ... only about someone else
+        "deep_named_best",  # best focus coverage of an item about a named participant, whole ranking
+        "deep_other_best",  # ... about anyone else
+        "deep_rarest_named",  # the rarest focus word stated about a named participant, whole ranking
     ),
 }
 FEATURES: tuple[str, ...] = tuple(f for fs in COMPONENTS.values() for f in fs)
@@ -201,6 +129,7 @@ def evidence(
     keys: dict[str, float],
     rank_decay: float,
     query: str = "",
+    deep: list[Cand] | None = None,
 ) -> Evidence:
     """The features of one request (see ``FEATURES``), and the attribution evidence. Pure."""
     covs = {c.doc_id: coverage(keys, tokens.get(c.doc_id, set())) for c in top}
@@ -213,6 +142,7 @@ def evidence(
     named_rank = other_rank = len(top) + 5
     lead, lead_cov = 0.0, 0.0
     named_tokens: set[str] = set()
+    spans = parts_memo(participants, tokens)  # each item's parts, shared with ``focus_sides``
     if names and n_people >= 2:
         for rank, c in enumerate(top):
             decay = 1.0 + rank_decay * rank
@@ -223,7 +153,7 @@ def evidence(
                 else:
                     ev.other += covs[c.doc_id] / decay
                     ev.by_other[who] = ev.by_other.get(who, 0.0) + covs[c.doc_id] / decay
-            for person, cov in about(c, participants, keys, covs[c.doc_id]):
+            for person, cov in [(who, coverage(keys, t) * share) for who, t, share in spans(c)]:  # ``about``
                 cos = c.scores.get("cosine", 0.0)
                 if person.casefold() in named_set:
                     named_tokens |= tokens.get(c.doc_id, set())
@@ -261,7 +191,8 @@ def evidence(
         "named_leads": lead,
         "missing_entity": float(any(not mentioned(e, seen) for e in entities)),
         "missing_person": float(any(not mentioned(e, seen) for e in named_people(query, participants)))
-        if query else 0.0,
+        if query
+        else 0.0,
         "focus_found": sum(k in seen for k in focus) / len(focus) if focus else 1.0,
         "focus_named_found": sum(k in focus_seen for k in focus) / len(focus) if focus else 1.0,
         "turn_share": sum(c.doc.kind == "turn" for c in head) / len(head) if head else 0.0,
@@ -272,7 +203,7 @@ def evidence(
         "cosine_lead": named_cos - other_cos,
         "named_first": 1.0 / (1.0 + named_rank),
         "other_first": 1.0 / (1.0 + other_rank),
-    }
+    } | focus_sides(top, top if deep is None else deep, names, participants, tokens, keys, spans)
     ev.features = {k: round(float(v), 4) for k, v in feats.items()}
     return ev
 
@@ -292,7 +223,7 @@ def check(
     from retrieval.router.abstain_calib import model_for
 
     top = ranked[: cfg.window]
-    ev = evidence(top, names, participants, tokens, keys, cfg.rank_decay, query)
+    ev = evidence(top, names, participants, tokens, keys, cfg.rank_decay, query, deep=ranked)
     f = ev.features
     subject = names[0] if len({n.casefold() for n in names}) == 1 else None
     other_name = max(ev.by_other, key=ev.by_other.get) if ev.by_other else None
@@ -304,7 +235,10 @@ def check(
     if model is not None:
         parts = model.parts(f)
         p = 1.0 - math.prod(1.0 - q for q in parts.values())
-        says_other = (subject is not None and ev.about_other > ev.about_named
+        # the reason is the more likely component's, when something matching is about someone else (their
+        # items stay as related memory): the other-subject component also fires when the named person's
+        # evidence is weak on the question's rarest words, whatever the overall attribution
+        says_other = (subject is not None and ev.about_other > 0
                       and parts.get("other_subject", 0.0) >= parts.get("no_match", 0.0))  # fmt: skip
         reason = ("other_subject" if says_other else "no_match") if p > model.threshold else None
         if forced(f):  # about someone who is neither in the chat nor in any memory found

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from agents.text import has_cjk, tokenize
+from agents.text import LazyTokens, has_cjk, tokenize
 
 __all__ = ["GENERIC", "mentioned", "named_entities", "named_people"]
 
@@ -21,7 +21,7 @@ KINSHIP_ZH = frozenset(
     "外婆 外公 姥姥 姥爷 奶奶 爷爷 祖母 祖父 妈妈 爸爸 母亲 父亲 老妈 老爸 老婆 老公 妻子 丈夫 媳妇 女朋友 男朋友 "
     "女友 男友 儿子 女儿 哥哥 姐姐 弟弟 妹妹 舅舅 舅妈 阿姨 叔叔 婶婶 姑姑 姑父 伯伯 表哥 表姐 表弟 表妹 堂哥 "
     "堂姐 堂弟 堂妹 侄子 侄女 外甥 外甥女 孙子 孙女 岳父 岳母 公公 婆婆 老板 领导 同事 室友 邻居 闺蜜 房东 房客 "
-    "保姆 司机 医生 教练 老师 同学 前任".split()
+    "保姆 司机 医生 教练 老师 同学 前任 孩子 小孩 宝宝 闺女 娃".split()
 )
 # ... and English ones (relations and roles a question names instead of a name)
 ROLES_EN = frozenset(
@@ -30,11 +30,13 @@ ROLES_EN = frozenset(
     "neighbour neighbor roommate flatmate nanny babysitter doctor dentist coach teacher ex".split()
 )
 # words a question uses around what it asks for ("favourite ... team", "最喜欢哪个球队"): not its focus
-GENERIC = frozenset(
-    tokenize("favourite favorite like likes liked love loves loved prefer prefers best most usually really "
-             "最 最喜欢 喜欢 爱 偏爱 常 经常 一般 通常 哪个 哪家 哪里 什么 哪些")
-)
+GENERIC = LazyTokens("favourite favorite like likes liked love loves loved prefer prefers best most usually really "
+                     "最 最喜欢 喜欢 爱 偏爱 常 经常 一般 通常 哪个 哪家 哪里 什么 哪些")  # fmt: skip
 _EN_WORD = re.compile(r"[A-Za-z][\w'\u2019-]*")
+
+
+# kin by rank or side, formed the same way for every relative: 大舅, 二姨, 小姨, 三叔, 大伯, 大嫂, 表舅, 堂叔
+_RANKED_KIN = re.compile(r"[大二三四五六小表堂][舅姨叔伯姑婶嫂][妈父母夫子]?")  # not 大哥/小妹/大爷: said to anyone
 
 
 def _roles_and_zh_names(query: str, participants: list[str]) -> list[str]:
@@ -44,8 +46,11 @@ def _roles_and_zh_names(query: str, participants: list[str]) -> list[str]:
     if has_cjk(query):
         import rjieba
 
-        for w, flag in rjieba.tag(query):
-            if (flag.startswith("nr") and len(w) >= 2) or w in KINSHIP_ZH:
+        masked = query  # a participant's name is one word: "小美的妹妹" is not 小 + 美的 (a brand, tagged nr)
+        for p in sorted((p for p in participants if p and has_cjk(p)), key=len, reverse=True):
+            masked = masked.replace(p, "，")
+        for w, flag in rjieba.tag(masked):
+            if (flag.startswith("nr") and len(w) >= 2) or w in KINSHIP_ZH or _RANKED_KIN.fullmatch(w):
                 if not any(w in p or p in w for p in participants if p):
                     out.append(w)
     return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -154,20 +155,39 @@ CUES: dict[str, list[tuple[re.Pattern[str], float]]] = {
 }
 
 
+@lru_cache(maxsize=4096)
+def cue_hits(query: str) -> frozenset[tuple[str, int]]:
+    """The cue patterns the query matches, as ``(type, index in CUES[type])``. Pure; memoised (the rules and
+    the learned model's features both read them)."""
+    low = query.lower()
+    return frozenset((qtype, i) for qtype, cues in CUES.items() for i, (pattern, _) in enumerate(cues)
+                     if pattern.search(low) or pattern.search(query))  # fmt: skip
+
+
+@lru_cache(maxsize=4096)
+def time_cues(query: str) -> dict[str, bool]:
+    """The time cues of the query (``asks_when``, ``asks_order``, ``relation``, ``asks_latest``, ``window``).
+    Pure; memoised (the rules and the learned model's features both read them): shared, never mutated."""
+    tq = parse_time(query, _REFERENCE)
+    return {"asks_when": bool(tq.asks_when), "asks_order": bool(tq.asks_order), "relation": bool(tq.relation),
+            "asks_latest": bool(tq.asks_latest), "window": bool(tq.windows)}  # fmt: skip
+
+
 def rule_logits(query: str) -> dict[str, float]:
     """Cue-word scores per type (unnormalised). Pure."""
     low = query.lower()
     scores = dict.fromkeys(QUERY_TYPES, 0.0)
+    hits = cue_hits(query)
     for qtype, cues in CUES.items():
-        scores[qtype] = sum(w for pattern, w in cues if pattern.search(low) or pattern.search(query))
-    tq = parse_time(query, _REFERENCE)
-    if tq.asks_when or tq.asks_order:
+        scores[qtype] = sum(w for i, (_, w) in enumerate(cues) if (qtype, i) in hits)
+    tq = time_cues(query)
+    if tq["asks_when"] or tq["asks_order"]:
         scores["temporal_reasoning"] += 3.0
-    if tq.relation:  # "before I moved": placed relative to another event
+    if tq["relation"]:  # "before I moved": placed relative to another event
         scores["temporal_reasoning"] += 1.0
-    if tq.asks_latest:
+    if tq["asks_latest"]:
         scores["temporal_reasoning"] += 1.0
-    if tq.windows:  # a dated question is about one event: a time constraint, not an aggregation
+    if tq["window"]:  # a dated question is about one event: a time constraint, not an aggregation
         scores["temporal_reasoning"] += 0.5
         scores["multi_hop"] -= 1.0
     if plural_head(low):

@@ -57,15 +57,17 @@ def reply_chain(by_id: dict[str, ChatMessage], trigger_id: str, depth: int) -> l
 
 
 def active_topic(
-    topics: list[TopicSummary], trigger_id: str | None, asker: str | None
+    topics: list[TopicSummary], trigger_id: str | None, asker: str | None, asker_name: str | None = None
 ) -> TopicSummary | None:
-    """The active topic holding the trigger; else the asker's most recently active one. Pure."""
+    """The active topic holding the trigger; else the asker's most recently active one (topics list their
+    participants by display name: the asker's sender id or name). Pure."""
     active = [t for t in topics if t.state == "active"]
     if trigger_id:
         holding = [t for t in active if trigger_id in t.message_ids]
         if holding:
             return max(holding, key=lambda t: t.last_active_at)
-    mine = [t for t in active if asker and asker in t.participants]
+    who = {w for w in (asker, asker_name) if w}
+    mine = [t for t in active if who & set(t.participants)]
     return max(mine, key=lambda t: t.last_active_at) if mine else None
 
 
@@ -111,7 +113,8 @@ async def short_term(store, req: RetrieveRequest, cfg: ContextConfig, count) -> 
         if kept:
             layers.append(layer("reply_chain", kept, used))
             shown.update(m.message_id for m in kept)
-    topic = active_topic(await store.list_topics(req.chat_id), req.trigger_message_id, req.asker)
+    name = trigger[0].display_name if trigger and trigger[0].sender == req.asker else None
+    topic = active_topic(await store.list_topics(req.chat_id), req.trigger_message_id, req.asker, name)
     if topic is not None:
         wanted = [i for i in topic.message_ids[-cfg.topic_messages :] if i not in shown]
         share = int(budget * cfg.shares["active_topic"]) + carry

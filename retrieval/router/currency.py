@@ -138,14 +138,18 @@ def apply_currency(ranking: Ranking, succ: Succession, fetched: Mapping[str, Can
     cands = {c.doc_id: c for c, _ in ranking.scored}
     notes = dict(ranking.notes)
     order = [c.doc_id for c, _ in ranking.scored]
+    hits = {i: succ.stale_head(cands[i]) for i in order}
+    live = [scores[i] for i in order if hits[i] is None]
     for doc_id in list(order):
         c = cands[doc_id]
-        hit = succ.stale_head(c)
+        hit = hits[doc_id]
         if hit is None:
             continue
         head, old = hit
-        if not head:
+        if not head:  # kept in view as history, but not above the best live item ("Porto is off")
             _add_note(notes, doc_id, f"retracted ({_until(old)}): no longer true")
+            if live:
+                scores[doc_id] = min(scores[doc_id], max(live) - 1e-3)
             continue
         if head == doc_id:
             continue

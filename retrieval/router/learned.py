@@ -18,16 +18,16 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from retrieval.router.classifier import (
     _PERFECT,
-    _REFERENCE,
     _SET_COPULA,
     _TWO_NAMES,
     CUES,
     QUERY_TYPES,
+    cue_hits,
     plural_head,
     rule_logits,
     skeleton,
+    time_cues,
 )
-from retrieval.router.timeparse import parse_time
 
 PACKAGED = Path(__file__).with_name("router_weights.json")
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
@@ -38,14 +38,15 @@ _LEXICAL = ("w:", "b:", "h:", "h1:", "c:", "cc:")  # word features: kept when se
 def rule_features(query: str) -> dict[str, float]:
     """Each cue pattern and time cue as a binary feature, plus the rules' summed scores (scaled). Pure."""
     low = query.lower()
+    hits = cue_hits(query)
     out: dict[str, float] = {}
     for qtype, cues in CUES.items():
-        for i, (pattern, _) in enumerate(cues):
-            if pattern.search(low) or pattern.search(query):
+        for i in range(len(cues)):
+            if (qtype, i) in hits:
                 out[f"cue:{qtype}:{i}"] = 1.0
-    tq = parse_time(query, _REFERENCE)
-    flags = {"asks_when": tq.asks_when, "asks_order": tq.asks_order, "relation": bool(tq.relation),
-             "asks_latest": tq.asks_latest, "window": bool(tq.windows), "plural_head": plural_head(low),
+    tq = time_cues(query)
+    flags = {"asks_when": tq["asks_when"], "asks_order": tq["asks_order"], "relation": tq["relation"],
+             "asks_latest": tq["asks_latest"], "window": tq["window"], "plural_head": plural_head(low),
              "perfect": bool(_PERFECT.search(query)), "set_copula": bool(_SET_COPULA.search(low)),
              "two_names": bool(_TWO_NAMES.search(query))}  # fmt: skip
     out |= {f"flag:{k}": 1.0 for k, v in flags.items() if v}

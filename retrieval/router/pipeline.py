@@ -13,7 +13,8 @@ from typing import Any
 from agents.text import count_tokens
 from retrieval.protocols import Embedder, MemoryFilter, MemoryStore
 from retrieval.render import drop_covered
-from retrieval.router import abstain, multihop, multiround
+from retrieval.router import abstain, multihop, multiround, profiles
+from retrieval.router.asker import asker_name, has_first_person, in_third_person
 from retrieval.router.candidates import Cand, Pool, SearchSpec, embed_specs, run_specs
 from retrieval.router.classifier import Classification, PrototypeIndex, skeleton
 from retrieval.router.classify import classify, wants_vector
@@ -31,6 +32,7 @@ from retrieval.router.scoring import doc_tokens, keyword_weights
 from retrieval.router.slot_step import slot_answers
 from retrieval.router.strategies import RANKERS, Context, Ranking, aggregate_lines, fuse_rankings
 from retrieval.router.timeparse import widen
+from retrieval.router.window_check import empty_window
 from schemas import RetrievedItem, RetrieveRequest, RetrieveResponse, TraceStep
 
 DEFAULT_INDEX = PrototypeIndex()
@@ -45,10 +47,14 @@ class Run:
     now: datetime
     pool: Pool = field(default_factory=Pool)
     participants: list[str] = field(default_factory=list)
+    latest: datetime | None = None  # the chat's last activity (its topics'): the year of "March 4"
+    about: str = ""  # the question with the asker's "I" read as their name: for slots and abstention only
+    asker_name: str | None = None
     confidence: float = 1.0
     vectors: dict[str, list[float]] = field(default_factory=dict)
     trace: list[TraceStep] = field(default_factory=list)
     slot_answers: list[str] = field(default_factory=list)  # memory ids of the live values of an asked slot
+    profile: list[Cand] = field(default_factory=list)  # a set question's profile items (shown first)
 
     def step(self, name: str, t0: float, **detail: Any) -> None:
         self.trace.append(TraceStep(step=name, detail=detail, ms=round((time.perf_counter() - t0) * 1000, 3)))
@@ -97,8 +103,21 @@ def extra_specs(run: Run, qa: QueryAnalysis, recipes: list[StrategyRecipe]) -> l
     return specs
 
 
-async def topic_participants(store: MemoryStore, chat_id: str) -> set[str]:
-    return {name for topic in await store.list_topics(chat_id) for name in topic.participants}
+async def _about_asker(run: Run, store: MemoryStore, named: set[str], now: datetime) -> None:
+    """Whom a first-person question is about: "Where do I live?" asked by Mia is, for the slot step and the
+    abstention check, "Where does Mia live?" (the searches keep the words as asked: the name would pull in
+    every fact that mentions it)."""
+    req = run.req
+    if req.asker and has_first_person(req.query):
+        run.asker_name = await asker_name(store, req.chat_id, req.asker, named, req.trigger_message_id, now)
+    run.about = in_third_person(req.query, run.asker_name) if run.asker_name else req.query
+
+
+async def topic_participants(store: MemoryStore, chat_id: str) -> tuple[set[str], datetime | None]:
+    """The chat's participants and its last activity, from its topics."""
+    topics = await store.list_topics(chat_id)
+    return ({name for topic in topics for name in topic.participants},
+            max((t.last_active_at for t in topics), default=None))  # fmt: skip
 
 
 def participants(pool: Pool, from_topics: set[str]) -> list[str]:
@@ -214,9 +233,16 @@ async def gather(run: Run, store, embedder, qa: QueryAnalysis, mix, llm) -> tupl
     ranking = await current_versions(store, run, succ, ranking)
     run.step("currency", t0, stale_facts=len(succ.successor))
     t0 = time.perf_counter()
-    ranking, run.slot_answers = await slot_answers(store, run.req.chat_id, run.req.query, run.participants,
+    ranking, run.slot_answers = await slot_answers(store, run.req.chat_id, run.about, run.participants,
                                                    run.req.k, ranking, succ)
     run.step("slots", t0, answers=run.slot_answers)
+    if any(r.profiles for r in recipes):
+        t0 = time.perf_counter()
+        run.profile = await profiles.profile_items(store, run.req.chat_id, qa, [c for c, _ in ranking.scored],
+                                                   run.cfg.profiles, run.req.token_budget,
+                                                   run.vectors.get(run.req.query))  # fmt: skip
+        lines = [{"id": c.doc_id, "lines": len(c.doc.source_message_ids)} for c in run.profile]
+        run.step("profiles", t0, items=lines)
     return ranking, ctx
 
 
@@ -275,7 +301,7 @@ async def retrieve_routed(
     """Routed retrieval for one request (see the module docstring). ``classification`` overrides the
     classifier (the benchmark's oracle router)."""
     cfg = with_embedder_floor(cfg or RouterConfig(), embedder)
-    run = Run(req=req, cfg=cfg, now=req.now or datetime.now(UTC))
+    run = Run(req=req, cfg=cfg, now=req.now or datetime.now(UTC), about=req.query)
     t0 = time.perf_counter()
     first = main_spec(req, cfg.recipe("factual_extraction"), label="main")
     if classification is None and wants_vector(cfg.classifier):  # the prototype layer reads the skeleton's vector
@@ -290,16 +316,18 @@ async def retrieve_routed(
              strategies=mix)  # fmt: skip
     t0 = time.perf_counter()
     lead = cfg.recipe(mix[0][0])
-    named = await topic_participants(store, req.chat_id)
+    named, run.latest = await topic_participants(store, req.chat_id)
+    await _about_asker(run, store, named, min(run.now, run.latest or run.now))
     # the texts the strategies will embed, as far as they are known before the main search (its speakers may
     # add names): one forward for all of them instead of one more after the search
-    early = extra_specs(run, analyse(req.query, sorted(named), run.now), [cfg.recipe(n) for n, _ in mix])
+    early = extra_specs(run, analyse(req.query, sorted(named), run.now, run.latest),
+                        [cfg.recipe(n) for n, _ in mix])  # fmt: skip
     await embed_specs(embedder, [first, *early], run.vectors)
     bm25_text = analyse(req.query, [], run.now).bm25_text if lead.expand_morphology else req.query
     await run_specs(store, embedder, req.chat_id, [main_spec(req, lead, bm25_text, label="main")], run.pool,
                     run.vectors)  # fmt: skip
     run.participants = participants(run.pool, named)
-    qa = analyse(req.query, run.participants, run.now)
+    qa = analyse(req.query, run.participants, run.now, run.latest)
     run.step("analyse", t0, names=qa.names, keywords=qa.keywords, time=qa.time.model_dump(mode="json"),
              subqueries=qa.subqueries)  # fmt: skip
     ranking, ctx = await gather(run, store, embedder, qa, mix, llm)
@@ -324,11 +352,20 @@ async def finish(run: Run, graph, qa, classification, ranking: Ranking, ctx: Con
     t0 = time.perf_counter()
     ordered = [c for c, _ in ranking.scored]
     verdict = abstain.check(
-        ordered, qa.names, run.participants, ctx.tokens, ctx.keys, cfg.abstention, query=req.query
+        ordered, [*qa.names, *([run.asker_name] if run.asker_name else [])], run.participants, ctx.tokens,
+        ctx.keys, cfg.abstention, query=run.about,
     )
     if verdict.abstain and run.slot_answers:  # the asked slot has a live value for the asked subject
         verdict = verdict.model_copy(update={"abstain": False, "reason": None})
+    if verdict.abstain and run.profile and cfg.profiles.overrides_abstention:  # the asked person's own lines
+        verdict = verdict.model_copy(update={"abstain": False, "reason": None})
+    empty = empty_window(qa.time, qa.keywords, [c.doc for c in ordered[: cfg.abstention.window]])
+    if empty and not verdict.abstain and not run.slot_answers and cfg.abstention.enabled:  # nothing said then
+        verdict = verdict.model_copy(update={"abstain": True, "reason": "no_match", "decided_by": "empty_window"})
     run.step("abstain", t0, **verdict.model_dump())
+    if run.profile and not verdict.abstain:  # after the check, which reads the searches' evidence only
+        top = ranking.scored[0][1] if ranking.scored else 0.0
+        ranking.scored = [(c, top + 1.0 - 1e-3 * i) for i, c in enumerate(run.profile)] + ranking.scored
     direct = to_items(ranking, req.k, "direct")
     related: list[RetrievedItem] = []
     notice = None
@@ -340,7 +377,7 @@ async def finish(run: Run, graph, qa, classification, ranking: Ranking, ctx: Con
                 it.model_copy(update={"layer": "related", "note": f"about {verdict.other}"}) for it in direct
             ]
         else:
-            notice = "No relevant memory."
+            notice = f"Nothing in memory from {empty}." if empty else "No relevant memory."
         direct = []
     else:
         t1 = time.perf_counter()

@@ -5,21 +5,18 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-import rjieba
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.text import CHINESE_STOPWORDS, has_cjk, tokenize
+from agents.text import CHINESE_STOPWORDS, LazyTokens, has_cjk, jieba, tokenize
 from retrieval.router.timeparse import TimeQuery, parse_time
 
 # question words and generic verbs that say nothing about the content sought
-_QUESTION_TOKENS = frozenset(
-    tokenize(
-        "ever tell told mention mentioned say said talk talked know remember kind kinds type types sort "
-        "thing things anything something happen happened get got go went make made many much often time times "
-        "currently current now still latest new recently first last before after since ago year years month "
-        "months week weeks day days 什么 怎么 哪里 哪儿 哪些 多少 几个 有没有 是不是 现在 目前 最近 之前 之后 以前 "
-        "以后 时候 说过 提过 知道 记得 一下 先 后 到"
-    )
+_QUESTION_TOKENS = LazyTokens(
+    "ever tell told mention mentioned say said talk talked know remember kind kinds type types sort "
+    "thing things anything something happen happened get got go went make made many much often time times "
+    "currently current now still latest new recently first last before after since ago year years month "
+    "months week weeks day days 什么 怎么 哪里 哪儿 哪些 多少 几个 有没有 是不是 现在 目前 最近 之前 之后 以前 "
+    "以后 时候 说过 提过 知道 记得 一下 先 后 到 啥 咋 哪 啥时候 说了 聊了 聊过 聊"
 )
 _SUFFIXES = ("ation", "ion", "ment", "or", "er", "ive")
 
@@ -78,7 +75,7 @@ def content_tokens(text: str) -> list[str]:
     "王现" in "小王现在…" is no content); CJK content is its jieba words."""
     out: list[str] = tokenize(_CJK_RUN.sub(" ", text))
     for run in _CJK_RUN.findall(text):
-        out.extend(w for w in rjieba.cut(run) if w.strip() and w not in CHINESE_STOPWORDS)
+        out.extend(w for w in jieba().cut(run) if w.strip() and w not in CHINESE_STOPWORDS)
     return out
 
 
@@ -86,6 +83,8 @@ def keywords(query: str, names: list[str], drop: list[str] = ()) -> list[str]:
     """Content tokens of the question minus names, question words and the time expressions in ``drop``."""
     for label in drop:
         query = re.sub(re.escape(label), " ", query, flags=re.I)
+    for name in sorted((n for n in names if has_cjk(n)), key=len, reverse=True):
+        query = query.replace(name, " ")  # before segmenting: "小李在…" would cut into "小" + "李在"
     name_tokens = {t for n in names for t in tokenize(n)}
     return [
         t for t in dict.fromkeys(content_tokens(query)) if t not in name_tokens and t not in _QUESTION_TOKENS
@@ -103,9 +102,10 @@ def subqueries(query: str, names: list[str], kws: list[str]) -> list[str]:
     return [q for q in dict.fromkeys(out) if q.strip() and q.strip().lower() != query.strip().lower()]
 
 
-def analyse(query: str, participants: list[str], now: datetime) -> QueryAnalysis:
+def analyse(query: str, participants: list[str], now: datetime, latest: datetime | None = None) -> QueryAnalysis:
+    """``latest``: the chat's last activity, the year a yearless calendar date means (``parse_time``)."""
     names = name_matches(query, participants)
-    time = parse_time(query, now)
+    time = parse_time(query, now, latest=latest)
     kws = keywords(query, names, [w.label for w in time.windows])
     capitalised = {t for w in re.findall(r"\b[A-Z][\w'-]*", query) for t in tokenize(w)}
     extra = [v for t in kws if t not in capitalised for v in variants(t)]

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from retrieval.router.classifier import QUERY_TYPES, ClassifierConfig, QueryType
 from retrieval.router.multihop import MultiHopConfig
+from retrieval.router.profiles import ProfileConfig
 
 
 class RescoreWeights(BaseModel):
@@ -56,6 +57,7 @@ class StrategyRecipe(BaseModel):
     second_hop: bool = False  # iterative retrieval: bridge terms of the first hop's best items searched again
     w_other_person: float = 0.0  # the question names one person: items by/about another one drop this much
     w_focal: float = 0.0  # an aggregation question: items carrying a focal keyword rise this much
+    profiles: bool = False  # a set question about a person: their profile lines of the asked class on top
     rescore: RescoreWeights = Field(default_factory=RescoreWeights)
 
 
@@ -76,7 +78,7 @@ KNOWLEDGE_UPDATE = StrategyRecipe(
     rescore=RescoreWeights(recency=0.15, recency_half_life_days=60.0),
 )
 MULTI_HOP = StrategyRecipe(name="multi_hop", subqueries=True, aggregate=True, candidates_factor=8, second_hop=False,
-                           w_other_person=0.2, w_focal=0.15)  # fmt: skip
+                           w_other_person=0.2, w_focal=0.15, profiles=True)  # fmt: skip
 ABSTENTION = StrategyRecipe(name="abstention")
 # what "without factual extraction" falls back to: the uniform hybrid top-K (no rerank, no expansion)
 PLAIN = StrategyRecipe(name="uniform", candidates_factor=4, expand_morphology=False, w_coverage=0.0, w_window=0.0,
@@ -160,6 +162,7 @@ class RouterConfig(BaseModel):
     multiround: MultiRoundConfig = Field(default_factory=MultiRoundConfig)
     graph: GraphConfig = Field(default_factory=GraphConfig)
     multihop: MultiHopConfig = Field(default_factory=MultiHopConfig)
+    profiles: ProfileConfig = Field(default_factory=ProfileConfig)
     fuse_min_prob: float = 0.25  # a second type at least this likely is fused in
     fuse_max: int = 2
     disabled: list[QueryType] = Field(

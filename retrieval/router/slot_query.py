@@ -20,7 +20,9 @@ from collections.abc import Iterable
 from pydantic import BaseModel, ConfigDict
 
 from agents.consolidate.records import norm_text as _norm
+from agents.extract.person import RELATION_WORDS, ZH_RELATIONS, looks_like_name
 from agents.text import has_cjk
+from retrieval.router.slot_cues import LABEL
 from schemas import MemoryRecord
 
 __all__ = ["SlotQuery", "current_values", "parse", "states_superseded", "subject_in_text", "superseded_values"]
@@ -69,6 +71,14 @@ def parse(query: str, participants: Iterable[str] = ()) -> SlotQuery | None:
     cjk = has_cjk(query)
     low = query.casefold()
     person = next((p for p in sorted(set(participants), key=len, reverse=True) if p and _named(p, query, cjk)), None)
+    if person is None and not cjk:  # someone talked about, not a member: "Where does Ana work now?"
+        person = next((m[0] for m in re.finditer(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)*", query)  # one name, mid-sentence
+                       if m.start() > 0 and " " not in m[0] and not query[: m.start()].lower().endswith("the ")
+                       and looks_like_name(m[0])), None)  # fmt: skip  # not "the Book Club"
+    if person is not None:  # a relative of theirs: "张三的老婆…", "Bob's sister…" (the subject distillation names)
+        rel = re.search(rf"{re.escape(person)}的?({ZH_RELATIONS})" if cjk else
+                        rf"(?i){re.escape(person)}'s ({'|'.join(RELATION_WORDS)})\b", query)  # fmt: skip
+        person = (f"{person}的{rel[1]}" if cjk else f"{person}'s {rel[1].lower()}") if rel else person
     attrs: list[str] = []
     fav = (_ZH_FAVORITE if cjk else _EN_FAVORITE).search(query)
     if fav is not None:
@@ -149,10 +159,13 @@ def superseded_values(
     return out
 
 
+
+
 def states_superseded(text: str, old: dict[str, MemoryRecord]) -> MemoryRecord | None:
-    """The current record whose earlier value ``text`` states without also stating the current one."""
-    t = _norm(text)
+    """The current record whose earlier value ``text`` states without also stating the current one (a
+    summary's speaker label "小李: 报销的事小王负责" does not state the current owner 小李)."""
+    t, said = _norm(text), _norm(LABEL.sub(" ", text))
     for value, head in old.items():
-        if value in t and _norm(head.value) not in t:
+        if value in t and _norm(head.value) not in said:
             return head
     return None

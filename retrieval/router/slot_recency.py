@@ -1,23 +1,14 @@
 """The newest statement of an asked slot wins (pure), whatever its wording.
 
 Extraction names a slot only for the phrasings its rules know, so a change said another way ("Customers were
-told the beta launch happens on August 13", "蜀乡情的位置发群里了，周年饭局别走错") leaves the slot fact at its
-old value. A question that asks for the *current* value of a slot ("… now?", "现在…", "最新…") can do
-better from the candidates themselves: every item that is a **statement of the slot** — it is about the asked
-subject and carries a value of the asked kind — is dated, the newest one is the current value, and older
-statements whose values differ from it are history ("superseded by the statement of <date>").
-
-What counts as a statement, per attribute:
-
-- ``when``: the subject (an event/plan/task noun) and a date or clock time;
-- ``owner``: the subject and a person's name (a participant, a known owner, a capitalised name, 小/老/阿X);
-- ``where``: the subject and a place cue (at/in/venue/地点/在/去/改…) or a capitalised place name;
-- ``lives_in`` / ``works_at``: the person (as speaker, or named) and a domain cue (live/move/home, work/job/…);
-- ``favorite_<kind>``: the person and the asked kind ("team", "球队") or a liking cue.
-
-A statement's *values* are the dates it names (``when``), the names it names (``owner``), else its content
-words outside the subject and the question. An older statement sharing a value with the newest one is a
-restatement and is left alone.
+told the beta launch happens on August 13", "蜀乡情的位置发群里了") leaves the slot fact at its old value. For
+a question about the *current* value ("… now?", "现在…", "最新…") every candidate that **states the slot** —
+about the asked subject, with a value of the asked kind — is dated; the newest is the current value, older
+ones with other values are history ("superseded by the statement of <date>"). Per attribute, a statement has:
+``when`` a date or clock time; ``owner`` a person's name, or its speaker taking the task on ("周报我来写吧");
+``where`` a place cue or a capitalised name; ``lives_in`` / ``works_at`` the person and a home/job cue;
+``favorite_<kind>`` the person and the kind or a liking. Its *values*: the dates (a change's target only:
+"from 9:30 to 10:00"), the names, the liked thing, else capitalised words outside the subject and question.
 """
 
 from __future__ import annotations
@@ -25,99 +16,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
-import rjieba
-
-from agents.extract.dates import find_dates, find_time
+from agents.extract.clock import find_clocks
+from agents.extract.dates import find_dates
 from agents.extract.person import looks_like_name
-from agents.text import ENGLISH_STOPWORDS, has_cjk, tokenize
+from agents.text import ENGLISH_STOPWORDS, has_cjk, jieba, tokenize
 from retrieval.protocols import Doc
+from retrieval.router import slot_cues as cue
 from retrieval.router.slot_query import SlotQuery, subject_in_text
 
 __all__ = ["Statement", "asks_current", "newest_statement", "query_subject", "slot_statements", "statement_values"]
-
-_CURRENT = re.compile(
-    r"(?i)\b(?:now|current(?:ly)?|latest|newest|still|these days|nowadays|at the moment|anymore|most recent|lately|"
-    r"recently)\b|现在|目前|最新|如今|当前|眼下|现今|还在|这会儿|最近|近来|这阵子"
-)
-_NAMED_VALUES = ("where", "lives_in", "works_at")
-_STATEMENT_KINDS = ("turn", "fact", "task", "decision", "date")
-_EN_NOT_VALUE = frozenset(
-    "now currently current latest still new date day time place venue city team food team favourite favorite "
-    "change changed changes moved move update updated instead anymore longer plan plans".split()
-)
-_EN_DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
-_WEEKDAYS = re.compile(
-    r"(?i)\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|(?:周|星期|礼拜)[一二三四五六日天]"
-)
-_NOT_PEOPLE = frozenset(
-    "monday tuesday wednesday thursday friday saturday sunday january february march april may june july august "
-    "september october november december thanks thank please reminder change update note heads sorry okay yes "
-    "hey hi hello great cool nice sure done also today tomorrow tonight weekly daily monthly".split()
-)
-_ZH_NAME = re.compile(r"(?:小|老|阿)[\u4e00-\u9fff]")
-_EN_NAME = re.compile(r"\b[A-Z][a-z]{2,}\b")
-_CAP_PHRASE = re.compile(r"\b[A-Z][\w'&-]*(?:\s+(?:[A-Z][\w'&-]*|of|the|de|la))*")
-_EN_WHERE = re.compile(r"(?i)\b(?:at|in|to|venue|location|place|room|restaurant|moved|booked|directions)\b")
-_ZH_WHERE = re.compile(r"在|去|到|改|地点|位置|地方|场地|订了|定在|餐厅|饭店|菜单")
-_EN_LIVES = re.compile(
-    r"(?i)\b(?:live[sd]?|living|moved|moving|move[sd]? (?:to|in|out)|relocat\w*|home|flat|apartment|house|city|rent|lease|"
-    r"neighbou?rhood|"
-    r"settled|based)\b"
-)
-_ZH_LIVES = re.compile(r"住|搬(?!迁)|安家|定居|落户|城市|房租|租房|新家|住处|老家|家在")
-_EN_WORKS = re.compile(
-    r"(?i)\b(?:work(?:s|ed|ing)?|job|joined|joining|started|starting|hired|offer|employer|company|badge|colleagues?|"
-    r"boss|manager|onboarding|quit|position|role|salary|payroll|intern(?:ship)?)\b"
-)
-_ZH_WORKS = re.compile(
-    r"上班|工作|公司|入职|跳槽|工牌|同事|单位|领导|老板|offer|转正|离职|东家|就职|值\S{0,3}班|加班|项目组|"
-    r"工资|薪|年终奖|绩效|面试|实习|做(?:后端|前端|开发|产品|运营|设计|测试|销售|算法)"
-)
-_EN_LIKED = re.compile(  # a liking with an object that is a thing, not "it" / "that name"
-    r"(?i)\b(?:favou?rite(?: \w+)? (?:is|was|now)|obsessed with|fan of|hooked on|enough of|loves?|loved|likes?|"
-    r"prefers?|beats|best \w+ is)\s+(?!(?:it|that|this|them|him|her|you|me|the|a|an|my|your|our|their|to|what|how|when)\b)[\w'-]{2,}"
-    r"|\bbig [\w' -]{2,30} fan\b"
-)
-_ZH_LIKED = re.compile(r"(?:迷|爱|喜欢|想着|偏爱|首选)(?:上了?)?(?![这那它他她你我])[\u4e00-\u9fffA-Za-z]{2,}|[\u4e00-\u9fffA-Za-z]{2,}的(?:铁粉|粉丝)")
-_CATEGORIES = re.compile(  # kinds of favourites: a liking statement naming another kind is not about the asked one
-    r"(?i)\b(?:food|dish|drinks?|beverage|team|club|movie|film|book|song|band|singer|game|sport|colou?r|"
-    r"restaurant|show|series|city|place|brand|car|artist|author|snack|dessert|coffee|tea|beer|wine)s?\b|"
-    r"美食|菜|饮料|喝的|球队|电影|书|歌|乐队|歌手|游戏|运动|颜色|餐厅|剧|城市|品牌|作家|零食|甜品"
-)
-_EN_IN_PLACE = re.compile(
-    r"\b(?:in|to|from)\s+(?!(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec|Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*\b)"
-    r"[A-Z][a-z]+"
-)
-_EN_AT_ORG = re.compile(r"\b(?:at|for|with|joined|joining)\s+[A-Z][\w&-]+")
-_NEGATED_BEFORE = re.compile(
-    r"(?i)(?:\bnot|\bno longer|\binstead of|\bleft|\bquit|\bleaving)(?:\s+(?:at|in|with|on|for|to))?\s*$"
-    r"|(?:不归|不是|不再|不由|不找|不给|不在|不去|离开)\s*$"
-)
-_FROM_BEFORE = re.compile(r"(?i)(?:\bfrom|从)\s*$")
-_TO_AFTER = re.compile(r"(?i)^\W{0,3}(?:\s*(?:to|->|→)\b|\S{0,4}(?:到|给|换成|改成|改到))")
-_CLAUSE = re.compile(r"[,;!?，；：！？。]|[.:]\s|\bbut\b")
-_NEGATED_CLAUSE = re.compile(r"(?i)\b(?:not|no longer|instead of)\b|不是|不再|取消")
-_STRONG = {
-    "lives_in": re.compile(r"(?i)\b(?:live[sd]? in|living in|moved to|home is|is home)\b|住在|搬到|搬去|安家|定居"),
-    "works_at": re.compile(r"(?i)\b(?:job is|work(?:s|ing)? (?:at|for)|joined|started at|employer)\b|入职|跳槽|上班|在\S{1,8}工作"),
-}
-_ANNOTATION = re.compile(r"[(（][^()（）]{1,40}[)）]")
-_FIRST_PERSON = re.compile(r"(?i)\b(?:i|i'm|i've|i'll|my|me)\b|我")
-_QUESTION = re.compile(r"[?？]\s*$")
-
-
-_EN_ASK_WORDS = frozenset(
-    "who whom whose what which when where how what's who's where's when's is are was were be the a an of for on at in to by with now current "
-    "currently latest newest still these days nowadays moment doing does do did done own owns owner owning handle "
-    "handles handling run runs running lead leads leading write writes writing working take takes taking charge "
-    "we us our you your they i have having has "
-    "responsible assigned date day time place venue location happening scheduled set planned held it its".split()
-)
-_ZH_ASK_WORDS = re.compile(
-    r"现在|目前|最新|如今|当前|眼下|还在|是谁|谁|负责|在做|来做|做|在写|写|跟进|的|是|哪一天|哪天|几号|日期|时间|"
-    r"什么时候|几点|地点|在哪|哪里|哪儿|哪家|哪个|什么地方|定在|改到|改在|去|在|呢|吗|[？?，,。！!\s]"
-)
 
 
 def query_subject(query: str) -> str | None:
@@ -125,35 +34,47 @@ def query_subject(query: str) -> str | None:
     after the question and cue words ("Who is doing the weekly report now?" -> "weekly report",
     "APP发布最新的日期是哪天？" -> "APP发布")."""
     if has_cjk(query):
-        runs = [r for r in _ZH_ASK_WORDS.split(query) if len(r) >= 2]
+        runs = [r for r in cue.ZH_ASK_WORDS.split(query) if len(r) >= 2]
         return max(runs, key=len) if runs else None
-    words = [w for w in re.findall(r"[\w'-]+", query) if w.casefold() not in _EN_ASK_WORDS]
+    words = [w for w in re.findall(r"[\w'-]+", query) if w.casefold() not in cue.EN_ASK_WORDS]
     return " ".join(words) if words else None
 
 
-def asks_current(query: str) -> bool:
-    """The question asks for the value as of now ("now", "current", "still", "现在", "最新", "目前")."""
-    return _CURRENT.search(query) is not None
+def asks_current(query: str, *, event: bool = True) -> bool:
+    """The question asks for the value as of now: it says so ("now", "current", "still", "现在", "最新",
+    "目前"), or — about an event or task (``event``), not a person — it is in the present tense and says
+    nothing of the past ("When is the report due?", "年会在哪办？"; not "When was…", "以前…"). A person's
+    slot needs the word: "How often does John work out?" reads as a question about a job."""
+    if cue.CURRENT.search(query) is not None:
+        return True
+    if not event or cue.PAST.search(query):
+        return False
+    return has_cjk(query) or cue.PRESENT.search(query) is not None
+
 
 
 @dataclass(frozen=True)
 class Statement:
-    """A candidate that states the asked slot: its document and its values."""
+    """A candidate stating the asked slot: its values, its words outside the subject (does a summary quote
+    the newest statement?), and whether it is *weak* — the speaker's own line without a pronoun or a strong
+    cue ("Still at Canva", "终于把西安新家的箱子都拆完了"): history when older, never the newest."""
 
     doc: Doc
     values: frozenset[str]
+    core: frozenset[str] = frozenset()
+    weak: bool = False
 
 
 def _negated(text: str, a: int, b: int) -> bool:
     """The value at ``text[a:b]`` is denied or left behind: "not at X", "不在X", "from X to Y", "从X跳槽到Y"."""
     before = text[max(0, a - 16) : a]
-    return bool(_NEGATED_BEFORE.search(before) or (_FROM_BEFORE.search(before) and _TO_AFTER.search(text[b:])))
+    return bool(cue.NEGATED_BEFORE.search(before) or (cue.FROM_BEFORE.search(before) and cue.TO_AFTER.search(text[b:])))
 
 
 def _zh_person_spans(text: str) -> list[tuple[int, int]]:
     """Chinese personal names by jieba's part-of-speech tags (``nr``): "大伟主动认领了周报" -> 大伟."""
     out, pos = [], 0
-    for word, tag in rjieba.tag(text):
+    for word, tag in jieba().tag(text):
         if tag == "nr" and 2 <= len(word) <= 3 and has_cjk(word):
             out.append((pos, pos + len(word)))
         pos += len(word)
@@ -163,7 +84,7 @@ def _zh_person_spans(text: str) -> list[tuple[int, int]]:
 def _person_like(word: str) -> bool:
     """A capitalised word that may be a person's name (``looks_like_name`` also refuses names ending in -s)."""
     low = word.casefold()
-    if low in _NOT_PEOPLE:
+    if low in cue.NOT_PEOPLE:
         return False
     return looks_like_name(word) or (low.endswith("s") and looks_like_name(word[:-1]) and not low.endswith("ss"))
 
@@ -174,10 +95,10 @@ def _names(text: str, known: Iterable[str], speaker: str | None = None) -> set[s
     ("不归阿峰了", "no longer Hannah", "from Hannah to Grace")."""
     spans = [(m.start(), m.end()) for n in known if n
              for m in re.finditer(re.escape(n) if has_cjk(n) else rf"\b{re.escape(n)}\b", text)]  # fmt: skip
-    spans += [(m.start(), m.end()) for m in _ZH_NAME.finditer(text)]
+    spans += [(m.start(), m.end()) for m in cue.ZH_NAME.finditer(text)]
     if has_cjk(text):
         spans += _zh_person_spans(text)
-    spans += [(m.start(), m.end()) for m in _EN_NAME.finditer(text) if _person_like(m.group(0))]
+    spans += [(m.start(), m.end()) for m in cue.EN_NAME.finditer(text) if _person_like(m.group(0))]
     out = set()
     for a, b in spans:
         name = text[a:b]
@@ -192,71 +113,109 @@ def _names(text: str, known: Iterable[str], speaker: str | None = None) -> set[s
 def _dates(doc: Doc) -> set[str]:
     """The days and times ``doc`` names and does not negate ("no longer on Tuesday"); a weekday said as a
     weekday (also a recurring one: "on Tuesdays", "每周四") is kept as the weekday, so "every Saturday"
-    restates "Saturday"."""
-    text, out = doc.text, set()
+    restates "Saturday". When some of them are the target of a change ("from 9:30 to 10:00", "改回周二吧，
+    周三会议室约不到"), only those are the statement's values."""
+    text = doc.text
+    found: list[tuple[int, str]] = []  # (start, value)
     for d in find_dates(text, doc.ts):
         if _negated(text, d.start, d.end):
             continue
-        out.add(f"{d.day:%Y-%m-%d}")
-        said = text[d.start : d.end]
-        wd = _weekday(said)
+        found.append((d.start, f"{d.day:%Y-%m-%d}"))
+        wd = _weekday(text[d.start : d.end])
         if wd is not None:
-            out.add(f"wd{wd}")
-    for m in _WEEKDAYS.finditer(text):
+            found.append((d.start, f"wd{wd}"))
+    for m in cue.WEEKDAYS.finditer(text):
         if not _negated(text, m.start(), m.end()):
-            out.add(f"wd{_weekday(m.group(0))}")
-    for clause in _CLAUSE.split(text):  # one clock time per clause; "不是七点半了，改成八点" says 20:00
-        t = find_time(clause)
-        if t is not None and not _NEGATED_CLAUSE.search(clause):
-            out.add(f"{t:%H:%M}")
-    return out
+            found.append((m.start(), f"wd{_weekday(m.group(0))}"))
+    pos = 0
+    for clause in cue.CLAUSE.split(text):  # "不是七点半了，改成八点" says 20:00
+        at = text.find(clause, pos)
+        pos = max(pos, at)
+        if clause and not cue.NEGATED_CLAUSE.search(clause):
+            found += [(at + c.start, f"{c.at:%H:%M}") for c in find_clocks(clause)
+                      if not (cue.FROM_BEFORE.search(clause[: c.start]) and cue.TO_AFTER.search(clause[c.end :]))]  # fmt: skip
+    targets = {v for start, v in found if cue.CHANGE_TO.search(text[max(0, start - 10) : start])}
+    return targets or {v for _, v in found}
 
 
 def _weekday(said: str) -> int | None:
-    m = _WEEKDAYS.search(said)
+    m = cue.WEEKDAYS.search(said)
     if m is None:
         return None
     word = m.group(0).casefold()
     if has_cjk(word):
         return "一二三四五六日天".index(word[-1]) if word[-1] != "天" else 6
-    return next(i for i, d in enumerate(_EN_DAYS) if word.startswith(d))
+    return next(i for i, d in enumerate(cue.EN_DAYS) if word.startswith(d))
 
 
-def _about(sq: SlotQuery, attr: str, subjects: Sequence[str], doc: Doc, participants: Sequence[str]) -> bool:
+_WEAK = 1
+
+
+def _about(sq: SlotQuery, attr: str, subjects: Sequence[str], doc: Doc, participants: Sequence[str]) -> int:
+    """2: ``doc`` is about the asked subject; 1 (``_WEAK``): the speaker's own line about themself with
+    neither a pronoun nor a strong cue, naming nobody else (chat drops the subject: "Still at Canva"); 0."""
     if sq.person is None:
-        text = _ANNOTATION.sub("", doc.text)  # "年底(约2024-12-31)聚会" is still 年底聚会
-        return any(subject_in_text(s, text) for s in subjects)
+        text = cue.ANNOTATION.sub("", doc.text)  # "年底(约2024-12-31)聚会" is still 年底聚会
+        return 2 * any(subject_in_text(s, text) for s in subjects)
     person = sq.person
-    named = person in doc.text if has_cjk(person) else re.search(rf"(?i)\b{re.escape(person)}\b", doc.text)
-    if named:
-        return True
+    if _named(person, doc.text):
+        return 2
     if doc.speaker is None or doc.speaker.casefold() != person.casefold():
-        return False
+        return 0
     # the speaker about themself: "I moved to …", "我在…上班"; a liking needs no pronoun ("Totally hooked on X"),
     # nor does a plain statement of home or job ("Day job is at Canva", "换城市了，现在住在厦门")
-    return (attr.startswith("favorite_") or _FIRST_PERSON.search(doc.text) is not None
-            or (attr in _STRONG and _STRONG[attr].search(doc.text) is not None))  # fmt: skip
+    others = [p for p in participants if p.casefold() != person.casefold() and _named(p, doc.text)]
+    own = cue.MY_KIN.sub("", _kin_of(person).sub("", doc.text))
+    kin = own != doc.text  # "我妹妹…", "小美妹妹…", "my sister …": about a relative
+    first = cue.FIRST_PERSON.search(cue.KIN_AFTER.sub("", own) if kin else doc.text) is not None
+    if (others or kin) and not first:
+        return 0  # the speaker tells of someone else ("马丽最近特别迷申花" said by 田野, "我妹妹搬到深圳了")
+    if attr.startswith("favorite_") or first or (attr in cue.STRONG and cue.STRONG[attr].search(doc.text) is not None):
+        return 2
+    return _WEAK if attr in cue.STRONG and not cue.ZH_NAME.search(doc.text) else 0
+
+
+@lru_cache(maxsize=256)
+def _kin_of(person: str) -> re.Pattern[str]:
+    """"我" or ``person`` right before a relative ("我妹妹", "小美的老公"), compiled once per person."""
+    return re.compile(f"(?:我们?|{re.escape(person)})(?=" + cue.KIN_AFTER.pattern + ")")
+
+
+def _named(name: str, text: str) -> bool:
+    """``name`` is in ``text`` as the person, not as a relative's owner ("小美妹妹…", "Mia's sister Ana …")."""
+    pattern = re.escape(name) if has_cjk(name) else rf"(?i)\b{re.escape(name)}\b"
+    return any(not cue.KIN_AFTER.match(text, m.end()) for m in re.finditer(pattern, text))
+
+
+
+def _takers(doc: Doc) -> set[str]:
+    """Who takes the task on in the first person: a turn's speaker, a summary's labelled speaker."""
+    if doc.kind == "turn":
+        return {doc.speaker.casefold()} if doc.speaker and cue.TAKES_IT.search(doc.text) else set()
+    return {m[1].casefold() for m in cue.LABELLED.finditer(doc.text) if cue.TAKES_IT.search(m[2])}
 
 
 def _has_evidence(attr: str, doc: Doc, kind_word: str | None, known: Sequence[str], subjects: Sequence[str]) -> bool:
     text, cjk = doc.text, has_cjk(doc.text)
     if attr == "when":
         return bool(_dates(doc))
-    if attr == "owner":
-        return bool(_names(text, known, doc.speaker) - {s.casefold() for s in subjects})
+    if attr == "owner":  # a name, or the speaker taking it on ("周报我来写吧", "I'll take the notes")
+        return bool(_names(text, known, doc.speaker) - {s.casefold() for s in subjects}) or bool(_takers(doc))
     if attr == "where":  # a cue, or (English) a name that is nobody's: "Golden Dragon has good parking"
-        return bool((_ZH_WHERE if cjk else _EN_WHERE).search(text)) or (not cjk and bool(
+        return bool((cue.ZH_WHERE if cjk else cue.EN_WHERE).search(text)) or (not cjk and bool(
             statement_values(attr, doc, known, [*subjects, *known])))
     if attr == "lives_in":
-        return bool((_ZH_LIVES if cjk else _EN_LIVES).search(text) or (not cjk and _EN_IN_PLACE.search(text)))
-    if attr == "works_at":
-        return bool((_ZH_WORKS if cjk else _EN_WORKS).search(text) or (not cjk and _EN_AT_ORG.search(text)))
+        return bool((cue.ZH_LIVES if cjk else cue.EN_LIVES).search(text) or (not cjk and cue.EN_IN_PLACE.search(text)))
+    if attr == "works_at":  # "at Canva", not "for Mike" (a person)
+        names = {n.casefold() for n in known}
+        return bool((cue.ZH_WORKS if cjk else cue.EN_WORKS).search(text) or (not cjk and any(
+            m.group(0).split()[-1].casefold() not in names for m in cue.EN_AT_ORG.finditer(text))))
     if attr.startswith("favorite_"):
         if kind_word and kind_word.casefold() in text.casefold():
             return True
         other_kind = any(m.group(0).casefold().rstrip("s") != (kind_word or "").casefold().rstrip("s")
-                         for m in _CATEGORIES.finditer(text))  # fmt: skip
-        return bool((_ZH_LIKED if cjk else _EN_LIKED).search(text)) and not other_kind
+                         for m in cue.CATEGORIES.finditer(text))  # fmt: skip
+        return bool((cue.ZH_LIKED if cjk else cue.EN_LIKED).search(text)) and not other_kind
     return False
 
 
@@ -266,23 +225,30 @@ def statement_values(attr: str, doc: Doc, known: Sequence[str], ignore: Iterable
     from the rest of the sentence (then any disagreement is assumed)."""
     if attr == "when":
         return frozenset(_dates(doc))
-    if attr == "owner":
+    if attr == "owner":  # a turn in the first person names its speaker ("the budget sheet is with me now")
         skip = {s.casefold() for s in ignore}
-        return frozenset(n for n in _names(doc.text, known, doc.speaker) if n not in skip)
+        me = _takers(doc) | ({doc.speaker.casefold()} if doc.kind == "turn" and doc.speaker
+                             and cue.FIRST_PERSON.search(doc.text) else set())  # fmt: skip
+        return frozenset(n for n in _names(doc.text, known, doc.speaker) if n not in skip) | me
     if has_cjk(doc.text):
         return frozenset()
     ignored = {t for s in ignore for t in tokenize(s)}
+    if attr.startswith("favorite_"):  # the liked thing, capitalised or not ("a big cold brew fan")
+        liked = {t for m in cue.EN_LIKED_OBJECT.finditer(doc.text) if not _negated(doc.text, m.start(), m.end())
+                 for t in tokenize(next(g for g in m.groups() if g))} - ignored - cue.NOT_VALUE_TOKENS  # fmt: skip
+        if liked:
+            return frozenset(liked)
     phrases = set()
-    for m in _CAP_PHRASE.finditer(doc.text):
+    for m in cue.CAP_PHRASE.finditer(doc.text):
         phrase = m.group(0)
+        if phrase.casefold().startswith(("not ", "no ")):
+            continue  # "Not Pho Saigon anymore: …"
         if m.start() == 0 and not (" " in phrase and phrase.split()[0].casefold() not in ENGLISH_STOPWORDS
                                    or "'" in phrase):  # fmt: skip
             phrase = phrase.partition(" ")[2]  # a sentence's first word is capitalised anyway
-        if phrase.casefold().startswith(("not ", "no ")):
-            continue  # "Not Pho Saigon anymore: …"
         if phrase and not _negated(doc.text, m.start(), m.end()):
             phrases.add(phrase.casefold())
-    return frozenset({t for p in phrases for t in tokenize(p)} - ignored - _EN_NOT_VALUE)
+    return frozenset({t for p in phrases for t in tokenize(p)} - ignored - cue.NOT_VALUE_TOKENS)
 
 
 def slot_statements(
@@ -295,31 +261,58 @@ def slot_statements(
     participants: Sequence[str],
     known: Sequence[str] = (),
     kind_word: str | None = None,
+    facts: Sequence[tuple[Doc, str | None]] = (),
 ) -> list[Statement]:
     """The candidates that state ``attr`` of the asked subject, newest first. Summaries and Q&A pairs are
-    included (they quote statements) but only dated turns, facts and tasks may be the newest."""
+    included (they quote statements) but only dated turns, facts and tasks may be the newest. ``facts``:
+    the live slot facts of ``attr`` with their values — statements by construction, whatever their wording
+    ("Julia switched jobs: Figma now"), so an older statement never outranks a newer fact."""
     ignore = [query, *subjects, *([sq.person] if sq.person else []), *(participants if attr != "owner" else [])]
+    ignored = {t for s in ignore for t in tokenize(s)}
     out = []
+    for doc, value in facts:  # the fact's own value, where it has one, is what it states
+        values = statement_values(attr, doc, [*known, *participants], ignore)
+        if value and attr != "when":
+            values = frozenset({value.casefold(), *(() if has_cjk(value) else tokenize(value))})
+        out.append(Statement(doc, values, frozenset(t for t in tokenize(doc.text) if t not in ignored)))
+    seen = {d.doc_id for d, _ in facts}
     for doc in docs:
-        if doc.valid_to is not None or _QUESTION.search(doc.text):
+        if doc.valid_to is not None or doc.doc_id in seen or cue.QUESTION.search(doc.text):
             continue
-        if not _about(sq, attr, subjects, doc, participants):
+        about = _about(sq, attr, subjects, doc, participants)
+        if not about:
             continue
         if not _has_evidence(attr, doc, kind_word, [*known, *participants], subjects):
             continue
         values = statement_values(attr, doc, [*known, *participants], ignore)
-        if not values and attr in _NAMED_VALUES and not has_cjk(doc.text):
+        if not values and attr in cue.NAMED_VALUES and not has_cjk(doc.text):
             continue  # "Where does Wendy work now?" is answered by a name (an employer, a city, a venue)
-        out.append(Statement(doc, values))
+        core = frozenset(t for t in tokenize(cue.ANNOTATION.sub("", doc.text)) if t not in ignored)
+        out.append(Statement(doc, values, core, weak=about == _WEAK))
     out.sort(key=lambda s: s.doc.ts, reverse=True)
     return out
 
 
+def _restates(s: Statement, head: Statement, distinct: frozenset[str]) -> bool:
+    """``s`` says what ``head`` says: both have readable values and share one; or, values unreadable (Chinese),
+    a summary or Q&A pair quoting the newest statement, whatever its date, holds most of the words that only
+    the head says (``distinct``: not in the older statements)."""
+    if s.values and head.values:
+        return bool(s.values & head.values)
+    quoted = str(s.doc.kind) not in cue.STATEMENT_KINDS and bool(distinct)
+    return quoted and len(s.core & distinct) >= 0.5 * len(distinct)
+
+
 def newest_statement(statements: Sequence[Statement]) -> tuple[Statement | None, list[Statement]]:
-    """The newest dated statement, and the older ones that disagree with it: all of them, unless both
-    have readable values (dates, names) and share one — then the older one restates the current value."""
-    head = next((s for s in statements if str(s.doc.kind) in _STATEMENT_KINDS), None)
+    """The newest dated statement (not a weak one), and the ones that disagree with it: the older ones,
+    unless they restate it; and the summaries and Q&A pairs that do not quote it, whatever their date (a
+    topic summary is dated when its topic closed, after the statements it quotes)."""
+    head = next((s for s in statements if str(s.doc.kind) in cue.STATEMENT_KINDS and not s.weak), None)
     if head is None:
         return None, []
-    older = [s for s in statements if s.doc.ts < head.doc.ts and not (s.values & head.values)]
+    said = [s.core for s in statements if str(s.doc.kind) in cue.STATEMENT_KINDS and s is not head
+            and not (s.values & head.values)]  # fmt: skip
+    distinct = head.core.difference(*said)
+    older = [s for s in statements if s is not head and not _restates(s, head, distinct)
+             and (s.doc.ts < head.doc.ts or str(s.doc.kind) not in cue.STATEMENT_KINDS)]  # fmt: skip
     return head, older

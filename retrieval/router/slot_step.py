@@ -40,9 +40,11 @@ def _note(notes: dict[str, str], doc_id: str, note: str) -> None:
 
 
 def _recency(
-    sq: SlotQuery, query: str, records: list[MemoryRecord], docs: list[Doc], participants: list[str]
+    sq: SlotQuery, query: str, records: list[MemoryRecord], docs: list[Doc], participants: list[str],
+    live: list[tuple[MemoryRecord, Doc]],
 ) -> tuple[str, Statement | None, list[Statement]]:
-    """The first asked attribute with a statement among ``docs``: its newest and the disagreeing older ones."""
+    """The first asked attribute with a statement among ``docs`` (``live``: the slot facts that answer the
+    question, statements whatever their wording): its newest and the disagreeing older ones."""
     for attr in sq.attributes:
         if sq.person is not None and attr in ("when", "where", "owner"):
             continue  # a question about a person asks for the person's slots
@@ -54,9 +56,13 @@ def _recency(
             tries = [t for t in ([named] if named else [], keyed) if t]
         known = [r.value for r in records if r.attribute == "owner" and r.value] if attr == "owner" else []
         kind = attr.removeprefix("favorite_").replace("_", " ") if attr.startswith("favorite_") else None
+        facts = [(doc, r.value) for r, doc in live if r.attribute == attr]
+        fact_ids = {doc.doc_id for doc, _ in facts}
         for subjects in tries:
-            found = slot_statements(sq, attr, query, docs, subjects=subjects,
-                                    participants=participants, known=known, kind_word=kind)  # fmt: skip
+            found = slot_statements(sq, attr, query, docs, subjects=subjects, participants=participants,
+                                    known=known, kind_word=kind, facts=facts)  # fmt: skip
+            if all(st.doc.doc_id in fact_ids for st in found):
+                continue  # only the live facts themselves: this subject's wording found no statement
             head, older = newest_statement(found)
             if head is not None:
                 return attr, head, older
@@ -83,11 +89,12 @@ async def slot_answers(
     notes = dict(ranking.notes)
     head: Statement | None = None
     older: list[Statement] = []
-    if asks_current(query):
+    if asks_current(query, event=sq.person is None):
         stale_now = {i for i, n in notes.items() if n and ("superseded" in n or "retracted" in n)}
         docs = [c.doc for c, _ in scored if c.doc_id not in stale_now]
         docs += [doc_from_record(r) for r in found if r.memory_id not in by_id]
-        attr, head, older = _recency(sq, query, [*records, *succ.records.values()], docs, participants)
+        live = await _said_at(store, chat_id, found)
+        attr, head, older = _recency(sq, query, [*records, *succ.records.values()], docs, participants, live)
     if not found and head is None:
         return ranking, []
     lead_ids: list[str] = []
@@ -129,6 +136,19 @@ async def slot_answers(
     ranked = Ranking(ranking.strategy, lead + rest[:keep] + stale + rest[keep:], notes, ranking.lines,
                      ranking.chronological)  # fmt: skip
     return ranked, lead_ids
+
+
+async def _said_at(store: MemoryStore, chat_id: str, facts: list[MemoryRecord]) -> list[tuple[MemoryRecord, Doc]]:
+    """The facts as statements dated when their messages were said (``valid_from`` is when the topic was
+    consolidated, often later than a newer message that changed the value)."""
+    ids = sorted({m for r in facts for m in r.source_message_ids})
+    said = {m.message_id: m.ts for m in await store.get_messages(chat_id, ids)} if ids else {}
+    out = []
+    for r in facts:
+        times = [said[m] for m in r.source_message_ids if m in said]
+        doc = doc_from_record(r)
+        out.append((r, doc.model_copy(update={"ts": max(times)}) if times else doc))
+    return out
 
 
 def _day(t: datetime) -> str:

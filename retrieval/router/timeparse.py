@@ -27,6 +27,7 @@ from typing import Literal
 from dateutil.relativedelta import relativedelta
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.extract.dates import find_dates
 from retrieval.router.timebounds import Span, bounded_int, day_of, safe, shift
 
 MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
@@ -122,6 +123,14 @@ def _month_index(name: str) -> int:
     return next(i for i, m in enumerate(MONTHS, 1) if m.startswith(name[:3]))
 
 
+def _year_of(cal: datetime, now: datetime, month: int, day: int) -> int:
+    """The year of a yearless day ("March 20"): by the month from now (a plan later this month stays this
+    year's); from the chat's last activity ``cal``, when that anchors, the latest such day not after it."""
+    if cal == now:
+        return _past_month(now, month)
+    return cal.year if (month, day) <= (cal.month, cal.day) else cal.year - 1
+
+
 def _past_month(now: datetime, month: int) -> int:
     """The year of the latest ``month`` not after ``now``'s month ("last May", "in July" with no year)."""
     return now.year if month <= now.month else now.year - 1
@@ -142,6 +151,7 @@ _RELATIVE_EN = [
     (re.compile(r"\brecently\b|\blately\b|\bthese days\b"), lambda n: (n - timedelta(days=30), n)),
 ]  # fmt: skip
 _RELATIVE_CN = [
+    (re.compile("大前天"), lambda n: _day(n, n - timedelta(days=3))),
     (re.compile("前天"), lambda n: _day(n, n - timedelta(days=2))),
     (re.compile("昨天|昨日|昨晚"), lambda n: _day(n, n - timedelta(days=1))),
     (re.compile("今天|今日|今晚|今早"), lambda n: _day(n, n)),
@@ -156,6 +166,11 @@ _RELATIVE_CN = [
     (re.compile("最近(?!一次)|近来|这段时间"), lambda n: (n - timedelta(days=30), n)),
 ]  # fmt: skip
 
+_QUIET = timedelta(days=31)  # a chat silent for longer anchors yearless dates at its last activity
+_CN_WEEK_DAY = re.compile("(?:上上|上|这|本|下下|下)个?(?:周|星期|礼拜)[一二三四五六日天]")
+_CN_BARE_DAY = re.compile(  # not "9月8号" (a date), "3号楼" (a building) or "3号线" (a metro line)
+    "(?<![月\\d一二三四五六七八九十])(\\d{1,2}|[一二三四五六七八九十]{1,3})[号日](?![楼线床房机位门口厅馆店车窗桌选手])"
+)
 _AGO_EN = re.compile(
     r"\b(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten)\s+(day|week|month|year)s?\s+ago\b"
 )
@@ -188,7 +203,7 @@ def _ago(now: datetime, n: int, unit: str) -> Span:
     return _year(point.year, now.tzinfo)
 
 
-def _explicit_en(text: str, now: datetime) -> list[TimeWindow]:
+def _explicit_en(text: str, now: datetime, cal: datetime) -> list[TimeWindow]:
     out: list[TimeWindow] = []
     taken: list[tuple[int, int]] = []
 
@@ -214,19 +229,19 @@ def _explicit_en(text: str, now: datetime) -> list[TimeWindow]:
 
     for m in _DAY_MONTH_YEAR.finditer(text):
         month = _month_index(m[2])
-        year = int(m[3]) if m[3] else _past_month(now, month)
+        year = int(m[3]) if m[3] else _year_of(cal, now, month, int(m[1]))
         add(m, lambda y=year, mo=month, d=int(m[1]): on_day(y, mo, d))
     for m in _MONTH_DAY_YEAR.finditer(text):
         if m[1].lower() == "may" and not m[3]:
             continue  # "may 5 people come" is not a date without a year
         month = _month_index(m[1])
-        year = int(m[3]) if m[3] else _past_month(now, month)
+        year = int(m[3]) if m[3] else _year_of(cal, now, month, int(m[2]))
         add(m, lambda y=year, mo=month, d=int(m[2]): on_day(y, mo, d))
     for m in _MONTH_YEAR.finditer(text):
         if m[2].lower() == "may" and not (m[1] or m[3] or re.search(r"\b(in|of|since|during)\s+may\b", text)):
             continue  # the modal verb
         month = _month_index(m[2])
-        year = int(m[3]) if m[3] else _past_month(now, month)
+        year = int(m[3]) if m[3] else _past_month(cal if not m[1] else now, month)
         if m[1] and m[1].strip() == "last" and not m[3] and month >= now.month:
             year = now.year - 1
         add(m, lambda y=year, mo=month: _month(y, mo, now.tzinfo))
@@ -242,7 +257,7 @@ def _explicit_en(text: str, now: datetime) -> list[TimeWindow]:
     return out
 
 
-def _explicit_cn(text: str, now: datetime) -> list[TimeWindow]:
+def _explicit_cn(text: str, now: datetime, cal: datetime) -> list[TimeWindow]:
     out: list[TimeWindow] = []
     taken: list[tuple[int, int]] = []
 
@@ -264,7 +279,8 @@ def _explicit_cn(text: str, now: datetime) -> list[TimeWindow]:
         if not month or not 1 <= month <= 12 or (m[2] and m.start() > 0 and text[m.start() - 1] in "个"):
             continue
         year = {"去": now.year - 1, "今": now.year, "前": now.year - 2}.get(m[1] or "", None)
-        year = year or (int(m[1]) if m[1] and m[1].isdigit() else _past_month(now, month))
+        year = year or (int(m[1]) if m[1] and m[1].isdigit() else
+                        _year_of(cal, now, month, day) if day else _past_month(cal, month))  # fmt: skip
 
         def make(year: int = year, month: int = month, day: int | None = day) -> Span:
             if not day:
@@ -274,6 +290,17 @@ def _explicit_cn(text: str, now: datetime) -> list[TimeWindow]:
         add(m, make)
     for m in _CN_YEAR.finditer(text):
         add(m, lambda y=int(m[1]): _year(y, now.tzinfo))
+    for m in _CN_WEEK_DAY.finditer(text):  # 上周五, 这周三: a day, not the whole week (the facts' own resolver)
+        said = find_dates(m.group(0), now)
+        if said:
+            add(m, lambda d=said[0].day: _day(now, datetime(d.year, d.month, d.day, tzinfo=now.tzinfo)))
+    for m in _CN_BARE_DAY.finditer(text):  # "8号": this month's, or the latest the chat can remember
+        day = cn_number(m[1])
+        if day and 1 <= day <= 31:
+            back = day > cal.day and cal != now  # counted from now, this month's (like a yearless date)
+            month_start = (cal.replace(day=1) - timedelta(days=1)).replace(day=1) if back else cal.replace(day=1)
+            add(m, lambda ms=month_start, d=day: _day(now, ms.replace(day=day_of(ms.year, ms.month, d))
+                                                      .astimezone(now.tzinfo)))  # fmt: skip
     for pattern, span in _RELATIVE_CN:
         for m in pattern.finditer(text):
             add(m, lambda span=span: span(now))
@@ -329,10 +356,13 @@ def _events(text: str) -> list[str]:
     return [e.strip(" ，,?？") for e in m.groups()] if m else []
 
 
-def parse_time(text: str, now: datetime, tz: tzinfo | None = None) -> TimeQuery:
+def parse_time(text: str, now: datetime, tz: tzinfo | None = None, *, latest: datetime | None = None) -> TimeQuery:
     """Parse the time cues of a question (``now`` is the reference for relative expressions; tz-aware).
 
-    Windows are local to ``tz`` when given (the asker's zone), else to ``now``'s own zone.
+    Windows are local to ``tz`` when given (the asker's zone), else to ``now``'s own zone. A calendar date
+    without its year ("March 4", "3月4号", "in July", "8号") is the latest one not after ``latest`` (the chat's
+    last activity) when the chat has been silent for over a month: asked in November 2026 about a chat that
+    ended in March 2025, "March 4" is 2025's — the year the chat can remember.
     """
     if tz is not None:
         try:
@@ -340,7 +370,10 @@ def parse_time(text: str, now: datetime, tz: tzinfo | None = None) -> TimeQuery:
         except (OverflowError, ValueError):
             pass  # at the very edge of the datetime range: stay in now's own zone
     low = text.lower()
-    windows = _explicit_en(low, now) + _explicit_cn(text, now)
+    if latest is not None and latest.tzinfo is None:
+        latest = latest.replace(tzinfo=now.tzinfo)  # a naive time is read in now's zone
+    cal = now if latest is None or now - latest <= _QUIET else latest.astimezone(now.tzinfo)  # quiet for long
+    windows = _explicit_en(low, now, cal) + _explicit_cn(text, now, cal)
     relation, anchor = _relation(low if relation_is_en(text) else text)
     asks_order = bool(_ORDER_EN.search(low) or _ORDER_CN.search(text))
     return TimeQuery(

@@ -48,7 +48,7 @@ def build_stages(clients: Clients, cfg: PipelineConfig) -> Stages:
         distill=DistillStage(clients, cfg.distiller),
         consolidate=ConsolidateStage(clients, cfg.consolidator, cfg.derived_vectors),
         index=IndexStage(clients, cfg.derived_vectors),
-        graph=GraphStage(clients, clients.graph, cfg.graph, cfg.derived_vectors)
+        graph=GraphStage(clients, clients.graph, cfg.graph)
         if clients.graph is not None
         else None,
     )

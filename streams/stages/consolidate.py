@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agents import consolidator
+from agents import consolidator, profile
 from agents.config import ConsolidatorConfig
 from agents.consolidate.derived import (
     Staleness,
@@ -23,7 +23,7 @@ from retrieval.protocols import MemoryFilter
 from schemas import CandidateFact, DecisionOp, DistillResult, MemoryDecision, MemoryKind, MemoryRecord
 from streams.clients import Clients
 from streams.log import Record
-from streams.stages.io import StageOutput, decode_all, embed, for_each_item
+from streams.stages.io import StageOutput, decode_all, embed, for_each_item, is_deleted
 from streams.stages.vectors import DerivedVectors, composed, item_vectors
 from streams.topics import DISTILL_RESULTS, MEMORY_DECISIONS
 
@@ -46,6 +46,9 @@ class ConsolidateStage:
         self.derived_vectors = derived_vectors
         self.llm_calls = 0
         self._candidates: dict[str, list[CandidateFact]] = {}  # result id -> candidates (from prefetch)
+        self.deleted: set[tuple[str, str]] = set()  # (chat, sender | "*") deleted meanwhile (the Kafka worker)
+        self._profiles: dict[str, MemoryRecord] = {}  # profile versions emitted in this batch
+        self._profiles_replaced: set[str] = set()  # ...and the versions they replace
 
     async def prefetch(self, records: list[Record]) -> int:
         """Embed the candidates of many results in one call before they are decided one at a time (the
@@ -68,6 +71,7 @@ class ConsolidateStage:
 
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()
+        self._profiles, self._profiles_replaced = {}, set()
 
         async def handle(result: DistillResult) -> None:
             for d in await self._decide(result):
@@ -100,7 +104,40 @@ class ConsolidateStage:
             decisions += edited_away(
                 result.edited_message_ids, stored, decisions, texts, result.result_id, result.at
             )
+        # after the edit handling, which pairs candidates with their own decisions one to one; a profile's
+        # edited lines are replaced by profile_decisions itself
+        decisions += await self._profile_decisions(result, candidates)
         return decisions + await self._derived(result.chat_id, decisions, similar)
+
+    async def _profile_decisions(
+        self, result: DistillResult, candidates: list[CandidateFact]
+    ) -> list[MemoryDecision]:
+        """Add/update the participants' profile records with this topic's facts (:mod:`agents.profile`). The
+        versions this stage emitted in the current batch stand in for what they replace (the indexer has not
+        applied them yet); the next batch reads the store again (a deletion in between is seen)."""
+        if not self.cfg.profiles:
+            return []
+        chat = result.chat_id
+        if self.deleted:  # a fact said by a user deleted while its topic was in flight: no line of theirs
+            candidates = [c for c in candidates if not is_deleted(self.deleted, chat, c.speaker or "")]
+        stored = await self.clients.store.find_memories(chat, MemoryFilter(kinds=["profile"], limit=10_000))
+        current: dict[tuple[str, str], list[MemoryRecord]] = {}
+        for r in stored:
+            if r.memory_id not in self._profiles_replaced:
+                current.setdefault((r.subject or "", profile.class_of(r.attribute) or ""), []).append(r)
+        for r in self._profiles.values():
+            if r.chat_id == chat:
+                key = (r.subject or "", profile.class_of(r.attribute) or "")
+                current[key] = [x for x in current.get(key, []) if x.memory_id != r.memory_id] + [r]
+        out = profile.profile_decisions(chat, candidates, result.participants, current, result.result_id,
+                                        result.at, replaced=result.edited_message_ids)  # fmt: skip
+        for d in out:
+            if d.target_memory_id:
+                self._profiles_replaced.add(d.target_memory_id)
+                self._profiles.pop(d.target_memory_id, None)
+            if d.record is not None:
+                self._profiles[d.record.memory_id] = d.record
+        return out
 
     async def _similar(self, candidates: Sequence[CandidateFact], k: int) -> list[Pairs]:
         """Per candidate: its nearest live memories by vector, plus every live memory of its slot."""
@@ -110,8 +147,9 @@ class ConsolidateStage:
         out: list[Pairs] = []
         for i, c in enumerate(candidates):
             pairs: Pairs = []
-            if vectors is not None:
-                pairs = list(await store.similar_memories(c.chat_id, vectors[i], k=k))
+            if vectors is not None:  # a profile is an aggregate, never a near-duplicate of one statement
+                pairs = [(r, s) for r, s in await store.similar_memories(c.chat_id, vectors[i], k=k)
+                         if r.kind != MemoryKind.PROFILE]  # fmt: skip
             if c.kind == MemoryKind.FACT and c.attribute and c.subject:
                 if c.attribute not in slot_mates:
                     query = MemoryFilter(attribute=c.attribute, kinds=["fact"], limit=200)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
-
 from agents import graph
 from agents.config import GraphMemoryConfig
 from agents.graph_model import GraphApplyStats
@@ -18,8 +16,7 @@ from retrieval.graph_protocols import GraphStore
 from schemas import DistillResult
 from streams.clients import Clients
 from streams.log import Record
-from streams.stages.io import StageOutput, for_each_item
-from streams.stages.vectors import DerivedVectors, item_vectors
+from streams.stages.io import StageOutput, embed, for_each_item
 from streams.topics import DISTILL_RESULTS
 
 log = logging.getLogger("memstream.stages")
@@ -36,12 +33,10 @@ class GraphStage:
         clients: Clients,
         store: GraphStore,
         cfg: GraphMemoryConfig,
-        derived_vectors: DerivedVectors = "sources",
     ) -> None:
         self.clients = clients
         self.store = store
         self.cfg = cfg
-        self.derived_vectors = derived_vectors  # an edge's vector: its source turns' (see stages/vectors.py)
 
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()
@@ -73,7 +68,7 @@ class GraphStage:
         result, triples, by_name = _without_deleted(result, triples, senders, deleted)
         mentions = graph.mentions_from_triples(result, triples, by_name)
         known = await self.store.entities(chat, [m.key for m in mentions])
-        vectors = await self._embed([m.name for m in mentions])
+        vectors = await embed(self.clients, [m.name for m in mentions])
         similar = (
             await self.store.similar_entities(chat, vectors, k=cfg.similar_k) if vectors is not None else None
         )
@@ -95,7 +90,7 @@ class GraphStage:
         if vectors is not None:
             row = {m.key: i for i, m in enumerate(mentions)}
             node_vectors = {n.entity_id: vectors[row[n.key]] for n in merge.nodes if n.key in row}
-        edge_vecs = await item_vectors(self.clients, update.edges, self.derived_vectors)
+        edge_vecs = await embed(self.clients, [e.text for e in update.edges])  # a sentence each: embedded
         edge_vectors = (
             {e.edge_id: edge_vecs[i] for i, e in enumerate(update.edges)} if edge_vecs is not None else None
         )
@@ -112,11 +107,6 @@ class GraphStage:
         """message id -> (sender id, display name) for the topic's messages still in the store."""
         msgs = await self.clients.store.get_messages(result.chat_id, result.source_message_ids)
         return {m.message_id: (m.sender, m.display_name) for m in msgs}
-
-    async def _embed(self, texts: list[str]) -> np.ndarray | None:
-        if self.clients.embedder is None or not texts:
-            return None
-        return await self.clients.embedder.embed(texts)
 
 
 def _without_deleted(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schemas import MemoryDecision
+from schemas import MemoryDecision, MemoryKind
 from streams.clients import Clients
 from streams.log import Record
 from streams.stages.io import StageOutput, decode_all
@@ -14,7 +14,8 @@ async def apply_decisions(
     clients: Clients, decisions: list[MemoryDecision], derived_vectors: DerivedVectors = "sources"
 ) -> int:
     """Apply ``decisions`` in order; returns how many changed the store (re-applied ones do not)."""
-    with_record = [d for d in decisions if d.record is not None]
+    # a profile (agents/profile.py) is read by its attribute, never by vector: none is computed for it
+    with_record = [d for d in decisions if d.record is not None and d.record.kind != MemoryKind.PROFILE]
     vectors = await item_vectors(clients, [d.record for d in with_record], derived_vectors)  # type: ignore[misc]
     vec_by_id = {d.decision_id: vectors[i] for i, d in enumerate(with_record)} if vectors is not None else {}
     batch = getattr(clients.store, "apply_decisions", None)

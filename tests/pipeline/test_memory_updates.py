@@ -40,15 +40,21 @@ EN = [
     _msg("en", "a5", "Alice", 4, 4, "The team lunch is at 13:00 at Pasta Place.",
          metadata={"edited_at": "2024-03-09T10:00:00+00:00"}),
     _msg("en", "a6", "Carol", 4, 5, "", metadata={"retracted": True, "edited_at": "2024-03-09T10:05:00+00:00"}),
+    _msg("en", "a7", "Bob", 4, 6, "My sister Ana works at Siemens as an engineer."),  # a relative, by name
+    _msg("en", "a8", "Carol", 4, 7, "Our book club meets on Thursday at 7pm."),
+    _msg("en", "b5", "Bob", 9, 4, "Ana quit her job, she works at Bosch now."),  # "she": the first clause's subject
+    _msg("en", "b6", "Carol", 9, 5, "The book club now meets on Friday instead."),
 ]
 ZH = [
     _msg("zh", "z1", "小王", 4, 0, "我住在北京朝阳区，每天通勤一个半小时。"),
     _msg("zh", "z2", "李雷", 4, 1, "周会定在周二上午十点。"),
     _msg("zh", "z3", "李雷", 4, 2, "聚餐定在周五晚上六点，地点是蜀乡情。"),
     _msg("zh", "z4", "小王", 4, 3, "发布说明我来负责。"),
+    _msg("zh", "z5", "小王", 4, 4, "我妹妹在阿里上班。"),
     _msg("zh", "y1", "小王", 12, 0, "我刚搬到杭州西湖区了！"),
     _msg("zh", "y2", "李雷", 12, 1, "通知：周会改到周三下午三点。"),
     _msg("zh", "y3", "李雷", 12, 2, "发布说明交给小李负责。"),
+    _msg("zh", "y4", "小王", 12, 3, "我妹妹跳槽到腾讯了。"),
     _msg("zh", "z3", "李雷", 4, 2, "聚餐定在周五晚上五点半，地点是蜀乡情。",
          metadata={"edited_at": "2024-03-12T10:00:00+08:00"}),
 ]
@@ -63,6 +69,9 @@ CASES = [
     ("zh", "周会现在是什么时候？", "周三", "周二"),
     ("zh", "发布说明现在谁负责？", "小李", "我来负责"),
     ("zh", "聚餐几点？", "五点半", "六点"),  # an edit
+    ("en", "Where does Ana work now?", "Bosch", "Siemens"),  # about a relative, not the speaker
+    ("en", "When does the book club meet now?", "Friday", "Thursday"),
+    ("zh", "小王的妹妹现在在哪里上班？", "腾讯", "阿里"),
 ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import httpx
@@ -111,10 +112,19 @@ def test_the_inspector_shows_a_chat_and_the_routed_trace_of_a_query(demo, page):
     assert "reason:" in page.inner_text("#trace")
 
 
+def wait_for_keys(url: str, within_s: float = 10.0) -> None:
+    """A key created by the CLI counts once the server's key cache refreshes (``AuthGate.ttl``, 1 s)."""
+    deadline = time.monotonic() + within_s
+    while httpx.get(f"{url}/ui/chats").status_code != 401:
+        assert time.monotonic() < deadline, "the server never started asking for the new key"
+        time.sleep(0.1)
+
+
 def test_the_inspector_respects_api_keys(demo, page):
     url, data = demo
     token = memstream("keys", "create", "--name", "ui-test", "--scope", "read", "--chat", "dm-alice",
                       "--data-dir", str(data)).strip().split()[-1]  # fmt: skip
+    wait_for_keys(url)
     page.goto(f"{url}/ui#chat=team-alpha")
     page.wait_for_function("document.querySelector('#status').textContent.includes('API key')")
     assert "API key" in page.inner_text("#chat") + page.inner_text("#status")

@@ -32,6 +32,8 @@ def slots(text: str, speaker: str) -> set[tuple[str, str, str]]:
         ("发布说明有意见直接找小邓。", "小王", ("owner", "发布说明", "小邓")),
         ("部门午饭地点：鼎泰丰。", "小王", ("where", "午饭", "鼎泰丰")),
         ("Karaoke night venue: Casa Verde.", "Bob", ("where", "karaoke night", "Casa Verde")),
+        ("大家好，我在字节跳动做后端开发。", "小王", ("works_at", "小王", "字节跳动")),
+        ("我上个月已经从字节离职了，现在在阿里云。", "小王", ("works_at", "小王", "阿里云")),  # past the retraction
     ],
 )
 def test_indirect_statements_fill_their_slot(text, speaker, want):
@@ -56,3 +58,23 @@ def test_the_old_value_of_a_change_is_not_the_new_one():
     assert ("works_at", "Bob", "Figma") in slots("Switched jobs: Figma now, Airbnb is history.", "Bob")
     assert ("works_at", "Bob", "Airbnb") not in slots("Switched jobs: Figma now, Airbnb is history.", "Bob")
     assert ("lives_in", "小王", "长沙") not in slots("我们从长沙搬到杭州了！", "小王")
+
+
+@pytest.mark.parametrize(
+    ("text", "speaker", "want"),
+    [  # a relative the sentence opens with is the subject, not the speaker; "she" is the first clause's subject
+        ("My sister Ana works at Siemens as an engineer.", "Bob", ("works_at", "Ana", "Siemens")),
+        ("Ana left Siemens, she works at Bosch now.", "Bob", ("works_at", "Ana", "Bosch")),
+        ("My sister works at Siemens.", "Bob", ("works_at", "Bob's sister", "Siemens")),
+        ("My brother lives in Madrid.", "Bob", ("lives_in", "Bob's brother", "Madrid")),
+        ("我妹妹在阿里上班。", "小王", ("works_at", "小王的妹妹", "阿里")),
+        ("我妹妹跳槽到腾讯了。", "小王", ("works_at", "小王的妹妹", "腾讯")),
+        ("我老婆在协和医院当护士。", "小王", ("works_at", "小王的老婆", "协和医院")),
+        ("我妹妹现在在字节，加班好多", "小王", ("works_at", "小王的妹妹", "字节")),  # the cue slots' subject
+        ("Bob said he moved to Oslo.", "Alice", ("lives_in", "Bob", "Oslo")),
+    ],
+)
+def test_relatives_and_pronouns_are_the_subject(text, speaker, want):
+    found = {(s.attribute, s.subject, s.value) for s in all_slots(text, speaker, NAMES) if not s.negated}
+    assert want in found, found
+    assert not any(a == want[0] and s == speaker for a, s, _ in found)  # never the speaker's own

@@ -18,6 +18,11 @@ NAMES = frozenset({"Alice", "Bob", "Carol", "小王", "小李", "李雷"})
         ("The migration is postponed to June 3.", "Bob", ("migration", "when", "June 3")),
         ("Reminder: standup tomorrow at 9:30.", "Bob", ("standup", "when", "tomorrow at 9:30")),
         ("Dinner moved to Casa Nova.", "Bob", ("dinner", "where", "Casa Nova")),
+        ("We're not doing brunch at Lula's anymore, it's at Home Cafe now.", "Bob", ("brunch", "where", "Home Cafe")),
+        ("Dinner is at Nobu, not at Zuma.", "Bob", ("dinner", "where", "Nobu")),
+        ("Don't forget brunch is at Lula's on Sunday at 11.", "Bob", ("brunch", "where", "Lula's")),
+        ("Brunch moved to Home Cafe on Sunday at 11, parking at Union Square garage.", "Bob",
+         ("brunch", "where", "Home Cafe")),
         ("Bob will write the release notes by Thursday.", "Alice", ("release notes", "owner", "Bob")),
         ("Actually Carol takes the release notes.", "Alice", ("release notes", "owner", "Carol")),
         ("I'll handle the budget report.", "Carol", ("budget report", "owner", "Carol")),
@@ -30,6 +35,10 @@ NAMES = frozenset({"Alice", "Bob", "Carol", "小王", "小李", "李雷"})
         ("下周三团队聚餐改到周四晚上七点，地点还是蜀乡情。", "李雷", ("聚餐", "where", "蜀乡情")),
         ("我现在最喜欢的饮料换成了咖啡。", "小王", ("小王", "favorite_饮料", "咖啡")),
         ("My favourite drink is now coffee.", "Bob", ("Bob", "favorite_drink", "coffee")),
+        ("Our book club meets on Tuesday at 7pm.", "Bob", ("club", "when", "Tuesday at 7pm")),  # a meeting verb
+        ("The book club now meets on Wednesday instead.", "Bob", ("club", "when", "Wednesday")),
+        ("通知：团建改到周六中午，地点换成西贝。", "李雷", ("团建", "where", "西贝")),
+        ("聚会地点改成星巴克了", "李雷", ("聚会", "where", "星巴克")),
     ],
 )
 def test_a_plan_statement_fills_its_slot(text, speaker, expected):
@@ -44,6 +53,8 @@ def test_a_plan_statement_fills_its_slot(text, speaker, expected):
         "I had a great dinner with Carol yesterday.",
         "昨天的聚餐很好吃。",
         "What time is the meeting?",  # no value stated
+        "Nice to meet you at last!",  # "meet" with no event
+        "I met Tom at work on Monday.",
     ],
 )
 def test_narration_and_questions_fill_no_plan_slot(text):
@@ -53,3 +64,28 @@ def test_narration_and_questions_fill_no_plan_slot(text):
 def test_an_event_is_never_a_person_who_moved():
     slots = all_slots("Dinner moved to Casa Nova.", "Bob", NAMES)
     assert all(s.attribute != "lives_in" for s in slots)
+
+
+@pytest.mark.parametrize(
+    ("text", "retracts"),
+    [
+        ("Actually Porto is off, I'm staying in Lyon after all.", True),
+        ("The trip got cancelled.", True),
+        ("The wedding is off!", True),
+        ("They called it off last night.", True),
+        ("搬家的事泡汤了。", True),
+        ("成都不去了，还是留在南京。", True),
+        ("说错了，我不去成都了。", True),
+        ("The lights are off in the lab.", False),  # a state, not a plan called off
+        ("She's off to Paris tomorrow.", False),
+        ("I'm off today.", False),
+        ("我们去成都玩吧。", False),
+        ("The party moved to Mia's place on Saturday, since the AC at Jake's is off.", False),  # a change
+        ("The party is at Jake's, my phone is off.", False),
+        ("叶子黄了，周末去香山吧。", False),
+    ],
+)
+def test_plans_called_off_are_retractions(text, retracts):
+    from agents.extract.slots import is_retraction
+
+    assert is_retraction(text) is retracts

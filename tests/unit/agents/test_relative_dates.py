@@ -43,6 +43,10 @@ def when(text: str, ts: datetime, tz=None) -> str | None:
 
 
 ZH_CASES = [
+    # a past act that books a day to come: the day is ahead ("报了" is past, the class is not)
+    (WED, "我报了周六的陶艺课", "2024-03-09"),
+    (WED, "我订了周五的机票", "2024-03-08"),
+    (WED, "我周六去爬山了", "2024-03-02"),  # ... but a day something was done is behind
     # bare weekdays: a plan (or no cue) -> the coming one; past tense -> the previous one
     (FRI, "周六去爬山吧", "2024-03-09"),
     (FRI, "好了，周六去爬山", "2024-03-09"),  # 好了 is no past tense
@@ -98,6 +102,10 @@ ZH_CASES = [
 ]
 
 EN_CASES = [
+    (WED, "I booked a pottery class for Saturday", "2024-03-09"),
+    (WED, "We scheduled the review for Monday", "2024-03-11"),
+    (WED, "Thanks for Saturday, it was fun", "2024-03-02"),  # no booking: the past one
+    (WED, "I booked a table for Saturday last week and it was great", "2024-03-02"),  # said to be past
     (FRI, "tomorrow", "2024-03-09"),
     (FRI, "tonight at 7", "2024-03-08 19:00"),
     (FRI, "the day after tomorrow", "2024-03-10"),
@@ -150,6 +158,27 @@ def test_chinese_relative_dates(ts, text, expected):
 @pytest.mark.parametrize(("ts", "text", "expected"), EN_CASES)
 def test_english_relative_dates(ts, text, expected):
     assert when(text, ts) == expected
+
+
+THU = datetime(2024, 3, 7, 11, 40, tzinfo=CST)
+
+
+@pytest.mark.parametrize(
+    ("ts", "text", "days"),
+    [  # a bare weekday after a weekday that names its week, in the same sentence, is of that week
+        (THU, "下周三团队聚餐改到周四晚上七点", ["2024-03-13", "2024-03-14"]),
+        (THU, "下周一出发，周日回来", ["2024-03-11", "2024-03-17"]),
+        (THU, "上周五我们吃了火锅，周六去爬山了", ["2024-03-01", "2024-03-02"]),
+        (THU, "Next Wednesday's call moves to Thursday.", ["2024-03-13", "2024-03-14"]),
+        (THU, "Last Friday we hiked and on Sunday we rested.", ["2024-03-01", "2024-03-03"]),
+        (DEC30, "下周三的会改到周五", ["2025-01-08", "2025-01-10"]),  # across the year
+        (THU, "下周三的会取消了。周四再说。", ["2024-03-13", "2024-03-07"]),  # another sentence: not anchored
+        (THU, "周一开会，周五交报告", ["2024-03-11", "2024-03-08"]),  # bare weekdays anchor nothing
+        (THU, "This Friday is fine, and Monday too", ["2024-03-08", "2024-03-11"]),  # that week's Monday passed
+    ],
+)
+def test_weekday_after_a_week_named_weekday(ts, text, days):
+    assert [d.day.isoformat() for d in find_dates(text, ts)] == days
 
 
 @pytest.mark.parametrize(
@@ -297,6 +326,32 @@ def test_a_topic_with_an_extreme_timestamp_still_distils():
         job = DistillJob(job_id="j", chat_id="c", topic_id="t", messages=msgs, at=msgs[-1].ts)
         result = distill_extractive(job, DistillerConfig())
         assert any("Hangzhou" in f.text for f in result.facts)
+
+
+def _topic(*said: tuple[str, str, int, str | None]) -> list:
+    """Facts of one topic: (message id, text, minutes after THU 11:40, replied-to id)."""
+    msgs = [ChatMessage(chat_id="c", message_id=mid, sender=mid, sender_name=f"P{mid}", text=text,
+                        ts=THU + timedelta(minutes=minutes), reply_to=reply)
+            for mid, text, minutes, reply in said]  # fmt: skip
+    job = DistillJob(job_id="j", chat_id="c", topic_id="t", messages=msgs, at=msgs[-1].ts)
+    return [f.text for f in distill_extractive(job, DistillerConfig()).facts]
+
+
+@pytest.mark.parametrize(
+    ("said", "fact", "day"),
+    [  # a bare weekday with no week of its own is of the week the conversation just named
+        ((("a", "下周三团队聚餐改到周四晚上七点。", 0, None), ("b", "收到，我周四可以参加聚餐。", 1, None)), "可以", "2024-03-14"),
+        ((("a", "Next Wednesday's planning call moves to Thursday.", 0, None),
+          ("b", "Thursday works for me, I will join the call.", 2, "a")), "works", "2024-03-14"),
+        ((("a", "下周三的评审取消了。评审改到周五上午十点。", 0, None),), "周五", "2024-03-15"),  # one message
+        ((("a", "下周有空吗？", 0, None), ("b", "我周二晚上有空。", 5, None)), "周二", "2024-03-12"),
+        # ... but not an hour later, and not against the tense (a weekday of that week already past)
+        ((("a", "下周三团队聚餐改到周四晚上七点。", 0, None), ("b", "我周五去看牙医。", 90, None)), "牙医", "2024-03-08"),
+    ],
+)
+def test_a_reply_inherits_the_week_the_conversation_named(said, fact, day):
+    facts = [f for f in _topic(*said) if fact in f]
+    assert facts and all(day in f for f in facts), _topic(*said)
 
 
 def test_public_names_still_importable():

@@ -53,6 +53,9 @@ async def test_aggregates_take_the_mean_of_their_source_turns_and_are_not_embedd
             turns = await clients.store.turn_vectors(chat, [f"c{chat[-1]}-m{i}" for i in range(60)])
             assert len(turns) == 60
             for record in await clients.store.list_memories(chat, live_only=False):
+                if record.kind == MemoryKind.PROFILE:  # read by attribute, never by vector: none stored
+                    assert record.memory_id not in vectors and record.text not in inner.texts
+                    continue
                 vec = vectors[record.memory_id]
                 if record.kind in COMPOSED_KINDS:
                     expected = mean_unit([turns[m] for m in record.source_message_ids])
@@ -71,7 +74,7 @@ async def test_text_mode_embeds_what_the_distiller_wrote(tmp_path):
     try:
         records = [r for c in await clients.store.chats() for r in await clients.store.list_memories(c)]
         assert {r.kind for r in records} >= {MemoryKind.FACT, MemoryKind.SUMMARY}
-        assert all(r.text in inner.texts for r in records)
+        assert all(r.text in inner.texts for r in records if r.kind != MemoryKind.PROFILE)  # profiles: no vector
     finally:
         await clients.close()
 
@@ -102,5 +105,33 @@ async def test_an_item_whose_source_has_no_stored_vector_is_embedded_itself(tmp_
         assert set(await clients.store.turn_vectors("c", ["m0", "m1"])) == {"m0"}
         assert np.allclose(vecs[0], turn) and vecs.shape == (4, HashingEmbedder.dim)
         assert await clients.store.turn_vectors("other-chat", ["m0"]) == {}  # chats stay apart
+    finally:
+        await clients.close()
+
+
+async def test_profile_lines_skip_users_deleted_while_the_topic_was_in_flight(tmp_path):
+    """The Kafka worker tells the consolidator who was deleted meanwhile: a fact said by a deleted user (about
+    someone else, so not dropped by its speaker later) gives no profile line."""
+    from agents.config import ConsolidatorConfig
+    from schemas import CandidateFact, DistillResult
+    from streams.stages.consolidate import ConsolidateStage
+
+    at = datetime(2024, 1, 1, 9, 0, tzinfo=UTC)
+    facts = [CandidateFact(fact_id=f"f{i}", chat_id="c", topic_id="t", text=text, speaker=who, subject="Bob",
+                           event_time=at, source_message_ids=[f"m{i}"])
+             for i, (who, text) in enumerate([("Ann", "Bob read the novel Dune last week."),
+                                              ("Bob", "Bob is reading the novel Hyperion now.")])]  # fmt: skip
+    result = DistillResult(result_id="r", job_id="j", chat_id="c", topic_id="t", title="", summary="", facts=facts,
+                           participants=["Ann", "Bob"], started_at=at, ended_at=at, source_message_ids=["m0", "m1"],
+                           at=at)  # fmt: skip
+    clients = await build_clients(Settings(data_dir=tmp_path / "d", embedder="none"), embedder=None)
+    try:
+        stage = ConsolidateStage(clients, ConsolidatorConfig())
+        before = [d.record for d in await stage._profile_decisions(result, facts) if d.record]
+        assert {"m0", "m1"} <= {m for r in before for m in r.source_message_ids}  # both lines without a deletion
+        stage = ConsolidateStage(clients, ConsolidatorConfig())  # a fresh batch (nothing emitted yet)
+        stage.deleted = {("c", "ann")}  # the ledger keeps the sender id
+        after = [d.record for d in await stage._profile_decisions(result, facts) if d.record]
+        assert after and not {"m0"} & {m for r in after for m in r.source_message_ids}
     finally:
         await clients.close()

@@ -63,3 +63,5 @@ def test_pure_helpers(chat):
                            last_active_at=t) for n, s, ids, p in (("a", "active", ["1"], ["a"]),
                                                                  ("b", "closed", ["2"], ["b"]))]  # fmt: skip
     assert active_topic(topics, "1", None).topic_id == "a" and active_topic(topics, "2", "b") is None
+    # topics list display names: an asker whose sender id differs is found by the name on their message
+    assert active_topic(topics, "9", "u-17") is None and active_topic(topics, "9", "u-17", "a").topic_id == "a"

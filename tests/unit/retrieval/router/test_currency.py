@@ -55,3 +55,12 @@ def test_a_retraction_is_noted_and_an_edited_turn_is_not_stale():
 def test_more_detail_is_no_change_of_value():
     detail = rec("f5", "Bob lives in Berlin", ["m1"], attribute=None, to=T0, by="f6")
     assert build_succession([detail]).successor == {}
+
+
+def test_a_retracted_statement_stays_in_view_below_the_best_live_item():
+    succ = build_succession([GONE])
+    ranking = Ranking("factual", [(turn("m4", "My favourite drink is green tea."), 2.0),
+                                  (turn("m7", "Quit green tea, it's water for me"), 1.0)])  # fmt: skip
+    out = apply_currency(ranking, succ, {}, k=5)
+    assert [c.doc_id for c, _ in out.scored] == ["turn:c:m7", "turn:c:m4"]
+    assert out.notes["turn:c:m4"].startswith("retracted")

@@ -50,6 +50,8 @@ def test_query_analysis():
     assert subqueries("What do Ann and Bo both like?", ["Ann", "Bo"], ["like"])[:2] == ["Ann like", "Bo like"]
     qa = analyse("What did Alice eat in June 2023?", ["Alice"], T)
     assert qa.names == ["Alice"] and qa.keywords == ["eat"] and qa.time.windows
+    # a Chinese name leaves no fragment in the keywords ("小李在…" once gave "小", "李在")
+    assert analyse("小李在哪里上班？", ["小李", "老王"], T).keywords == ["上班"]
 
 
 def test_scoring_terms():

@@ -25,6 +25,16 @@ def test_questions_name_their_slot_and_subject():
     assert parse("发布说明现在归谁？").attributes == ("owner",)
 
 
+def test_relatives_and_people_outside_the_chat_are_subjects_too():
+    # the subjects distillation gives: a relative of a member, a person talked about (not a member)
+    assert parse("张三的老婆在哪上班？", ["张三", "李四"]).person == "张三的老婆"
+    assert parse("Where does Bob's sister work now?", ["Bob"]).person == "Bob's sister"
+    assert parse("Where does Ana work now?", ["sam", "bot"]).person == "Ana"
+    assert parse("Where does Bob live?", ["Bob"]).person == "Bob"  # a member: as before
+    assert parse("When is the Atlas launch?", ["Bob"]).person is None  # "Atlas" is no person slot's subject
+    assert parse("Where does the Book Club meet?", ["Bob"]).person is None
+
+
 def test_questions_about_the_past_are_not_slot_questions():
     assert parse("Where did Wendy live before?", ["Wendy"]) is None
     assert parse("小王以前住在哪里？", ["小王"]) is None
@@ -52,3 +62,21 @@ def test_items_stating_an_earlier_value_are_recognised():
     assert states_superseded("Lunch at the Figma canteen is good", old).memory_id == "b"
     assert states_superseded("Left Figma, joined Stripe", old) is None  # states the current one too
     assert states_superseded("Nice weather", old) is None
+
+
+def test_a_summary_speaker_label_does_not_state_the_current_value():
+    q = "报销现在谁负责？"
+    sq = parse(q, ["小王", "小李"])
+    now = [fact("b", "报销", "owner", "小李", 5)]
+    old = superseded_values(sq, q, now, [fact("a", "报销", "owner", "小王", 1, live=False), *now])
+    assert states_superseded("小李: 报销的事小王负责。", old).memory_id == "b"  # 小李 only labels the line
+    assert states_superseded("小王: 报销交给小李了。", old) is None  # names the current owner
+
+
+def test_a_clock_time_is_no_speaker_label():
+    q = "When is standup now?"
+    sq = parse(q, ["Amy"])
+    now = [fact("b", "standup", "when", "10:00", 5)]
+    old = superseded_values(sq, q, now, [fact("a", "standup", "when", "9:30", 1, live=False), *now])
+    assert states_superseded("Standup moved from 9:30 to 10:00 from Monday.", old) is None  # states the change
+    assert states_superseded("Standup is at 9:30 as usual.", old).memory_id == "b"

@@ -93,3 +93,113 @@ def test_a_plain_statement_of_home_needs_no_pronoun_a_vague_one_does():
     assert resolve("小林现在住在哪个城市？", zh, ["小林"], "lives_in") == ("b", ["a"])
     en = [doc("a", "I live in Leeds.", 0), doc("b", "Home is Bristol now.", 3), doc("c", "The lunch is at Nando's.", 5)]
     assert resolve("Where does Amy live now?", en, ["Amy"], "lives_in") == ("b", ["a"])
+
+
+def test_a_trailing_lowercase_word_is_not_part_of_a_name():
+    # "Valencia lately" once read as the phrase "Valencia la", and every "… lately" shared the value "la"
+    docs = [doc("a", "Nina can't get enough of Arsenal lately.", 0, "Nina"),
+            doc("b", "Nina is obsessed with Valencia lately.", 3, "Tom")]
+    assert resolve("What team does Nina like most now?", docs, ["Nina", "Tom"], "favorite_team") == ("b", ["a"])
+
+
+def test_a_liked_thing_in_lower_case_is_the_value():
+    docs = [doc("a", "Rumour is Omar loves espresso.", 0, "Tom"), doc("b", "Heard Omar is a big mango lassi fan.", 2, "Tom"),
+            doc("c", "Omar said mango lassi beats everything.", 1, "Amy")]  # fmt: skip
+    assert resolve("What drink does Omar like most now?", docs, ["Omar", "Tom", "Amy"], "favorite_drink") == ("b", ["a"])
+
+
+def test_a_place_left_behind_is_not_a_value_of_the_new_statement():
+    docs = [doc("a", "Home is Oslo for Raj, ping him if you visit.", 0, "Raj"),
+            doc("b", "Raj doesn't live in Oslo anymore, moved to Bergen in May.", 4, "Tom")]
+    assert resolve("Which city does Raj live in now?", docs, ["Raj", "Tom"], "lives_in") == ("b", ["a"])
+    venue = [doc("a", "Venue update for the retreat: Hotel Alma.", 0),
+             doc("b", "Not Hotel Alma anymore: the retreat is at Casa Verde.", 3)]
+    assert resolve("Where is the retreat now?", venue, ["Amy"], "where") == ("b", ["a"])
+
+
+def test_the_speakers_own_line_without_a_subject_is_history_but_never_the_newest():
+    docs = [doc("a", "Still at Siemens, busy as ever.", 0, "Lena"), doc("b", "Lena works at Bosch now.", 3, "Tom"),
+            doc("c", "At Siemens again for a workshop, Tom says hi.", 5, "Lena")]  # names Tom: not about Lena's job
+    assert resolve("Where does Lena work now?", docs, ["Lena", "Tom"], "works_at") == ("b", ["a"])
+    docs[2] = doc("c", "At the Siemens office again today.", 5, "Lena")  # newer, but weak: not the head
+    assert resolve("Where does Lena work now?", docs, ["Lena", "Tom"], "works_at") == ("b", ["a"])
+
+
+def test_a_summary_dated_after_the_newest_statement_is_history_unless_it_quotes_it():
+    head = doc("h", "周婷最近迷上了拿铁。", 5, "小美")
+    old = doc("o", "周婷最爱奶茶。", 1, "小美")
+    other = doc("s", "小美: 听说周婷是奶茶的铁粉。", 8, kind="summary")
+    quoting = doc("q", "小美: 周婷最近迷上了拿铁。 老周: 收到。", 9, kind="summary")
+    found = resolve("周婷现在最喜欢的饮料是什么？", [head, old, other, quoting], ["小美", "老周", "周婷"], "favorite_饮料")
+    assert found == ("h", ["o", "s"])
+
+
+def test_a_live_slot_fact_is_a_statement_whatever_its_wording():
+    sq = parse("Where does Priya work now?", ["Priya", "Tom"])
+    fact = doc("f", "Priya switched over: Atlassian now, Dropbox is behind her.", 4, "Priya", kind="fact")
+    docs = [doc("a", "Priya is at Stripe these days.", 0, "Tom"), fact]
+    found = slot_statements(sq, "works_at", sq and "Where does Priya work now?", docs, subjects=[],
+                            participants=["Priya", "Tom"], facts=[(fact, "Atlassian")])  # fmt: skip
+    head, older = newest_statement(found)
+    assert head.doc.doc_id == "f" and [s.doc.doc_id for s in older] == ["a"]
+    newer = doc("n", "Priya is with Canva since Monday.", 6, "Tom")
+    head, older = newest_statement(slot_statements(sq, "works_at", "Where does Priya work now?", [*docs, newer],
+                                                   subjects=[], participants=["Priya", "Tom"],
+                                                   facts=[(fact, "Atlassian")]))  # fmt: skip
+    assert head.doc.doc_id == "n" and sorted(s.doc.doc_id for s in older) == ["a", "f"]
+
+
+def test_the_target_of_a_change_is_the_value_not_the_day_it_left():
+    docs = [doc("a", "Book club meets every Tuesday at 7pm.", 0, "Lena"),
+            doc("b", "Book club moved from 7pm to 8:30pm, same Tuesday.", 2, "Tom"),
+            doc("c", "Back to 7pm for book club, the 8:30 slot clashed with football.", 5, "Lena")]  # fmt: skip
+    assert resolve("What time is book club now?", docs, ["Lena", "Tom"], "when") == ("c", ["b"])
+    zh = [doc("a", "读书会每周四晚上开。", 0, "老周"), doc("b", "读书会从周四挪到周五了。", 2, "小林"),
+          doc("c", "读书会还是改回周四吧，周五大家都要加班。", 5, "老周")]  # fmt: skip
+    assert resolve("读书会现在是周几？", zh, ["老周", "小林"], "when") == ("c", ["b"])
+
+
+def test_my_go_to_is_a_liking():
+    docs = [doc("a", "Sara's favourite coffee place is Blue Door.", 0, "Tom"),
+            doc("b", "Blue Door got so crowded, Kiln is my go-to now.", 4, "Sara")]
+    assert resolve("What is Sara's favourite coffee place now?", docs, ["Sara", "Tom"], "favorite_coffee") == ("b", ["a"])
+
+
+def test_a_month_is_no_employer_and_an_offer_from_a_company_is_no_home():
+    docs = [doc("a", "Priya works at Stripe.", 0, "Tom"),
+            doc("b", "Priya and others are planning the office move for September 26.", 3, "Priya")]
+    assert resolve("Where does Priya work now?", docs, ["Priya", "Tom"], "works_at") == ("a", [])
+    homes = [doc("a", "Priya lives in Boston now.", 0, "Tom"), doc("b", "Priya got an offer from Twilio and took it.", 3)]
+    assert resolve("Where does Priya live now?", homes, ["Priya", "Tom"], "lives_in") == ("a", [])
+
+
+def test_taking_a_task_on_in_the_first_person_names_the_speaker():
+    docs = [doc("a", "周报我来写吧。", 0, "小钱"), doc("b", "周报以后交给小孙写。", 3, "小钱"),
+            doc("s", "小钱: 周报我来写吧。 老周: 好的。", 1, None, kind="summary")]  # fmt: skip
+    assert resolve("周报现在谁写？", docs, ["小钱", "小孙", "老周"], "owner") == ("b", ["a", "s"])
+    en = [doc("a", "I'll take the grant report.", 0, "Kai"), doc("b", "Grant report is with Lea now.", 4, "Kai")]
+    assert resolve("Who owns the grant report now?", en, ["Kai", "Lea"], "owner") == ("b", ["a"])
+
+
+def test_a_present_tense_slot_question_asks_for_the_current_value():
+    assert asks_current("When is the grant report due?") and asks_current("年会在哪办？")
+    assert asks_current("Where does Wendy work now?", event=False)
+    assert not asks_current("How often does John work out?", event=False)  # a person's slot needs "now"
+    assert not asks_current("When was the grant report due?") and not asks_current("Where did Wendy work in 2023?")
+    assert not asks_current("以前年会在哪办？") and not asks_current("What did Tom say about the launch?")
+
+
+def test_the_speaker_telling_of_someone_else_does_not_state_their_own_slot():
+    docs = [doc("a", "我最爱喝豆浆。", 0, "田野"), doc("b", "马丽最近特别迷乌龙茶。", 3, "田野")]
+    assert resolve("田野最爱的饮料是什么？", docs, ["田野", "马丽"], "favorite_饮料") == ("a", [])
+    jobs = [doc("a", "Mike works at Canva.", 0, "Tom"), doc("b", "Home is Denver for Mike, say hi.", 3, "Tom")]
+    assert resolve("Where is Mike employed?", jobs, ["Mike", "Tom"], "works_at") == ("a", [])
+
+
+def test_a_relative_of_the_asked_person_is_not_the_asked_person():
+    docs = [doc("a", "我住在南京。", 0, "小美"), doc("b", "小美妹妹上个月搬到深圳了。", 3, "小美", kind="fact"),
+            doc("c", "我妹妹住在广州。", 4, "小美")]  # fmt: skip
+    assert resolve("小美现在住哪？", docs, ["小美", "阿杰"], "lives_in") == ("a", [])
+    en = [doc("a", "I live in Lyon.", 0, "Mia"), doc("b", "My sister Ana lives in Valencia.", 3, "Mia"),
+          doc("c", "Mia's brother moved to Porto.", 4, "Bo")]  # fmt: skip
+    assert resolve("Where does Mia live now?", en, ["Mia", "Bo"], "lives_in") == ("a", [])

@@ -1,0 +1,151 @@
+"""Whom an item of the ranking is about (pure), read by the abstention check (:mod:`retrieval.router.abstain`):
+who said it (a Q&A pair: the one who answers), its labelled parts (``Name: ...`` in summaries and Q&A pairs),
+its sentences (a question states nothing; a compliment in the second person is about the other person)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+
+from agents.text import has_cjk, tokenize
+from retrieval.router.candidates import Cand
+from retrieval.router.scoring import coverage
+
+__all__ = ["about", "distinct", "is_question", "parts", "parts_memo", "said_by"]
+
+
+_TRAILING_NOTE = re.compile(r"\s*\[[^\]]*\]\s*$")
+
+
+def is_question(text: str) -> bool:
+    """A turn that asks (ends with a question mark, ignoring a trailing [annotation]) states nothing."""
+    return _TRAILING_NOTE.sub("", text).rstrip().endswith(("?", "？"))
+
+
+def said_by(c: Cand, participants: list[str]) -> str | None:
+    """Who said the item: its speaker, or for a Q&A pair the answerer (``... A: Name: ...``)."""
+    if c.doc.speaker:
+        return c.doc.speaker
+    if c.doc.kind == "qa":
+        m = _ANSWERER.search(c.doc.text)
+        if m and m[1] in participants:
+            return m[1]
+    return None
+
+
+# ---- whom an item is about -----------------------------------------------------------------------------
+
+_ANSWERER = re.compile(r"\bA: ([^:]{1,40}):")
+_FIRST = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|our|ours|us)\b|我", re.I)
+_SECOND = re.compile(r"\b(?:you|your|yours|you're|you've|yourself)\b|你|您", re.I)
+_NEXT_MARK = re.compile(r"\s*\b[QA][:：]\s*$")  # the next part's Q:/A: marker, left at a part's end
+
+
+def _mentions(text: str, person: str) -> bool:
+    if has_cjk(person):
+        return person in text
+    return _first_name(person).search(text) is not None
+
+
+@lru_cache(maxsize=1024)
+def _first_name(person: str) -> re.Pattern[str]:
+    return re.compile(rf"\b{re.escape(person.split()[0])}\b")
+
+
+@lru_cache(maxsize=256)
+def _people(participants: tuple[str, ...]) -> tuple[frozenset[str], re.Pattern[str] | None]:
+    """The distinct participants, and the pattern of a part's label (``Name:``, ``Q: Name:``) naming one."""
+    people = frozenset(distinct(list(participants)))
+    if not people:
+        return people, None
+    names = "|".join(re.escape(p) for p in sorted(people, key=len, reverse=True))
+    return people, re.compile(r"(?:^|(?<=\s))(?:[QA][:：] ?)?(" + names + r")[:：] ?", re.I)
+
+
+def distinct(people: list[str]) -> list[str]:
+    """Participants once each, whatever the case (a topic may list ``alice`` where turns say ``Alice``)."""
+    seen: dict[str, str] = {}
+    for p in people:
+        if p:
+            seen.setdefault(p.casefold(), p)
+    return list(seen.values())
+
+
+def parts(c: Cand, participants: list[str], toks: set[str]) -> list[tuple[str, set[str], float]]:
+    """Whom an item is evidence about: ``[(person, the tokens stated about them, share), ...]``. Pure.
+
+    - summaries and Q&A pairs are read as their labelled parts (``Name: ...``), each part about its speaker
+      (a part that asks states nothing);
+    - a turn that asks states nothing; a turn in the first person is about its speaker; one in the second
+      person only, in a two-person chat, about the other participant (``your new hair colour``);
+    - a memory record (fact, task...) naming other participants is about them and its speaker, half each."""
+    text, kind = c.doc.text, c.doc.kind
+    people, label = _people(tuple(participants))
+    if kind in ("summary", "qa"):
+        labels = [(m.start(), m.end(), m[1]) for m in label.finditer(text)] if label is not None else []
+        if labels and kind == "qa" and len(labels) >= 2:
+            # a question and its answer: the pair is about the one who answers, with the whole pair's words
+            # ("Q: Mel: How long have you been creating art? A: Caroline: Since I was 17")
+            return [(labels[-1][2], toks, 1.0)]
+        if labels:
+            out = []
+            for i, (_, end, who) in enumerate(labels):
+                part = text[end : labels[i + 1][0] if i + 1 < len(labels) else len(text)]
+                part = _NEXT_MARK.sub("", part)  # "Q: bob: ...? A: alice: ...": bob's part ends at its "?"
+                if not part.rstrip().endswith(("?", "？")):
+                    out.append((who, set(tokenize(part)), 1.0))
+            return out
+    who = said_by(c, participants)
+    if who is None or (kind == "turn" and is_question(text)):
+        return []
+    if kind == "turn":
+        return _turn_parts(text, who, people, toks)
+    named = [p for p in sorted(people) if p.casefold() != who.casefold() and _mentions(text, p)]
+    if named:
+        return [(who, toks, 0.5)] + [(p, toks, 0.5 / len(named)) for p in named]
+    return [(who, toks, 1.0)]
+
+
+_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
+
+
+def _turn_parts(text: str, who: str, people: frozenset[str], toks: set[str]) -> list[tuple[str, set[str], float]]:
+    """A turn read sentence by sentence: a sentence that asks states nothing, one in the second person only
+    (in a two-person chat) is about the other participant ("Wow, your new hair colour looks amazing!"), the
+    rest about the speaker. One sentence (or one side): the turn's own tokens."""
+    others = sorted(p for p in people if p.casefold() != who.casefold())
+    sides: dict[str, list[str]] = {}
+    for m in _SENTENCE.finditer(text):
+        sent = m[0].strip()
+        if not sent or sent.endswith(("?", "？")):
+            continue
+        you = len(others) == 1 and not _FIRST.search(sent) and _SECOND.search(sent)
+        sides.setdefault(others[0] if you else who, []).append(sent)
+    if len(sides) == 1:
+        return [(next(iter(sides)), toks, 1.0)]
+    return [(person, set(tokenize(" ".join(sents))), 1.0) for person, sents in sides.items()]
+
+
+def about(
+    c: Cand, participants: list[str], keys: dict[str, float], toks: set[str]
+) -> list[tuple[str, float]]:
+    """Whom an item is evidence about, with the keyword coverage of what it states about them (``parts``)."""
+    return [(who, coverage(keys, t) * share) for who, t, share in parts(c, participants, toks)]
+
+
+Spans = Callable[[Cand], list[tuple[str, set[str], float]]]
+
+
+def parts_memo(participants: list[str], tokens: Mapping[str, set[str]]) -> Spans:
+    """``parts`` of each candidate of one request (its tokens from ``tokens``), read once however many
+    features ask (the abstention check reads its top items three times)."""
+    memo: dict[int, tuple[Cand, list[tuple[str, set[str], float]]]] = {}
+
+    def spans(c: Cand) -> list[tuple[str, set[str], float]]:
+        got = memo.get(id(c))
+        if got is None or got[0] is not c:
+            got = memo[id(c)] = (c, parts(c, participants, tokens.get(c.doc_id, set())))
+        return got[1]
+
+    return spans
