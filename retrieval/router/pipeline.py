@@ -5,15 +5,14 @@ package; this module only sequences the store, embedder, graph and LLM calls and
 
 from __future__ import annotations
 
+import asyncio
 import time
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agents.text import count_tokens
 from retrieval.protocols import Embedder, MemoryFilter, MemoryStore
-from retrieval.render import drop_covered
-from retrieval.router import abstain, multihop, multiround, profiles
+from retrieval.router import multihop, multiround, profiles
 from retrieval.router.asker import asker_name, has_first_person, in_third_person
 from retrieval.router.candidates import Cand, Pool, SearchSpec, embed_specs, run_specs
 from retrieval.router.classifier import Classification, PrototypeIndex, skeleton
@@ -25,39 +24,17 @@ from retrieval.router.currency import (
     doc_from_record,
     heads_to_fetch,
 )
-from retrieval.router.layers import render_layers
-from retrieval.router.query import QueryAnalysis, analyse
+from retrieval.router.query import QueryAnalysis
 from retrieval.router.recipes import RouterConfig, StrategyRecipe, strategy_mix
+from retrieval.router.respond import finish
 from retrieval.router.scoring import doc_tokens, keyword_weights
 from retrieval.router.slot_step import slot_answers
+from retrieval.router.state import Run
 from retrieval.router.strategies import RANKERS, Context, Ranking, aggregate_lines, fuse_rankings
 from retrieval.router.timeparse import widen
-from retrieval.router.window_check import empty_window
-from schemas import RetrievedItem, RetrieveRequest, RetrieveResponse, TraceStep
+from schemas import RetrieveRequest, RetrieveResponse
 
 DEFAULT_INDEX = PrototypeIndex()
-
-
-@dataclass
-class Run:
-    """Mutable state of one routed request."""
-
-    req: RetrieveRequest
-    cfg: RouterConfig
-    now: datetime
-    pool: Pool = field(default_factory=Pool)
-    participants: list[str] = field(default_factory=list)
-    latest: datetime | None = None  # the chat's last activity (its topics'): the year of "March 4"
-    about: str = ""  # the question with the asker's "I" read as their name: for slots and abstention only
-    asker_name: str | None = None
-    confidence: float = 1.0
-    vectors: dict[str, list[float]] = field(default_factory=dict)
-    trace: list[TraceStep] = field(default_factory=list)
-    slot_answers: list[str] = field(default_factory=list)  # memory ids of the live values of an asked slot
-    profile: list[Cand] = field(default_factory=list)  # a set question's profile items (shown first)
-
-    def step(self, name: str, t0: float, **detail: Any) -> None:
-        self.trace.append(TraceStep(step=name, detail=detail, ms=round((time.perf_counter() - t0) * 1000, 3)))
 
 
 def main_spec(req: RetrieveRequest, recipe: StrategyRecipe, bm25_text: str | None = None, **kw) -> SearchSpec:
@@ -186,7 +163,14 @@ def rank_pool(run: Run, qa: QueryAnalysis, mix, recipes, succession=({}, {})) ->
     return rank(run, qa, mix, ctx, cands), ctx
 
 
-async def gather(run: Run, store, embedder, qa: QueryAnalysis, mix, llm) -> tuple[Ranking, Context]:
+async def _without_vectors(run: Run, store: MemoryStore, lead: StrategyRecipe) -> tuple[str, Succession]:
+    """What the request needs before ranking and no vector: the main search's BM25 text, the succession."""
+    bm25_text = run.analyse([], None).bm25_text if lead.expand_morphology else run.req.query
+    return bm25_text, await supersession(store, run.req.chat_id)
+
+
+async def gather(run: Run, store, embedder, qa: QueryAnalysis, mix, llm,
+                 succ: Succession) -> tuple[Ranking, Context]:  # fmt: skip
     """Extra searches and ranking, then up to ``max_rounds`` follow-up rounds while confidence is low.
     A round never reshuffles what was found: its new items that carry what was missing replace the tail."""
     recipes = [run.cfg.recipe(n) for n, _ in mix]
@@ -195,7 +179,6 @@ async def gather(run: Run, store, embedder, qa: QueryAnalysis, mix, llm) -> tupl
     await run_specs(store, embedder, run.req.chat_id, specs, run.pool, run.vectors)
     run.step("searches", t0, specs=[{"label": s.label, "query": s.text[:200], "hits": len(run.pool.rankings[s.label])}
                                     for s in specs])  # fmt: skip
-    succ = await supersession(store, run.req.chat_id)
     ranking, ctx = rank_pool(run, qa, mix, recipes)  # stale items are handled for every strategy below
     ranking.scored, hop = await multihop.second_hop(store, embedder, run.req.chat_id, run.vectors, any(
         r.second_hop for r in recipes), ranking.scored, qa, ctx.tokens, run.cfg.multihop, main_spec(run.req, recipes[0]))
@@ -261,32 +244,6 @@ async def _follow_up(llm, run: Run, qa: QueryAnalysis, conf, top) -> str | None:
     return multiround.follow_up(conf, [c for c, _ in top], qa, run.cfg.multiround.feedback_terms)
 
 
-def to_items(ranking: Ranking, k: int, layer: str) -> list[RetrievedItem]:
-    items = []
-    for c, s in ranking.scored:
-        d = c.doc
-        items.append(RetrievedItem(item_id=d.doc_id, kind=d.kind, text=d.text, speaker=d.speaker, timestamp=d.ts,
-                                   score=round(s, 6), source_message_ids=list(d.source_message_ids),
-                                   topic_id=d.topic_id, valid_to=d.valid_to, layer=layer,
-                                   note=ranking.notes.get(d.doc_id),
-                                   scores={**c.scores, "fused": round(c.fused, 6)}))  # fmt: skip
-    return drop_covered(items)[:k]
-
-
-async def related_items(graph, run: Run, label: str, items: list[RetrievedItem]) -> list[RetrievedItem]:
-    g = run.cfg.graph
-    wanted = label in g.types or run.confidence < g.below_confidence
-    if graph is None or not g.enabled or not items or not wanted:
-        return []
-    from retrieval.graph_expand import expand
-
-    facts = await expand(graph, run.req.chat_id, items, max_facts=run.cfg.graph.max_facts,
-                         token_budget=int(run.req.token_budget * run.cfg.graph.token_share))  # fmt: skip
-    return [RetrievedItem(item_id=f.edge_id, kind="fact", text=f.text, timestamp=f.valid_from, score=f.score,
-                          source_message_ids=f.source_message_ids, valid_to=f.valid_to, layer="related",
-                          note=f"via {f.via}") for f in facts]  # fmt: skip
-
-
 async def retrieve_routed(
     store: MemoryStore,
     embedder: Embedder | None,
@@ -319,18 +276,19 @@ async def retrieve_routed(
     named, run.latest = await topic_participants(store, req.chat_id)
     await _about_asker(run, store, named, min(run.now, run.latest or run.now))
     # the texts the strategies will embed, as far as they are known before the main search (its speakers may
-    # add names): one forward for all of them instead of one more after the search
-    early = extra_specs(run, analyse(req.query, sorted(named), run.now, run.latest),
-                        [cfg.recipe(n) for n, _ in mix])  # fmt: skip
-    await embed_specs(embedder, [first, *early], run.vectors)
-    bm25_text = analyse(req.query, [], run.now).bm25_text if lead.expand_morphology else req.query
+    # add names): one forward for all of them instead of one more after the search. The forward runs in the
+    # embedder's thread (ONNX releases the GIL) while this one does what needs no vector.
+    early = extra_specs(run, run.analyse(sorted(named), run.latest), [cfg.recipe(n) for n, _ in mix])
+    _, (bm25_text, succ) = await asyncio.gather(
+        embed_specs(embedder, [first, *early], run.vectors), _without_vectors(run, store, lead)
+    )
     await run_specs(store, embedder, req.chat_id, [main_spec(req, lead, bm25_text, label="main")], run.pool,
                     run.vectors)  # fmt: skip
     run.participants = participants(run.pool, named)
-    qa = analyse(req.query, run.participants, run.now, run.latest)
+    qa = run.analyse(run.participants, run.latest)
     run.step("analyse", t0, names=qa.names, keywords=qa.keywords, time=qa.time.model_dump(mode="json"),
              subqueries=qa.subqueries)  # fmt: skip
-    ranking, ctx = await gather(run, store, embedder, qa, mix, llm)
+    ranking, ctx = await gather(run, store, embedder, qa, mix, llm, succ)
     return await finish(run, graph, qa, classification, ranking, ctx)
 
 
@@ -345,56 +303,3 @@ def _arr(v):
     import numpy as np
 
     return np.asarray(v, dtype=np.float32)
-
-
-async def finish(run: Run, graph, qa, classification, ranking: Ranking, ctx: Context) -> RetrieveResponse:
-    req, cfg = run.req, run.cfg
-    t0 = time.perf_counter()
-    ordered = [c for c, _ in ranking.scored]
-    verdict = abstain.check(
-        ordered, [*qa.names, *([run.asker_name] if run.asker_name else [])], run.participants, ctx.tokens,
-        ctx.keys, cfg.abstention, query=run.about,
-    )
-    if verdict.abstain and run.slot_answers:  # the asked slot has a live value for the asked subject
-        verdict = verdict.model_copy(update={"abstain": False, "reason": None})
-    if verdict.abstain and run.profile and cfg.profiles.overrides_abstention:  # the asked person's own lines
-        verdict = verdict.model_copy(update={"abstain": False, "reason": None})
-    empty = empty_window(qa.time, qa.keywords, [c.doc for c in ordered[: cfg.abstention.window]])
-    if empty and not verdict.abstain and not run.slot_answers and cfg.abstention.enabled:  # nothing said then
-        verdict = verdict.model_copy(update={"abstain": True, "reason": "no_match", "decided_by": "empty_window"})
-    run.step("abstain", t0, **verdict.model_dump())
-    if run.profile and not verdict.abstain:  # after the check, which reads the searches' evidence only
-        top = ranking.scored[0][1] if ranking.scored else 0.0
-        ranking.scored = [(c, top + 1.0 - 1e-3 * i) for i, c in enumerate(run.profile)] + ranking.scored
-    direct = to_items(ranking, req.k, "direct")
-    related: list[RetrievedItem] = []
-    notice = None
-    if verdict.abstain:
-        if verdict.reason == "other_subject" and cfg.abstention.other_subject_policy == "related":
-            notice = (f"No memory says this about {verdict.subject}; the closest memories are about "
-                      f"{verdict.other or 'someone else'}.")  # fmt: skip
-            related = [
-                it.model_copy(update={"layer": "related", "note": f"about {verdict.other}"}) for it in direct
-            ]
-        else:
-            notice = f"Nothing in memory from {empty}." if empty else "No relevant memory."
-        direct = []
-    else:
-        t1 = time.perf_counter()
-        related = await related_items(graph, run, ranking.strategy.split(":")[0], direct)
-        run.step("graph", t1, related=len(related))
-    context, tokens, layers, used = render_layers(
-        direct,
-        ranking.lines if direct else [],
-        related,
-        req.token_budget,
-        count_tokens,
-        chronological=ranking.chronological,
-        related_share=cfg.graph.token_share if not verdict.abstain else 1.0,
-        notice=notice,
-    )
-    run.step("render", t0, items=len(used), tokens=tokens, layers=[x.name for x in layers])
-    return RetrieveResponse(chat_id=req.chat_id, query=req.query, items=used, context=context, context_tokens=tokens,
-                            no_relevant_memory=verdict.abstain or not direct, strategy=f"routed:{ranking.strategy}",
-                            trace=run.trace, query_type=classification.label, strategy_probs=classification.probs,
-                            abstention_reason=verdict.reason, layers=layers)  # fmt: skip

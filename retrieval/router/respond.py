@@ -1,0 +1,102 @@
+"""The response of a routed request: the abstention verdict, the direct items, the graph's "related"
+layer and the layered context (the last stage of :mod:`retrieval.router.pipeline`)."""
+
+from __future__ import annotations
+
+import time
+
+from agents.text import count_tokens
+from retrieval.router import abstain
+from retrieval.router.layers import render_layers
+from retrieval.router.state import Run
+from retrieval.router.strategies import Context, Ranking
+from retrieval.router.window_check import empty_window
+from schemas import RetrievedItem, RetrieveResponse
+
+
+def to_items(ranking: Ranking, k: int, layer: str) -> list[RetrievedItem]:
+    """``drop_covered`` of the ranking's items, first ``k``: an item whose every source message a better one
+    covers is dropped. Only the items kept are built (a ranking holds several times ``k`` candidates)."""
+    seen: set[str] = set()
+    items = []
+    for c, s in ranking.scored:
+        if len(items) >= k:
+            break
+        d = c.doc
+        sources = set(d.source_message_ids)
+        if sources and sources <= seen:
+            continue
+        seen |= sources
+        items.append(RetrievedItem(item_id=d.doc_id, kind=d.kind, text=d.text, speaker=d.speaker, timestamp=d.ts,
+                                   score=round(s, 6), source_message_ids=list(d.source_message_ids),
+                                   topic_id=d.topic_id, valid_to=d.valid_to, layer=layer,
+                                   note=ranking.notes.get(d.doc_id),
+                                   scores={**c.scores, "fused": round(c.fused, 6)}))  # fmt: skip
+    return items
+
+
+async def related_items(graph, run: Run, label: str, items: list[RetrievedItem]) -> list[RetrievedItem]:
+    g = run.cfg.graph
+    wanted = label in g.types or run.confidence < g.below_confidence
+    if graph is None or not g.enabled or not items or not wanted:
+        return []
+    from retrieval.graph_expand import expand
+
+    facts = await expand(graph, run.req.chat_id, items, max_facts=run.cfg.graph.max_facts,
+                         token_budget=int(run.req.token_budget * run.cfg.graph.token_share))  # fmt: skip
+    return [RetrievedItem(item_id=f.edge_id, kind="fact", text=f.text, timestamp=f.valid_from, score=f.score,
+                          source_message_ids=f.source_message_ids, valid_to=f.valid_to, layer="related",
+                          note=f"via {f.via}") for f in facts]  # fmt: skip
+
+
+async def finish(run: Run, graph, qa, classification, ranking: Ranking, ctx: Context) -> RetrieveResponse:
+    req, cfg = run.req, run.cfg
+    t0 = time.perf_counter()
+    ordered = [c for c, _ in ranking.scored]
+    verdict = abstain.check(
+        ordered, [*qa.names, *([run.asker_name] if run.asker_name else [])], run.participants, ctx.tokens,
+        ctx.keys, cfg.abstention, query=run.about,
+    )
+    if verdict.abstain and run.slot_answers:  # the asked slot has a live value for the asked subject
+        verdict = verdict.model_copy(update={"abstain": False, "reason": None})
+    if verdict.abstain and run.profile and cfg.profiles.overrides_abstention:  # the asked person's own lines
+        verdict = verdict.model_copy(update={"abstain": False, "reason": None})
+    empty = empty_window(qa.time, qa.keywords, [c.doc for c in ordered[: cfg.abstention.window]])
+    if empty and not verdict.abstain and not run.slot_answers and cfg.abstention.enabled:  # nothing said then
+        verdict = verdict.model_copy(update={"abstain": True, "reason": "no_match", "decided_by": "empty_window"})
+    run.step("abstain", t0, **verdict.model_dump())
+    if run.profile and not verdict.abstain:  # after the check, which reads the searches' evidence only
+        top = ranking.scored[0][1] if ranking.scored else 0.0
+        ranking.scored = [(c, top + 1.0 - 1e-3 * i) for i, c in enumerate(run.profile)] + ranking.scored
+    direct = to_items(ranking, req.k, "direct")
+    related: list[RetrievedItem] = []
+    notice = None
+    if verdict.abstain:
+        if verdict.reason == "other_subject" and cfg.abstention.other_subject_policy == "related":
+            notice = (f"No memory says this about {verdict.subject}; the closest memories are about "
+                      f"{verdict.other or 'someone else'}.")  # fmt: skip
+            related = [
+                it.model_copy(update={"layer": "related", "note": f"about {verdict.other}"}) for it in direct
+            ]
+        else:
+            notice = f"Nothing in memory from {empty}." if empty else "No relevant memory."
+        direct = []
+    else:
+        t1 = time.perf_counter()
+        related = await related_items(graph, run, ranking.strategy.split(":")[0], direct)
+        run.step("graph", t1, related=len(related))
+    context, tokens, layers, used = render_layers(
+        direct,
+        ranking.lines if direct else [],
+        related,
+        req.token_budget,
+        count_tokens,
+        chronological=ranking.chronological,
+        related_share=cfg.graph.token_share if not verdict.abstain else 1.0,
+        notice=notice,
+    )
+    run.step("render", t0, items=len(used), tokens=tokens, layers=[x.name for x in layers])
+    return RetrieveResponse(chat_id=req.chat_id, query=req.query, items=used, context=context, context_tokens=tokens,
+                            no_relevant_memory=verdict.abstain or not direct, strategy=f"routed:{ranking.strategy}",
+                            trace=run.trace, query_type=classification.label, strategy_probs=classification.probs,
+                            abstention_reason=verdict.reason, layers=layers)  # fmt: skip

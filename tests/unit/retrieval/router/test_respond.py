@@ -1,0 +1,49 @@
+"""The routed response's items and the per-request analysis memo."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from retrieval.protocols import Doc
+from retrieval.render import drop_covered
+from retrieval.router.candidates import Cand
+from retrieval.router.query import analyse
+from retrieval.router.recipes import RouterConfig
+from retrieval.router.respond import to_items
+from retrieval.router.state import Run
+from retrieval.router.strategies import Ranking
+from schemas import RetrievedItem, RetrieveRequest
+
+T = datetime(2024, 3, 1, tzinfo=UTC)
+
+
+def cand(i: int, sources: list[str]) -> Cand:
+    doc = Doc(doc_id=f"d{i}", chat_id="c", kind="fact", text=f"memory {i}", ts=T + timedelta(days=i),
+              source_message_ids=sources)  # fmt: skip
+    return Cand(doc=doc, scores={"bm25": 1.0 / (i + 1)}, fused=1.0 / (i + 1))
+
+
+def test_items_are_the_first_k_not_covered_by_a_better_one():
+    sources = [["m1"], ["m1"], ["m2", "m3"], ["m2"], [], ["m4"], ["m1", "m5"], ["m6"], [], ["m3"], ["m7"]]
+    ranking = Ranking(strategy="s", scored=[(cand(i, s), 1.0 - 0.01 * i) for i, s in enumerate(sources)],
+                      notes={"d5": "a note"})  # fmt: skip
+    every = [RetrievedItem(item_id=c.doc_id, kind="fact", text=c.doc.text, timestamp=c.doc.ts, score=round(s, 6),
+                           source_message_ids=list(c.doc.source_message_ids), layer="direct",
+                           note=ranking.notes.get(c.doc_id), scores={**c.scores, "fused": round(c.fused, 6)})
+             for c, s in ranking.scored]  # fmt: skip
+    for k in (1, 3, 5, 20):
+        got = to_items(ranking, k, "direct")
+        assert got == drop_covered(every)[:k]
+    assert [it.item_id for it in to_items(ranking, 5, "direct")] == ["d0", "d2", "d4", "d5", "d6"]
+    assert to_items(ranking, 5, "direct")[3].note == "a note"
+
+
+def test_the_question_is_analysed_once_per_distinct_participants():
+    now = T + timedelta(days=30)
+    query = "What did Anna and Boris cook last week?"
+    run = Run(req=RetrieveRequest(chat_id="c", query=query, k=10, now=now), cfg=RouterConfig(), now=now)
+    first = run.analyse(["Anna", "Boris"], T)
+    assert run.analyse(["Anna", "Boris"], T) is first
+    assert first == analyse(query, ["Anna", "Boris"], now, T)
+    other = run.analyse([], None)
+    assert other == analyse(query, [], now) and other.names == [] and sorted(first.names) == ["Anna", "Boris"]
