@@ -12,6 +12,7 @@ from typing import Any
 
 from agents.text import count_tokens
 from retrieval.protocols import Embedder, MemoryFilter, MemoryStore
+from retrieval.query_vectors import upcoming
 from retrieval.router import multihop, multiround, profiles
 from retrieval.router.asker import asker_name, has_first_person, in_third_person
 from retrieval.router.candidates import Cand, Pool, SearchSpec, embed_specs, run_specs
@@ -282,13 +283,15 @@ async def retrieve_routed(
     _, (bm25_text, succ) = await asyncio.gather(
         embed_specs(embedder, [first, *early], run.vectors), _without_vectors(run, store, lead)
     )
-    await run_specs(store, embedder, req.chat_id, [main_spec(req, lead, bm25_text, label="main")], run.pool,
-                    run.vectors)  # fmt: skip
-    run.participants = participants(run.pool, named)
-    qa = run.analyse(run.participants, run.latest)
-    run.step("analyse", t0, names=qa.names, keywords=qa.keywords, time=qa.time.model_dump(mode="json"),
-             subqueries=qa.subqueries)  # fmt: skip
-    ranking, ctx = await gather(run, store, embedder, qa, mix, llm, succ)
+    searched = {s.embed_text: run.vectors[s.embed_text] for s in [first, *early] if s.embed_text in run.vectors}
+    with upcoming(searched.values()):  # a store may scan for all of them at once (query_vectors)
+        await run_specs(store, embedder, req.chat_id, [main_spec(req, lead, bm25_text, label="main")], run.pool,
+                        run.vectors)  # fmt: skip
+        run.participants = participants(run.pool, named)
+        qa = run.analyse(run.participants, run.latest)
+        run.step("analyse", t0, names=qa.names, keywords=qa.keywords, time=qa.time.model_dump(mode="json"),
+                 subqueries=qa.subqueries)  # fmt: skip
+        ranking, ctx = await gather(run, store, embedder, qa, mix, llm, succ)
     return await finish(run, graph, qa, classification, ranking, ctx)
 
 

@@ -133,3 +133,22 @@ def test_kind_mask_matches_isin():
     cv = ChatVectors.from_rows(chat_vectors(unit_rows(rng, 500, 8)), 8)
     for kinds in (["turn"], ["fact", "qa", "profile"], [], ["turn", "turn"]):
         assert np.array_equal(cv.mask(kinds, None, None, False), np.isin(cv.kinds, kinds))
+
+
+def test_announced_queries_are_scanned_in_one_pass_with_the_same_answers():
+    from retrieval.query_vectors import expected, unit, upcoming
+
+    rng = np.random.default_rng(7)
+    matrix = unit_rows(rng, 3000, 384, 20)
+    raw = [q * 3.0 for q in queries(rng, matrix, 5)]  # announced as the router has them: not yet unit
+    alone = [knn_int8.build(matrix).approx(unit(q)) for q in raw]  # a fresh index per query: one pass each
+    index = knn_int8.build(matrix)
+    with upcoming(raw[:4]):
+        assert len(expected()) == 4
+        first = index.approx(unit(raw[0]))
+        assert len(index.recent) == 4  # the other three announced were scored in the same pass
+        later = [index.approx(unit(q)) for q in raw[1:]]
+    assert expected() == ()  # the hint ends with its block
+    assert len(index.recent) == 5  # the unannounced fifth had a pass of its own
+    for (a, bound), (b, bound_b) in zip([first, *later], alone, strict=True):
+        assert np.array_equal(a, b) and bound == bound_b
