@@ -42,6 +42,8 @@ _CJK_RE = re.compile(f"[{_CJK_CHARS}]")
 # Letters and digits of every other script (``\w`` minus underscore minus CJK).
 _ALNUM = f"[^\\W_{_CJK_CHARS}]"
 _TOKEN_RE = re.compile(f"(?P<cjk>[{_CJK_CHARS}]+)|(?P<word>{_ALNUM}+(?:['\u2019]{_ALNUM}+)*)")
+_ASCII_WORD_RE = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
+_ASCII_CASED_WORD_RE = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z0-9]+)*")
 _COUNT_RE = re.compile(f"(?P<cjk>[{_CJK_CHARS}])|(?P<num>\\d+)|(?P<word>{_ALNUM}+)|(?P<sym>[^\\s\\w])")
 
 ENGLISH_STOPWORDS: frozenset[str] = frozenset(
@@ -155,16 +157,25 @@ def tokenize(text: str) -> list[str]:
 
 @lru_cache(maxsize=1 << 13)
 def _tokens(text: str) -> tuple[str, ...]:
+    if text.isascii():  # NFKC keeps ASCII as is; _TOKEN_RE's words are then _ASCII_WORD_RE's
+        return tuple(t for t in map(_word_token, _ASCII_WORD_RE.findall(text.lower())) if t is not None)
     tokens: list[str] = []
     for m in _TOKEN_RE.finditer(_normalise(text)):
         run = m.group("cjk")
         if run is not None:
             tokens.extend(_cjk_tokens(run))
             continue
-        word = _fold_word(m.group("word"))
-        if word and word not in ENGLISH_STOPWORDS:
-            tokens.append(stem(word))
+        token = _word_token(m.group("word"))
+        if token is not None:
+            tokens.append(token)
     return tuple(tokens)
+
+
+@lru_cache(maxsize=1 << 16)  # pure; the same words recur in every message
+def _word_token(word: str) -> str | None:
+    """The BM25 token of one normalised word, None for a stopword or nothing."""
+    folded = _fold_word(word)
+    return stem(folded) if folded and folded not in ENGLISH_STOPWORDS else None
 
 
 def fts_query(text: str, *, max_terms: int = 64) -> str:
@@ -214,15 +225,26 @@ def extract_keywords(text: str) -> set[str]:
 @lru_cache(maxsize=1 << 13)
 def _keywords(text: str) -> frozenset[str]:
     keywords: set[str] = set()
+    if text.isascii():  # the words of the loop below, added in the same order (set order depends on it)
+        for word in map(_word_keyword, _ASCII_CASED_WORD_RE.findall(text)):
+            if word is not None:
+                keywords.add(word)
+        return frozenset(keywords)
     for m in _TOKEN_RE.finditer(unicodedata.normalize("NFKC", text)):
         run = m.group("cjk")
         if run is not None:
             keywords.update(w for w in jieba().cut(run) if len(w) >= 2 and w not in CHINESE_STOPWORDS)
             continue
-        surface = m.group("word")
-        word = _fold_word(surface.lower())
-        if not word or word.isdigit() or word in ENGLISH_STOPWORDS:
-            continue
-        if len(word) >= 3 or surface[0].isupper():
+        word = _word_keyword(m.group("word"))
+        if word is not None:
             keywords.add(word)
     return frozenset(keywords)
+
+
+@lru_cache(maxsize=1 << 16)
+def _word_keyword(surface: str) -> str | None:
+    """The keyword of one word as written, None when it is not one (stopword, number, short lowercase)."""
+    word = _fold_word(surface.lower())
+    if not word or word.isdigit() or word in ENGLISH_STOPWORDS:
+        return None
+    return word if len(word) >= 3 or surface[0].isupper() else None

@@ -155,11 +155,12 @@ def _title_terms(sent: str, names: set[str]) -> list[tuple[str, str]]:
             and not ZH_DATE_WORD.fullmatch(w)
         ][:12]
     keywords = extract_keywords(sent)
-    words = re.findall(r"[A-Za-z][\w'\-]*", sent)
+    words = _LATIN_WORD_RE.findall(sent)
     out: list[tuple[str, str]] = []
     prev: str | None = None
     for w in words:
-        low = re.sub(r"'s$", "", w.lower())
+        low = w.lower()
+        low = low[:-2] if low.endswith("'s") else low
         ok = low in keywords and low not in names and low not in GENERIC_WORDS and len(low) >= 3
         if ok:
             out.append((low, w))
@@ -167,6 +168,9 @@ def _title_terms(sent: str, names: set[str]) -> list[tuple[str, str]]:
                 out.append((f"{prev} {low}", f"{_surface_of(out, prev)} {w}"))
         prev = low if ok else None
     return out
+
+
+_LATIN_WORD_RE = re.compile(r"[A-Za-z][\w'\-]*")
 
 
 def _surface_of(terms: list[tuple[str, str]], low: str) -> str:

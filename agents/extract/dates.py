@@ -35,6 +35,15 @@ __all__ = [
 ]
 
 _DAY_GRAINS = ("day", "absolute", "weekend")
+# Every English, absolute and tail rule needs one of these (a digit, or a word the rule spells out: weekday
+# names end in "day", "weekend" holds "week"); case-insensitive like the rules. A sentence without any
+# (most chat lines) has no date, so its ~20 rule scans are skipped. ``test_dates_precheck`` checks it.
+_MAY_HAVE_DATE = re.compile(
+    r"\d|day|tomorrow|tonight|night|morning|afternoon|evening|week|month|year|spring|summer|fall|autumn|winter|"
+    + "|".join(MONTHS)
+    + "|号",
+    re.I,
+)
 
 
 def local_time(ref: datetime, tz: tzinfo | None = None) -> datetime:
@@ -58,6 +67,8 @@ def find_dates(
     its own is of that week when the tense allows (``下周三聚餐改到周四`` -> reply ``周四可以``).
     """
     cjk = has_cjk(sentence)
+    if not cjk and _MAY_HAVE_DATE.search(sentence) is None:
+        return []
     found: list[DateMention] = []
     replaced: set[int] = set()
     ctx = Context(local_time(ref, tz).date(), sentence, cjk, found, week_of)
@@ -87,7 +98,7 @@ def find_dates(
             if resolved.replaces is not None:
                 replaced.add(id(resolved.replaces))
     mentions = sorted((d for d in found if id(d) not in replaced), key=lambda d: d.start)
-    return _with_clocks(sentence, mentions)
+    return _with_clocks(sentence, mentions) if mentions else []  # clocks only attach to a mention
 
 
 def _with_clocks(sentence: str, mentions: list[DateMention]) -> list[DateMention]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 from agents.extract.dates import MONTHS, WEEKDAYS, ZH_DATE_WORD
 from agents.extract.text import ZH_FILLERS, cjk_tags
@@ -27,6 +28,9 @@ __all__ = [
 MENTION_RE = re.compile(r"@([\w\u4e00-\u9fff.\-]+)")
 CAPS_RE = re.compile(r"\b[A-Z][\w&'\-]*(?:\s+(?:of\s+|the\s+|de\s+)?[A-Z][\w&'\-]*)*")
 _ZH_ENTITY_TAGS = ("nr", "nrt", "nrfg", "ns", "nt", "nz", "n", "eng")
+_MENTION_SPAN_RE = re.compile(r"@[\w.\-]+")
+_POSSESSIVE_RE = re.compile(r"'s$")
+_SPACES_RE = re.compile(r"\s+")
 NOT_ENTITIES = frozenset(
     [w.title() for w in WEEKDAYS + MONTHS]
     + [w[:3].title() for w in WEEKDAYS + MONTHS]
@@ -38,6 +42,13 @@ ZH_NOT_ENTITIES = frozenset(ZH_FILLERS) | frozenset(
 
 
 def find_entities(sent: str, names: frozenset[str]) -> list[str]:
+    """@mentions, Chinese name/place/noun words and English capitalised phrases of ``sent``, in order.
+    Memoised (the distiller, its subjects and the title ask about the same sentences): a fresh list each call."""
+    return list(_find_entities(sent, frozenset(names)))
+
+
+@lru_cache(maxsize=8192)
+def _find_entities(sent: str, names: frozenset[str]) -> tuple[str, ...]:
     found: list[str] = [f"@{x}" for x in MENTION_RE.findall(sent)]
     if has_cjk(sent):
         for word, tag in cjk_tags(sent):
@@ -48,8 +59,8 @@ def find_entities(sent: str, names: frozenset[str]) -> list[str]:
                 and not ZH_DATE_WORD.fullmatch(word)
             ):
                 found.append(word)
-    for m in CAPS_RE.finditer(re.sub(r"@[\w.\-]+", " ", sent)):
-        phrase = re.sub(r"'s$", "", m.group())
+    for m in CAPS_RE.finditer(_MENTION_SPAN_RE.sub(" ", sent)):
+        phrase = _POSSESSIVE_RE.sub("", m.group())
         words = phrase.split()
         at_start = not sent[: m.start()].strip(" \"'(") or sent[: m.start()].rstrip()[-1:] in ".!?:"
         if all(w in NOT_ENTITIES or w.lower() in ENGLISH_STOPWORDS for w in words):
@@ -57,7 +68,7 @@ def find_entities(sent: str, names: frozenset[str]) -> list[str]:
         if at_start and len(words) == 1 and phrase not in names and not phrase.isupper():
             continue  # a capitalised first word is usually just a sentence start
         found.append(phrase)
-    return list(dict.fromkeys(found))
+    return tuple(dict.fromkeys(found))
 
 
 # ------------------------------------------------------------------------------------ names and types
@@ -83,12 +94,12 @@ def normalise_name(name: str) -> str:
     """
     s = unicodedata.normalize("NFKC", name).replace("\u2019", "'").strip(_EDGE_CHARS)
     s = split_appositive(s)[0]
-    s = re.sub(r"'s$", "", s)
+    s = _POSSESSIVE_RE.sub("", s)
     if has_cjk(s):
         s = _ZH_OWNER.sub("", s).rstrip("的了")
     for _ in range(2):
         s = _DETERMINER.sub("", s)
-    return re.sub(r"\s+", " ", s).strip(_EDGE_CHARS).casefold()
+    return _SPACES_RE.sub(" ", s).strip(_EDGE_CHARS).casefold()
 
 
 def is_participant(name: str, participants: frozenset[str]) -> bool:

@@ -106,23 +106,25 @@ def to_third_person(sentence: str, speaker: str, addressee: str | None = None) -
     first = second = False
     conj_next = False
     words_seen = 0
+    prev = ""  # the last non-space piece of ``out``, lowercased (what _prev_word(out) returns)
     for i, tok in enumerate(tokens):
-        low = tok.lower()
-        if tok.isspace() or not tok[0].isalpha():
+        if tok.isspace():
             out.append(tok)
-            if not tok.isspace():
-                conj_next = False
             continue
-        at_start = words_seen == 0 or (out and _prev_word(out) in _CONJUNCTIONS) or _after_punct(out)
+        if not tok[0].isalpha():
+            out.append(tok)
+            prev = tok.lower()
+            conj_next = False
+            continue
+        low = tok.lower()
+        at_start = words_seen == 0 or prev in _CONJUNCTIONS or (bool(prev) and not prev[0].isalnum())
         words_seen += 1
         if conj_next and _prev_word(out[:-2]) in _INVERTERS:
             conj_next = False  # "What can I say" -> "What can Alice say"
         if conj_next:
-            if low in _ADVERBS:
-                out.append(tok)
-                continue
-            out.append(conjugate(tok))
-            conj_next = False
+            out.append(tok if low in _ADVERBS else conjugate(tok))
+            prev = out[-1].lower()
+            conj_next = conj_next and low in _ADVERBS
             continue
         hyphenated = i + 1 < len(tokens) and tokens[i + 1] == "-"  # "me-time" stays
         repl, conj, is_first, is_second = (
@@ -134,6 +136,7 @@ def to_third_person(sentence: str, speaker: str, addressee: str | None = None) -
             repl = _dropped_subject(low, sentence, speaker)
             is_first = repl is not None
         out.append(tok if repl is None else repl)
+        prev = out[-1].lower()
         conj_next = conj
         first = first or is_first
         second = second or is_second
@@ -162,11 +165,6 @@ def _prev_word(out: list[str]) -> str:
     return ""
 
 
-def _after_punct(out: list[str]) -> bool:
-    prev = _prev_word(out)
-    return bool(prev) and not prev[0].isalnum()
-
-
 def _has_subject_pronoun(tokens: list[str]) -> bool:
     return any(
         t.lower() in ("i", "i'm", "i've", "i'd", "i'll", "we", "you", "he", "she", "they", "it")
@@ -186,6 +184,8 @@ def _en_pronoun(
     low: str, tok: str, speaker: str, addressee: str | None, at_start: bool, tokens: list[str], i: int
 ) -> tuple[str | None, bool, bool, bool]:
     """(replacement, conjugate-next-verb, first-person, second-person-subject) for one token."""
+    if low not in _PRONOUNS:
+        return None, False, False, False
     we = f"{speaker} and others"
     table = {
         "i": (speaker, True),
@@ -231,6 +231,10 @@ def _en_pronoun(
     return None, False, False, False
 
 
+_PRONOUNS = frozenset(  # every token _en_pronoun replaces; any other is returned unchanged
+    "i i'm i've i'll i'd me my mine myself we we're we've we'll we'd us our ours ourselves "
+    "your yours you're you've you'll you'd yourself you".split()
+)
 _ZH_DROP_TAGS = ("v", "d", "t")
 
 

@@ -21,20 +21,29 @@ __all__ = [
 
 _ABBREV = ("mr.", "mrs.", "ms.", "dr.", "st.", "e.g.", "i.e.", "vs.", "etc.", "jr.", "sr.", "prof.")
 _SPLIT_RE = re.compile(r"(?<=[。！？；\n])|(?<=[!?;！？])\s*|(?<=\.)\s+|(?<=[~～])\s+")
+_W_RE = re.compile(r"\w")
+_NOT_WORD_RE = re.compile(r"[\s\W_]+")
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of a chat message: split on CJK and Latin enders, abbreviations and ``?!`` runs kept whole."""
+    """Sentences of a chat message: split on CJK and Latin enders, abbreviations and ``?!`` runs kept whole.
+    Memoised (the distiller, its week context and the title split each message): a fresh list each call."""
+    return list(_split_sentences(text))
+
+
+@lru_cache(maxsize=4096)
+def _split_sentences(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for piece in _SPLIT_RE.split(text.replace("\u2019", "'")):
         piece = piece.strip()
         if not piece:
             continue
-        if out and (not re.search(r"\w", piece) or out[-1].lower().rsplit(None, 1)[-1] in _ABBREV):
-            out[-1] = f"{out[-1]} {piece}" if re.search(r"\w", piece) else out[-1] + piece
+        wordy = _W_RE.search(piece) is not None
+        if out and (not wordy or out[-1].lower().rsplit(None, 1)[-1] in _ABBREV):
+            out[-1] = f"{out[-1]} {piece}" if wordy else out[-1] + piece
         else:
             out.append(piece)
-    return out
+    return tuple(out)
 
 
 # ----------------------------------------------------------------------------------- fillers and questions
@@ -71,7 +80,12 @@ def is_filler(sentence: str, names: frozenset[str] = frozenset(), *, answer: boo
 
     ``answer=True`` keeps one-word replies that may carry a value ("Hangzhou!", "杭州").
     """
-    bare = re.sub(r"[\s\W_]+", "", sentence)
+    return _is_filler(sentence, tuple(names), answer)  # names in their iteration order: the CJK removal order
+
+
+@lru_cache(maxsize=8192)  # pure; the distiller and the title ask about the same sentences
+def _is_filler(sentence: str, names: tuple[str, ...], answer: bool) -> bool:
+    bare = _NOT_WORD_RE.sub("", sentence)
     if not bare:
         return True
     if has_cjk(sentence):

@@ -1,0 +1,45 @@
+"""find_dates skips its rule scans on a non-CJK sentence the cheap pre-check rules out: that check must never
+rule out a sentence some English, absolute or tail rule matches."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agents.extract.date_rules import ABSOLUTE_RULES, EN_RULES, TAIL_RULES
+from agents.extract.dates import _MAY_HAVE_DATE, find_dates
+
+RULES = EN_RULES + ABSOLUTE_RULES + TAIL_RULES
+REF = datetime(2024, 3, 6, 15, 0, tzinfo=UTC)
+
+DATED = [
+    "the day before yesterday", "The day after tomorrow", "the week before last", "the week after next",
+    "by the end of next month", "end of the year", "YESTERDAY we met", "last night was fun", "tonight!",
+    "this afternoon", "tomorrow", "next Friday", "this weekend", "last month", "next summer", "in March",
+    "two weeks ago", "in a few days", "three days from now", "on Sunday", "2024-03-08", "3月8日", "March 8th, 2024",
+    "8 of March", "the week before", "on the 5th", "5号", "wEdNeSdAy", "since May", "early September",
+]  # fmt: skip
+WORDS = [w for s in DATED for w in s.split()] + "a I we had fun on at in the of ok 7 pm it's ſunday K".split()
+
+
+def test_every_rule_is_covered_and_passes_the_check() -> None:
+    for pattern, kind in RULES:
+        hits = [s for s in DATED if pattern.search(s)]
+        assert hits, f"no sample sentence for rule {kind}: {pattern.pattern[:60]}"
+        assert all(_MAY_HAVE_DATE.search(s) for s in hits)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(WORDS) | st.text(max_size=6), max_size=8))
+def test_the_check_only_rules_out_sentences_without_a_match(words: list[str]) -> None:
+    sentence = " ".join(words)
+    if _MAY_HAVE_DATE.search(sentence) is None:
+        assert not any(p.search(sentence) for p, _ in RULES), sentence
+
+
+def test_sentences_without_dates_resolve_to_nothing() -> None:
+    assert find_dates("We had a great time at the concert!", REF) == []
+    assert [d.day.isoformat() for d in find_dates("We met yesterday at 3pm", REF)] == ["2024-03-05"]
+    assert find_dates("We met yesterday at 3pm", REF)[0].clock is not None
