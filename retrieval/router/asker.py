@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from retrieval.protocols import MemoryStore
 
-__all__ = ["asker_name", "has_first_person", "in_third_person"]
+__all__ = ["asker_name", "has_first_person", "in_third_person", "own_words_answer"]
 
 _EN_FIRST = re.compile(r"(?i)\b(?:i|i['’]m|i['’]ve|i['’]ll|i['’]d|me|my|mine|myself)\b")
 _ZH_FIRST = re.compile(r"我(?!们)")
@@ -67,3 +67,16 @@ async def asker_name(store: MemoryStore, chat_id: str, asker: str, participants:
             return name
         done = since
     return None
+
+
+def own_words_answer(features: dict[str, float]) -> bool:
+    """A first-person question whose first-ranked evidence is the asker's own, covering the question as well
+    as anything about someone else: "What do I drink now?" asked by Amy, with Amy's "I drink matcha now" on
+    top and Ben's "I only drink green tea" below. The check's "about someone else" reading (learned on
+    third-person questions, where both speakers discussing a subject is the typical trap) does not hold for
+    the asker's own words."""
+    return (
+        features.get("named_first", 0.0) >= 1.0
+        and features.get("named_best_coverage", 0.0) > 0.0
+        and features.get("named_best_coverage", 0.0) >= features.get("other_best_coverage", 0.0)
+    )

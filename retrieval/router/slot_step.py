@@ -32,7 +32,19 @@ from retrieval.router.slot_recency import (
 from retrieval.router.strategies import Ranking
 from schemas import MemoryRecord
 
-__all__ = ["slot_answers"]
+__all__ = ["slot_answers", "slot_noun"]
+
+
+_NOUNS = {"lives_in": "home", "works_at": "employer", "likes": "liking", "dislikes": "dislike", "when": "time",
+          "where": "place", "pet_name": "pet's name"}
+
+
+def slot_noun(attribute: str) -> str:
+    """How a note names a slot: ``lives_in`` -> "home", ``pet_name:cat`` -> "pet's name (cat)",
+    ``favorite_food`` -> "favourite food"; other keys read as words ("job", "owner", "birthday")."""
+    base, _, qualifier = attribute.partition(":")
+    noun = _NOUNS.get(base) or base.replace("favorite_", "favourite_").replace("_", " ")
+    return f"{noun} ({qualifier})" if qualifier else noun
 
 
 def _note(notes: dict[str, str], doc_id: str, note: str) -> None:
@@ -100,7 +112,7 @@ async def slot_answers(
     lead_ids: list[str] = []
     if head is not None and head.doc.doc_id not in {r.memory_id for r in found}:
         lead_ids.append(head.doc.doc_id)
-        _note(notes, head.doc.doc_id, f"latest statement of the {attr.replace('_', ' ')} ({_day(head.doc.ts)})")
+        _note(notes, head.doc.doc_id, f"latest statement of the {slot_noun(attr)} ({_day(head.doc.ts)})")
         for r in found:  # a live fact that agrees with the newest statement stays beside it
             if r.attribute != attr or (r.value and r.value.casefold() in head.values):
                 lead_ids.append(r.memory_id)
@@ -109,7 +121,8 @@ async def slot_answers(
     for r in found:
         if r.memory_id in lead_ids:
             by_id.setdefault(r.memory_id, Cand(doc=doc_from_record(r), found_by=["slot"]))
-            _note(notes, r.memory_id, f"current {r.attribute.replace('_', ' ')} of {r.subject} (since {_day(r.valid_from)})")
+            value = f": {r.value}" if r.value else ""
+            _note(notes, r.memory_id, f"current {slot_noun(r.attribute)} of {r.subject}{value} (since {_day(r.valid_from)})")
     top = max((s for _, s in scored), default=0.0)
     lead = [(by_id[i], top + 1.0 - 0.01 * n) for n, i in enumerate(lead_ids)]
     stale_notes = {s.doc.doc_id: f"superseded by the statement of {_day(head.doc.ts)}: {head.doc.text[:80]}"
@@ -124,7 +137,7 @@ async def slot_answers(
         if note is None and old:
             prior = states_superseded(c.doc.text, old)
             if prior is not None:
-                note = f"superseded: {prior.attribute.replace('_', ' ')} of {prior.subject} is now {prior.value} " \
+                note = f"superseded: {slot_noun(prior.attribute)} of {prior.subject} is now {prior.value} " \
                        f"(since {_day(prior.valid_from)})"
         if note is None:
             rest.append((c, s))

@@ -42,6 +42,8 @@ async def test_the_askers_first_person_is_the_asker(tmp_path):
 
         nora = await ask("en", "Where do I work now?", "u1")
         assert nora.query == "Where do I work now?" and "Airbus" in nora.items[0].text
+        notes = " ".join(it.note or "" for it in nora.items)  # the slot named as a reader would say it
+        assert "employer of Nora: Airbus" in notes and "works at of" not in notes
         omar = await ask("en", "Where do I work now?", "u2")
         assert "Bosch" in omar.items[0].text and not any("Airbus" in it.text for it in omar.items[:1])
         mei = await ask("zh", "我现在住哪？", "a1")
