@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS memories (
     valid_from TEXT NOT NULL, valid_to TEXT, superseded_by TEXT, version INTEGER NOT NULL,
     record TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS memories_by_chat ON memories (chat_id, subject);
+CREATE INDEX IF NOT EXISTS memories_by_attribute ON memories (chat_id, attribute);
 CREATE TABLE IF NOT EXISTS decisions (
     decision_id TEXT PRIMARY KEY, chat_id TEXT NOT NULL, op TEXT NOT NULL, memory_id TEXT,
     applied TEXT NOT NULL);

@@ -70,13 +70,13 @@ async def asker_name(store: MemoryStore, chat_id: str, asker: str, participants:
 
 
 def own_words_answer(features: dict[str, float]) -> bool:
-    """A first-person question whose first-ranked evidence is the asker's own, covering the question as well
-    as anything about someone else: "What do I drink now?" asked by Amy, with Amy's "I drink matcha now" on
-    top and Ben's "I only drink green tea" below. The check's "about someone else" reading (learned on
-    third-person questions, where both speakers discussing a subject is the typical trap) does not hold for
-    the asker's own words."""
+    """A first-person question with the asker's own evidence among the first three items, covering the
+    question as well as anything about someone else: "What do I drink now?" asked by Amy, with Amy's "I drink
+    matcha now" and Ben's "I only drink green tea" on top (or asked by Ben: his own line second). The check's
+    "about someone else" reading (learned on third-person questions, where both speakers discussing a subject
+    is the typical trap) does not hold for the asker's own words."""
     return (
-        features.get("named_first", 0.0) >= 1.0
+        features.get("named_first", 0.0) >= 0.33  # 1 / (1 + rank), rounded: rank <= 2
         and features.get("named_best_coverage", 0.0) > 0.0
         and features.get("named_best_coverage", 0.0) >= features.get("other_best_coverage", 0.0)
     )

@@ -7,6 +7,7 @@ import time
 
 from agents.text import count_tokens
 from retrieval.router import abstain
+from retrieval.router.asker import has_first_person, own_words_answer
 from retrieval.router.layers import render_layers
 from retrieval.router.state import Run
 from retrieval.router.strategies import Context, Ranking
@@ -60,6 +61,9 @@ async def finish(run: Run, graph, qa, classification, ranking: Ranking, ctx: Con
     if verdict.abstain and run.slot_answers:  # the asked slot has a live value for the asked subject
         verdict = verdict.model_copy(update={"abstain": False, "reason": None})
     if verdict.abstain and run.profile and cfg.profiles.overrides_abstention:  # the asked person's own lines
+        verdict = verdict.model_copy(update={"abstain": False, "reason": None})
+    if verdict.abstain and verdict.reason == "other_subject" and run.asker_name and has_first_person(req.query) \
+            and own_words_answer(verdict.features):  # "What do I drink now?": the asker's own words on top
         verdict = verdict.model_copy(update={"abstain": False, "reason": None})
     empty = empty_window(qa.time, qa.keywords, [c.doc for c in ordered[: cfg.abstention.window]])
     if empty and not verdict.abstain and not run.slot_answers and cfg.abstention.enabled:  # nothing said then

@@ -52,3 +52,26 @@ async def test_the_askers_first_person_is_the_asker(tmp_path):
         assert "杭州" in jie.items[0].text
     finally:
         await clients.close()
+
+
+DRINKS = [
+    _msg("d", 1, "amy", "Amy", 0, "Morning all! I'm on my third espresso already"),
+    _msg("d", 2, "ben", "Ben", 0.001, "Ha, I only drink green tea these days"),
+    _msg("d", 3, "amy", "Amy", 40, "Also I quit coffee, I drink matcha now"),
+]
+
+
+async def test_the_askers_own_words_answer_although_someone_else_said_alike(tmp_path, minilm):
+    """Both people said what they drink: a first-person question is about the asker, whose own line answers
+    it (the calibrated check, learned on third-person questions, read it as "about someone else")."""
+    clients = await build_clients(Settings(data_dir=tmp_path / "d", embedder="minilm"), embedder=minilm)
+    try:
+        await ingest(clients, write_jsonl(tmp_path / "in.jsonl", DRINKS))
+        for asker, own in (("amy", "matcha"), ("ben", "green tea")):
+            req = RetrieveRequest(chat_id="d", query="What do I drink now?", k=5, mode="routed", asker=asker,
+                                  now=T0 + timedelta(days=41))  # fmt: skip
+            got = await retrieve(clients.store, minilm, req)
+            assert not got.no_relevant_memory, asker
+            assert any(own in it.text for it in got.items[:3]), asker
+    finally:
+        await clients.close()
