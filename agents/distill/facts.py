@@ -34,7 +34,7 @@ _INTERJECTION_RE = re.compile(
     r"(?i)^(?:(?:yeah|yes|yep|yup|oh|wow|woah|whoa|ooh|yay|gosh|omg|man|dude|well|haha+|hehe|hmm+|aw+|ah+|"
     r"ok(?:ay)?|so|thanks|thank you|totally|"
     r"absolutely|lol|omg|hey|hi|anyway|by the way|btw)\b[\s,!.~-]*)+|"
-    r"^(?:嗯+|哈+|哦+|噢|啊|哇|对|是的|好的|对了|话说)[，,！!~\s]+"
+    r"^(?:嗯+|哈+|哦+|噢|啊|哇|对|是的|好的|对了|话说)[，,！!~\s]+|^(?:对了|话说|顺便说一下)(?=[\u4e00-\u9fff])"
 )
 
 
@@ -77,7 +77,8 @@ def distill_message(ctx: TopicContext, m: ChatMessage, question: ChatMessage | N
         score = _informativeness(sent, rewrite, bool(slots), bool(dates), bool(entities)) + (
             question is not None
         )
-        if not slots and (len(_content_tokens(sent)) < 2 or (score < 2.5 and not rewrite.first_person)):
+        if not slots and (len(_content_tokens(sent)) < 2 or (score < 2.5 and not (rewrite.first_person
+                                                                                 or _changed(sent)))):
             continue
         out.sentences.append(Sentence(m, speaker, sent, set(tokenize(sent)), 0.3 * score))
         for draft in _fact_drafts(sent, original, rewrite, slots, speaker, addressee, ctx.names, entities):
@@ -175,9 +176,18 @@ def _content_tokens(sent: str) -> set[str]:
     return extract_keywords(sent) - GENERIC_WORDS
 
 
+# a change or retraction said without a subject, as Chinese chat says most things ("吉他学不下去了，现在改练钢琴",
+# "成都出差取消了，改去重庆"): news about the speaker as much as a first-person sentence, and what keeps memory current
+_ZH_CHANGED = re.compile(r"改[去成到在为练用学做吃喝住回]|换[成到去]|不再|取消了|泡汤了|不.{1,4}了")
+
+
+def _changed(sent: str) -> bool:
+    return has_cjk(sent) and _ZH_CHANGED.search(sent) is not None
+
+
 def _informativeness(sent: str, rewrite: Rewrite, slot: bool, dated: bool, has_entities: bool) -> float:
     n_tokens = len(_content_tokens(sent))
-    score = 3.0 * slot + 1.5 * rewrite.first_person + 1.5 * dated + 1.0 * has_entities
+    score = 3.0 * slot + 1.5 * (rewrite.first_person or _changed(sent)) + 1.5 * dated + 1.0 * has_entities
     score += 0.5 * bool(re.search(r"\d", sent)) + 1.0 * bool(_PREFERENCE_RE.search(sent))
     score += 0.5 * bool(_PLAN_RE.search(sent)) + 0.15 * min(n_tokens, 10)
     return score - 0.5 * rewrite.second_person_subject

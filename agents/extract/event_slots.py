@@ -72,7 +72,7 @@ _EN_SCHEDULE = re.compile(
 )
 _EN_PAST = re.compile(r"(?i)\b(?:went|was|were|had|did|attended|yesterday|last|ago|used to|enjoyed|loved)\b")
 _ZH_CHANGE = re.compile(
-    r"改到|改成|改在|改为|推迟|延期|延后|提前|挪到|换到|调到|调整到|不是.{0,8}了|现在是|变成"
+    r"改到|改成|改在|改为|改去|换去|推迟|延期|延后|提前|挪到|换到|调到|调整到|不是.{0,8}了|现在是|变成"
 )
 _ZH_TARGET = re.compile(
     r"(?:改到|改成|改在|改为|推迟到|延期到|延后到|提前到|挪到|换到|调到|调整到|变成|定在|定于|安排在|约在|(?<!不)是|(?<!不)在|到)\s*$"
@@ -82,7 +82,8 @@ _ZH_PAST = re.compile(r"昨天|前天|上周|上个月|去年|以前|那次|当�
 
 _ZH_PLACE = re.compile(
     r"地点(?:改到|改成|换到|换成|换为|改在|改为|变成|定在|在|是|还是|[：:])(?P<v>[\u4e00-\u9fffA-Za-z]{2,10}?)(?:了|啦)?(?=[，。！？,.!?；;~]|$)|"
-    r"(?<![地])(?:改到|换到|挪到|改在|定在|约在|在)(?P<v3>[\u4e00-\u9fffA-Za-z]{2,8}?)(?=[。！？!?；;~]|$)|"
+    r"(?<![地])(?:改到|换到|挪到|改在|定在|约在|改去|换去|在)(?P<v3>[\u4e00-\u9fffA-Za-z]{2,8}?)(?=[。！？!?；;~]|$)|"
+    r"(?<![回过出进上下])去(?P<v4>[\u4e00-\u9fff]{2,4}?)(?:出差|旅游|旅行|玩|开会|参会|培训|度假)|"
     r"(?:改到|换到|改在|定在|约在)(?P<v2>[\u4e00-\u9fffA-Za-z]{2,8}?)(?:吃|聚|见|碰头|集合)"
 )
 _EN_PLACE = re.compile(
@@ -239,7 +240,7 @@ def find_plan_slots(sentence: str, speaker: str, names: frozenset[str] = frozens
     place = _place(sentence, cjk, change)
     if place is not None:
         g = place.groupdict()
-        value = (g.get("v") or g.get("v2") or g.get("v3") or "").strip()
+        value = (g.get("v") or g.get("v2") or g.get("v3") or g.get("v4") or "").strip()
         if cjk and (_ZH_TIME.search(value) or re.search(r"[了的吗呢吧]$|^[这那哪]", value)):
             value = ""
         if value and value not in names and value.split()[0] not in names and not _TIME_WORD.match(value):
@@ -289,14 +290,15 @@ def _owner_slots(sentence: str, speaker: str, names: frozenset[str], cjk: bool) 
 def _zh_owner_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotMatch]:
     people = sorted((n for n in names if n), key=len, reverse=True)
     who = "|".join(re.escape(n) for n in people) or r"[\u4e00-\u9fff]{2,3}"
+    who += r"|(?:小|老|阿)[\u4e00-\u9fff](?=来|写|做|负责|跟进|接手)"  # 小赵写: a nickname not (yet) in the chat
     patterns = (
         re.compile(
-            rf"{_ZH_TASK}(?:就|改|还是|现在)?(?:交给|由|让)(?P<owner>{who}|我)(?:来)?(?:负责|写|做|跟进|搞|弄)?"
+            rf"{_ZH_TASK}(?:就|改|还是|现在)?(?:交给|由|让|改成|换成)(?P<owner>{who}|我)(?:来)?(?:负责|写|做|跟进|搞|弄)?"
         ),
         re.compile(
             rf"(?P<owner>{who}|我)(?:来|会|现在)?(?:负责|接手|来写|来做|跟进)(?P<task>[\u4e00-\u9fffA-Za-z]{{2,10}})"
         ),
-        re.compile(rf"{_ZH_TASK}(?:就|还是|现在)?(?P<owner>{who}|我)(?:来|会)?(?:负责|接手|跟进)"),
+        re.compile(rf"{_ZH_TASK}(?:就|还是|现在)?(?P<owner>{who}|我)(?:来|会)?(?:负责|接手|跟进|来写|来做)"),
     )
     for pattern in patterns:
         m = pattern.search(sentence)

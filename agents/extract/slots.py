@@ -264,7 +264,7 @@ _EN_RETRACT = re.compile(
 # a plan called off, said in a sentence that changes nothing else ("moved to Mia's, the AC at Jake's is off"
 # is a change, not a retraction)
 _CALLED_OFF = re.compile(r"(?i)\b(?:is|are|'s|got) (?:off|cancell?ed|called off|scrapped)\b|(?:取消|泡汤)了")
-_CHANGE = re.compile(r"(?i)\b(?:moved?|moving|changed?|switched|instead|rescheduled|postponed)\b|改到|改成|挪到|换成|改在")
+_CHANGE = re.compile(r"(?i)\b(?:moved?|moving|changed?|switched|instead|rescheduled|postponed)\b|改到|改成|挪到|换成|改在|改去|换去|改飞")
 _ZH_RETRACT = re.compile(
     r"不再|已经不|(?:我|他|她|已经)不.{1,6}了|已经没有.{0,6}了|其实不是|其实没有|说错了|不是真的|"
     r"(?:取消|泡汤)了|不(?:去|搬|办|弄|做)了"
