@@ -83,6 +83,10 @@ _PATTERNS: dict[Kind, list[re.Pattern[str]]] = {
 _ZH_LEAD = re.compile(r"[\u4e00-\u9fff]*?(?:住在|住|搬到|搬去|寄到|送到|地址是|地址为|地址|在|到|去)(?=[\u4e00-\u9fff]{2})")
 
 
+_DIGIT = re.compile(r"\d")
+_NEED_DIGIT = frozenset({"id_card", "bank_card", "phone", "address"})  # every pattern of these has a \d
+
+
 def luhn(digits: str) -> bool:
     total = 0
     for i, ch in enumerate(reversed(digits)):
@@ -113,7 +117,10 @@ def detect(text: str) -> list[Finding]:
     """Non-overlapping findings, earlier kinds in :data:`KINDS` winning a contested span."""
     found: list[Finding] = []
     taken: list[tuple[int, int]] = []
+    has_digit = _DIGIT.search(text) is not None
     for kind in KINDS:
+        if (kind in _NEED_DIGIT and not has_digit) or (kind == "email" and "@" not in text):
+            continue  # most chat lines: no pattern of the kind can match
         for pattern in _PATTERNS[kind]:
             for m in pattern.finditer(text):
                 group = 1 if m.groups() else 0

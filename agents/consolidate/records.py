@@ -79,9 +79,16 @@ def _token_counts(text: str) -> Counter[str]:
 def lexical_similarity(a: str, b: str) -> float:
     """Cosine of token counts: the in-batch stand-in for embedding similarity."""
     ca, cb = _token_counts(a), _token_counts(b)
-    dot = sum(ca[t] * cb[t] for t in ca.keys() & cb.keys())
-    norm = math.sqrt(sum(v * v for v in ca.values())) * math.sqrt(sum(v * v for v in cb.values()))
+    if len(cb) < len(ca):
+        ca, cb = cb, ca
+    dot = sum(v * cb[t] for t, v in ca.items() if t in cb)  # integers: exact in any order
+    norm = _length(a) * _length(b)
     return dot / norm if norm else 0.0
+
+
+@lru_cache(maxsize=16384)
+def _length(text: str) -> float:
+    return math.sqrt(sum(v * v for v in _token_counts(text).values()))
 
 
 def make_record(

@@ -1,5 +1,5 @@
-"""find_dates skips its rule scans on a non-CJK sentence the cheap pre-check rules out: that check must never
-rule out a sentence some English, absolute or tail rule matches."""
+"""Cheap pre-checks before costly regex passes (find_dates' rules, the favourite patterns): a check must never
+rule out a sentence one of the patterns it guards matches."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agents.extract.cue_slots import _EN_FAV, _EN_FAV_CUE, _ZH_FAV, cue_slots
 from agents.extract.date_rules import ABSOLUTE_RULES, EN_RULES, TAIL_RULES
 from agents.extract.dates import _MAY_HAVE_DATE, find_dates
 
@@ -43,3 +44,29 @@ def test_sentences_without_dates_resolve_to_nothing() -> None:
     assert find_dates("We had a great time at the concert!", REF) == []
     assert [d.day.isoformat() for d in find_dates("We met yesterday at 3pm", REF)] == ["2024-03-05"]
     assert find_dates("We met yesterday at 3pm", REF)[0].clock is not None
+
+
+FAVOURITES = ["Pizza is my favorite food", "my favourite band is Muse", "Arsenal all the way, my favorite team",
+              "Tea is the best drink", "best song: Yesterday", "火锅是我最爱的菜", "最喜欢的歌是晴天", "迷上了滑雪，我最爱的运动"]
+
+
+def test_every_favourite_pattern_needs_its_cue() -> None:
+    for pattern in _EN_FAV:
+        assert any(pattern.search(s) for s in FAVOURITES), pattern.pattern[:60]
+        assert "(?:favou?rite|best" in pattern.pattern  # a required group, the cue's words
+    for pattern in _ZH_FAV:
+        assert any(pattern.search(s) for s in FAVOURITES), pattern.pattern[:60]
+        assert all(pattern.search(s) is None for s in FAVOURITES if "最" not in s)
+    assert all(_EN_FAV_CUE.search(s) for s in FAVOURITES if s.isascii())
+    assert [c.attribute for c in cue_slots("Pizza is my favorite food", "Ann", frozenset({"Ann"}), False)] == [
+        "favorite_food"
+    ]
+    assert cue_slots("Pizza is my food", "Ann", frozenset({"Ann"}), False) == []
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from([w for s in FAVOURITES for w in s.split()]) | st.text(max_size=6), max_size=8))
+def test_the_favourite_cue_only_rules_out_sentences_without_a_match(words: list[str]) -> None:
+    sentence = " ".join(words)
+    if _EN_FAV_CUE.search(sentence) is None:
+        assert not any(p.search(sentence) for p in _EN_FAV), sentence
