@@ -19,7 +19,7 @@ from agents.consolidate.records import (
     update_decision,
     value_in,
 )
-from agents.extract.slots import MULTI_VALUED
+from agents.extract.slots import MULTI_VALUED, states_change
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord
 
 __all__ = ["Batch", "decide", "decide_batch", "similar_for"]
@@ -97,6 +97,9 @@ def _similarity_decision(
             return update_decision(
                 c, same_topic[0], f"newer {c.kind.value} of topic {c.topic_id}", source_event_id
             )
+    changed = _changed_from(c, live)
+    if changed is not None:
+        return update_decision(c, changed, f"{c.subject} changed: '{changed.text}' -> '{c.text}'", source_event_id)
     for r, s in live:
         if (
             c.kind == MemoryKind.FACT
@@ -111,6 +114,20 @@ def _similarity_decision(
     return make_decision(
         c, DecisionOp.ADD, "new information", source_event_id, record=make_record(c, source_event_id)
     )
+
+
+def _changed_from(c: CandidateFact, live: Similar) -> MemoryRecord | None:
+    """The live fact a stated change replaces: "小王说：吉他学不下去了，现在改练钢琴" replaces "小王最近在学吉他"
+    (same subject, a shared word other than the subject's name, no slot to settle it, said before). The most
+    similar such fact; None when the candidate states no change."""
+    if c.kind != MemoryKind.FACT or not c.subject or c.attribute or not states_change(c.text):
+        return None
+    own = {w for w in keywords(c.text, c.subject) if len(w) >= 2}
+    for r, _ in live:  # best first
+        if (r.kind == MemoryKind.FACT and r.attribute is None and same_subject(r.subject, c.subject)
+                and r.valid_from <= c.event_time and own & keywords(r.text, r.subject)):
+            return r
+    return None
 
 
 def _retraction_target(c: CandidateFact, live: Similar, cfg: ConsolidatorConfig) -> MemoryRecord | None:

@@ -13,7 +13,7 @@ from agents.extract.entities import NOT_ENTITIES, find_entities
 from agents.extract.event_slots import all_slots
 from agents.extract.person import Rewrite, looks_like_name, to_third_person
 from agents.extract.slot_text import question_slot, short_answer_value, slot_sentence
-from agents.extract.slots import SlotMatch, find_slots, is_retraction
+from agents.extract.slots import SlotMatch, find_slots, is_retraction, states_change
 from agents.extract.tasks import find_task
 from agents.extract.text import cjk_tags, is_filler, is_question, split_sentences
 from agents.text import ENGLISH_STOPWORDS, extract_keywords, has_cjk, tokenize
@@ -141,11 +141,11 @@ def _subject(
             if sent.startswith(name):
                 return name
         tags = cjk_tags(sent)
-        return (
-            tags[0][0]
-            if tags and tags[0][1] in ("nr", "nrt", "nrfg")
-            else (addressee if rewrite.second_person_subject else None)
-        )
+        if tags and tags[0][1] in ("nr", "nrt", "nrfg"):
+            return tags[0][0]
+        if rewrite.second_person_subject:
+            return addressee
+        return speaker if _changed(sent) else None  # "吉他学不下去了，现在改练钢琴": the speaker's own change
     first = sent.split(" ", 1)[0].strip(",.!?:")
     if first in names or (
         first[:1].isupper()
@@ -176,13 +176,11 @@ def _content_tokens(sent: str) -> set[str]:
     return extract_keywords(sent) - GENERIC_WORDS
 
 
-# a change or retraction said without a subject, as Chinese chat says most things ("吉他学不下去了，现在改练钢琴",
-# "成都出差取消了，改去重庆"): news about the speaker as much as a first-person sentence, and what keeps memory current
-_ZH_CHANGED = re.compile(r"改[去成到在为练用学做吃喝住回]|换[成到去]|不再|取消了|泡汤了|不.{1,4}了")
-
-
 def _changed(sent: str) -> bool:
-    return has_cjk(sent) and _ZH_CHANGED.search(sent) is not None
+    """A change or retraction said without a subject, as Chinese chat says most things ("吉他学不下去了，现在改
+    练钢琴", "成都出差取消了，改去重庆"): news about the speaker as much as a first-person sentence, and what
+    keeps memory current."""
+    return has_cjk(sent) and states_change(sent)
 
 
 def _informativeness(sent: str, rewrite: Rewrite, slot: bool, dated: bool, has_entities: bool) -> float:

@@ -22,6 +22,7 @@ __all__ = [
     "SlotRule",
     "find_slots",
     "is_retraction",
+    "states_change",
 ]
 
 MULTI_VALUED = frozenset(
@@ -277,6 +278,16 @@ def _retraction_near(sentence: str, end: int, cjk: bool) -> bool:
         return False
     tail = re.split(r"[,;.!?]", sentence[end:], maxsplit=1)[0]
     return bool(re.search(r"\b(anymore|any more|no longer)\b", tail, re.I))
+
+
+# the speaker's own habit or pursuit changed: "吉他学不下去了，现在改练钢琴", "I quit coffee", "switched to tea"
+_ZH_CHANGED = re.compile(r"改[去成到在为练用学做吃喝住回]|换[成到去]|不再|取消了|泡汤了|不.{1,4}了")
+_EN_CHANGED = re.compile(r"(?i)\b(?:quit|quitting|switched|gave up|given up|no longer|anymore|any more)\b")
+
+
+def states_change(sentence: str) -> bool:
+    """The sentence says something changed or stopped (a cue, not what changed)."""
+    return (_ZH_CHANGED if has_cjk(sentence) else _EN_CHANGED).search(sentence) is not None
 
 
 def is_retraction(sentence: str) -> bool:

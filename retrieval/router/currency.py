@@ -15,6 +15,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from agents.extract.slots import states_change
 from agents.text import tokenize
 from retrieval.protocols import Doc
 from retrieval.router.candidates import Cand
@@ -57,25 +58,37 @@ class Succession:
     )  # superseded memory id -> replacing id ("" retracted)
     stale_sources: dict[str, str] = field(default_factory=dict)  # message id -> replacing memory id
     records: dict[str, MemoryRecord] = field(default_factory=dict)  # invalidated facts by id
+    # facts without a slot replaced by a newer version: a change when that version states one ("吉他学不下去了，
+    # 现在改练钢琴" replacing "在学吉他"), else more detail; told apart once the version is at hand
+    replaced: dict[str, str] = field(default_factory=dict)  # superseded memory id -> replacing id
+    replaced_sources: dict[str, str] = field(default_factory=dict)  # message id -> superseded memory id
+    replaced_records: dict[str, MemoryRecord] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.successor or self.replaced)
 
     def head(self, memory_id: str) -> str:
         """The live end of a chain of replacements (``""`` when it ends in a retraction)."""
         seen: set[str] = set()
-        while memory_id in self.successor and memory_id not in seen:
+        while memory_id not in seen and (memory_id in self.successor or memory_id in self.replaced):
             seen.add(memory_id)
-            memory_id = self.successor[memory_id]
+            memory_id = self.successor.get(memory_id, self.replaced.get(memory_id, memory_id))
         return memory_id
 
     def stale_head(self, c: Cand) -> tuple[str, MemoryRecord] | None:
         """For a stale item: (its current replacement id or ``""``, the superseded record); else None."""
         if c.doc_id in self.successor:
             return self.head(c.doc_id), self.records[c.doc_id]
+        if c.doc_id in self.replaced:
+            return self.head(c.doc_id), self.replaced_records[c.doc_id]
         if c.doc.kind != "turn":
             return None  # a live derived record citing a stale message was rewritten or states other things
-        for m in c.doc.source_message_ids:
-            old = self.stale_sources.get(m)
-            if old is not None and still_states(c.doc.text, self.records[old], c.doc.speaker):
-                return self.head(old), self.records[old]
+        for sources, records in ((self.stale_sources, self.records), (self.replaced_sources, self.replaced_records)):
+            for m in c.doc.source_message_ids:
+                old = sources.get(m)
+                if old is not None and still_states(c.doc.text, records[old], c.doc.speaker):
+                    return self.head(old), records[old]
         return None
 
 
@@ -92,6 +105,11 @@ def build_succession(invalidated: Iterable[MemoryRecord]) -> Succession:
     s = Succession()
     for r in sorted(invalidated, key=lambda r: r.valid_from):
         if not is_value_change(r):
+            if r.kind == MemoryKind.FACT and r.valid_to is not None and r.superseded_by:
+                s.replaced_records[r.memory_id] = r
+                s.replaced[r.memory_id] = r.superseded_by
+                for m in r.source_message_ids:
+                    s.replaced_sources[m] = r.memory_id
             continue
         s.records[r.memory_id] = r
         s.successor[r.memory_id] = r.superseded_by or RETRACTED
@@ -132,7 +150,7 @@ def _add_note(notes: dict[str, str], doc_id: str, note: str) -> None:
 
 def apply_currency(ranking: Ranking, succ: Succession, fetched: Mapping[str, Cand], k: int) -> Ranking:
     """Stale items below their current version (brought in from ``fetched`` when missing), annotated."""
-    if not succ.successor:
+    if succ.empty:
         return ranking
     scores = {c.doc_id: s for c, s in ranking.scored}
     cands = {c.doc_id: c for c, _ in ranking.scored}
@@ -154,6 +172,8 @@ def apply_currency(ranking: Ranking, succ: Succession, fetched: Mapping[str, Can
         if head == doc_id:
             continue
         current = cands.get(head) or fetched.get(head)
+        if old.memory_id in succ.replaced and (current is None or not states_change(current.doc.text)):
+            continue  # replaced by a more detailed version, not by a change
         if (
             current is not None
             and c.doc.kind == "turn"

@@ -110,7 +110,7 @@ async def supersession(store: MemoryStore, chat_id: str) -> Succession:
 
 async def current_versions(store: MemoryStore, run: Run, succ: Succession, ranking: Ranking) -> Ranking:
     """Stale items below their current version, which is fetched when the searches missed it."""
-    if not succ.successor:
+    if succ.empty:
         return ranking
     top = [c for c, _ in ranking.scored[: 2 * run.req.k]]
     fetched: dict[str, Cand] = {}

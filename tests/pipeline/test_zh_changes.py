@@ -39,20 +39,22 @@ def test_a_plan_called_off_for_another_is_a_change_not_a_retraction():
     assert is_retraction("成都出差取消了")
 
 
+ROWS = [
+    chat_row("z", 1, "li", "小李", T0, 0, "大家好，我下个月要去成都出差"),
+    chat_row("z", 2, "wang", "小王", T0, 0.001, "成都好玩！我最近在学吉他"),
+    chat_row("z", 3, "li", "小李", T0, 0.002, "项目周报周五前交给张经理"),
+    chat_row("z", 4, "wang", "小王", T0, 0.003, "周报我来写吧"),
+    chat_row("z", 5, "li", "小李", T0, 14, "成都出差取消了，改去重庆"),
+    chat_row("z", 6, "wang", "小王", T0, 14.001, "吉他学不下去了，现在改练钢琴"),
+    chat_row("z", 7, "li", "小李", T0, 14.002, "周报改成小赵写，小王这周太忙"),
+    chat_row("z", 8, "wang", "小王", T0, 15, "谢谢！对了我的猫叫咪咪"),
+]
+
+
 async def test_zh_changes_keep_memory_current(tmp_path):
-    rows = [
-        chat_row("z", 1, "li", "小李", T0, 0, "大家好，我下个月要去成都出差"),
-        chat_row("z", 2, "wang", "小王", T0, 0.001, "成都好玩！我最近在学吉他"),
-        chat_row("z", 3, "li", "小李", T0, 0.002, "项目周报周五前交给张经理"),
-        chat_row("z", 4, "wang", "小王", T0, 0.003, "周报我来写吧"),
-        chat_row("z", 5, "li", "小李", T0, 14, "成都出差取消了，改去重庆"),
-        chat_row("z", 6, "wang", "小王", T0, 14.001, "吉他学不下去了，现在改练钢琴"),
-        chat_row("z", 7, "li", "小李", T0, 14.002, "周报改成小赵写，小王这周太忙"),
-        chat_row("z", 8, "wang", "小王", T0, 15, "谢谢！对了我的猫叫咪咪"),
-    ]
     clients = await build_clients(Settings(data_dir=tmp_path / "d", embedder="none"), embedder=None)
     try:
-        await ingest(clients, write_jsonl(tmp_path / "in.jsonl", rows))
+        await ingest(clients, write_jsonl(tmp_path / "in.jsonl", ROWS))
         facts = [m.text for m in await clients.store.list_memories("z") if m.kind == "fact"]
         assert any("钢琴" in t for t in facts)  # said without a subject, still a fact
 
@@ -63,5 +65,21 @@ async def test_zh_changes_keep_memory_current(tmp_path):
         assert "重庆" in await top("小李要去哪里出差？")
         assert "小赵" in await top("谁写周报？")
         assert "咪咪" in await top("小王的猫叫什么？")
+    finally:
+        await clients.close()
+
+
+async def test_a_change_without_a_slot_replaces_the_fact_it_changes(tmp_path, minilm):
+    """No slot for what one is learning: the change replaces the guitar fact by similarity (the default
+    embedder finds it), and the router puts the new statement above the old turn, marked superseded."""
+    clients = await build_clients(Settings(data_dir=tmp_path / "d", embedder="minilm"), embedder=minilm)
+    try:
+        await ingest(clients, write_jsonl(tmp_path / "in.jsonl", ROWS))
+        req = RetrieveRequest(chat_id="z", query="小王现在在学什么乐器？", k=5, mode="routed",
+                              now=T0 + timedelta(days=16))  # fmt: skip
+        got = await retrieve(clients.store, minilm, req)
+        assert "钢琴" in got.items[0].text
+        old = [it for it in got.items if "吉他" in it.text and "钢琴" not in it.text and it.kind == "turn"]
+        assert all(it.note and "superseded" in it.note for it in old)
     finally:
         await clients.close()

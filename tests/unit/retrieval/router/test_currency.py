@@ -64,3 +64,18 @@ def test_a_retracted_statement_stays_in_view_below_the_best_live_item():
     out = apply_currency(ranking, succ, {}, k=5)
     assert [c.doc_id for c, _ in out.scored] == ["turn:c:m7", "turn:c:m4"]
     assert out.notes["turn:c:m4"].startswith("retracted")
+
+
+def test_a_fact_replaced_by_a_change_makes_its_turn_stale_but_more_detail_does_not():
+    guitar = rec("g1", "Bob is learning the guitar", ["m1"], attribute=None, to=T0 + timedelta(days=9), by="g2")
+    said = turn("m1", "I'm learning the guitar these days.")
+    ranking = Ranking("knowledge_update", [(said, 2.0)])
+    succ = build_succession([guitar])
+    assert succ.successor == {} and heads_to_fetch(succ, [said], {}) == ["g2"]
+    changed = rec("g2", "Bob quit the guitar, he plays the piano now", ["m9"], attribute=None, days=9)
+    out = apply_currency(ranking, succ, {"g2": Cand(doc=doc_from_record(changed))}, k=5)
+    assert [c.doc_id for c, _ in out.scored] == ["g2", "turn:c:m1"]
+    assert out.notes["turn:c:m1"].startswith("superseded (until 2024-03-10) by: Bob quit the guitar")
+    detail = rec("g2", "Bob is learning the guitar with a teacher in Porto", ["m9"], attribute=None, days=9)
+    out = apply_currency(ranking, succ, {"g2": Cand(doc=doc_from_record(detail))}, k=5)
+    assert [c.doc_id for c, _ in out.scored] == ["turn:c:m1"] and out.notes == {}

@@ -1,0 +1,39 @@
+"""A stated change replaces the fact it changes, even with no slot to settle it ("吉他学不下去了，现在改练钢琴"
+replaces "小王最近在学吉他"); the router then tells the old raw turn apart from a more detailed restatement."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from agents.consolidator import decide
+from schemas import DecisionOp
+from tests.unit.agents.test_consolidator import RULES, T0, _facts, _stored
+
+
+def test_a_zh_change_said_without_a_subject_updates_the_speakers_fact():
+    old = _stored("小王最近在学吉他", subject="小王")
+    facts = _facts([("小王", "吉他学不下去了，现在改练钢琴")])
+    assert facts and facts[0].subject == "小王"  # pro-drop: the speaker's own change
+    d = decide(facts[0], [(old, 0.4)], RULES, "ev-1")
+    assert d.op == DecisionOp.UPDATE and d.target_memory_id == "mem-old" and "钢琴" in d.record.text
+
+
+def test_an_en_change_updates_the_fact_it_names():
+    old = _stored("Alice drinks green tea every morning", subject="Alice")
+    (cand,) = _facts([("Alice", "I quit green tea, it's black coffee for me now.")])
+    d = decide(cand, [(old, 0.5)], RULES, "ev-1")
+    assert d.op == DecisionOp.UPDATE and d.target_memory_id == "mem-old"
+
+
+def test_no_change_cue_or_nothing_shared_adds():
+    old = _stored("Alice drinks green tea every morning", subject="Alice")
+    (same_topic,) = _facts([("Alice", "I bought a new teapot for the green tea.")])
+    assert decide(same_topic, [(old, 0.5)], RULES, "ev-1").op == DecisionOp.ADD
+    (other,) = _facts([("Alice", "I quit the gym last week, too expensive.")])
+    assert decide(other, [(old, 0.2)], RULES, "ev-1").op == DecisionOp.ADD
+
+
+def test_a_change_never_rewrites_what_was_said_after_it():
+    old = _stored("Alice drinks green tea every morning", subject="Alice", at=T0 + timedelta(days=3))
+    (cand,) = _facts([("Alice", "I quit green tea, it's black coffee for me now.")])
+    assert decide(cand, [(old, 0.5)], RULES, "ev-1").op != DecisionOp.UPDATE
