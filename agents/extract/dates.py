@@ -37,13 +37,20 @@ __all__ = [
 _DAY_GRAINS = ("day", "absolute", "weekend")
 # Every English, absolute and tail rule needs one of these (a digit, or a word the rule spells out: weekday
 # names end in "day", "weekend" holds "week"); case-insensitive like the rules. A sentence without any
-# (most chat lines) has no date, so its ~20 rule scans are skipped. ``test_dates_precheck`` checks it.
-_MAY_HAVE_DATE = re.compile(
-    r"\d|day|tomorrow|tonight|night|morning|afternoon|evening|week|month|year|spring|summer|fall|autumn|winter|"
-    + "|".join(MONTHS)
-    + "|号",
-    re.I,
-)
+# (most chat lines) has no date, so its ~20 rule scans are skipped. ``tests/unit/agents/test_prechecks.py`` checks it.
+_DATE_WORDS = ("day", "week", "month", "year", "night", "tomorrow", "morning", "afternoon", "evening", "spring",
+               "summer", "fall", "autumn", "winter", *MONTHS)  # fmt: skip
+_MAY_HAVE_DATE = re.compile(r"\d|" + "|".join(_DATE_WORDS) + "|号", re.I)
+_ASCII_DIGIT = re.compile(r"[0-9]")
+
+
+def _may_have_date(sentence: str) -> bool:
+    """``_MAY_HAVE_DATE`` finds something; on ASCII text (where \\d is 0-9 and ignoring case is ASCII case)
+    the same test is a few substring checks, several times faster than the alternation."""
+    if sentence.isascii():
+        low = sentence.lower()
+        return any(w in low for w in _DATE_WORDS) or _ASCII_DIGIT.search(sentence) is not None
+    return _MAY_HAVE_DATE.search(sentence) is not None
 
 
 def local_time(ref: datetime, tz: tzinfo | None = None) -> datetime:
@@ -67,7 +74,7 @@ def find_dates(
     its own is of that week when the tense allows (``下周三聚餐改到周四`` -> reply ``周四可以``).
     """
     cjk = has_cjk(sentence)
-    if not cjk and _MAY_HAVE_DATE.search(sentence) is None:
+    if not cjk and not _may_have_date(sentence):
         return []
     found: list[DateMention] = []
     replaced: set[int] = set()

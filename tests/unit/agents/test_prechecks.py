@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from agents.extract.cue_slots import _EN_FAV, _EN_FAV_CUE, _ZH_FAV, cue_slots
 from agents.extract.date_rules import ABSOLUTE_RULES, EN_RULES, TAIL_RULES
-from agents.extract.dates import _MAY_HAVE_DATE, find_dates
+from agents.extract.dates import _MAY_HAVE_DATE, _may_have_date, find_dates
 
 RULES = EN_RULES + ABSOLUTE_RULES + TAIL_RULES
 REF = datetime(2024, 3, 6, 15, 0, tzinfo=UTC)
@@ -22,20 +22,21 @@ DATED = [
     "two weeks ago", "in a few days", "three days from now", "on Sunday", "2024-03-08", "3月8日", "March 8th, 2024",
     "8 of March", "the week before", "on the 5th", "5号", "wEdNeSdAy", "since May", "early September",
 ]  # fmt: skip
-WORDS = [w for s in DATED for w in s.split()] + "a I we had fun on at in the of ok 7 pm it's ſunday K".split()
+WORDS = [w for s in DATED for w in s.split()] + "a I we had fun on at in the of ok 7 pm it's ſunday K ٣ MAY".split()
 
 
 def test_every_rule_is_covered_and_passes_the_check() -> None:
     for pattern, kind in RULES:
         hits = [s for s in DATED if pattern.search(s)]
         assert hits, f"no sample sentence for rule {kind}: {pattern.pattern[:60]}"
-        assert all(_MAY_HAVE_DATE.search(s) for s in hits)
+        assert all(_MAY_HAVE_DATE.search(s) and _may_have_date(s) for s in hits)
 
 
 @settings(max_examples=1000, deadline=None)
 @given(st.lists(st.sampled_from(WORDS) | st.text(max_size=6), max_size=8))
 def test_the_check_only_rules_out_sentences_without_a_match(words: list[str]) -> None:
     sentence = " ".join(words)
+    assert _may_have_date(sentence) == (_MAY_HAVE_DATE.search(sentence) is not None), sentence  # ASCII path
     if _MAY_HAVE_DATE.search(sentence) is None:
         assert not any(p.search(sentence) for p, _ in RULES), sentence
 
