@@ -139,8 +139,9 @@ def _retraction_target(c: CandidateFact, live: Similar, cfg: ConsolidatorConfig)
             continue
         same_slot = bool(c.attribute) and r.attribute == c.attribute
         shared = keywords(r.text, r.subject) & keywords(c.text, c.subject)
+        named = bool(shared & {w for e in c.entities for w in keywords(e, None)})  # "Forget the Figma thing"
         similar = (
-            s >= cfg.update_similarity and len(shared) >= 1 and (not c.value or value_in(r.text, c.value))
+            (s >= cfg.update_similarity or named) and len(shared) >= 1 and (not c.value or value_in(r.text, c.value))
         )
         score = s + same_slot
         if (same_slot or similar) and (best is None or score > best[0]):

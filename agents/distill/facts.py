@@ -154,7 +154,9 @@ def _subject(
         and first in find_entities(sent, names)
     ):
         return first
-    return addressee if rewrite.second_person_subject else None
+    if rewrite.second_person_subject:
+        return addressee
+    return speaker if _changed(sent) else None  # "Forget the Figma thing, the offer fell through"
 
 
 def _strip_lead(sent: str, names: frozenset[str]) -> str:
@@ -178,9 +180,9 @@ def _content_tokens(sent: str) -> set[str]:
 
 def _changed(sent: str) -> bool:
     """A change or retraction said without a subject, as Chinese chat says most things ("吉他学不下去了，现在改
-    练钢琴", "成都出差取消了，改去重庆"): news about the speaker as much as a first-person sentence, and what
-    keeps memory current."""
-    return has_cjk(sent) and states_change(sent)
+    练钢琴", "成都出差取消了，改去重庆") and English corrections do ("Forget the Figma thing, the offer fell
+    through"): news about the speaker as much as a first-person sentence, and what keeps memory current."""
+    return states_change(sent) or is_retraction(sent)
 
 
 def _informativeness(sent: str, rewrite: Rewrite, slot: bool, dated: bool, has_entities: bool) -> float:

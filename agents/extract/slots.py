@@ -259,7 +259,9 @@ _EN_RETRACT = re.compile(
     r"\bthat(?:'s| is|'s not| isn't| wasn't) (?:not )?true\b|\bi was wrong\b|\bcorrection:|"
     r"(?<!\blights )(?<!\bphone )(?<!\bpower )(?<!\bAC )(?<!\bTV )(?<!\bheating )(?<!\balarm )"
     r"\b(?:is|are|'s|got) (?:off|cancell?ed|called off|scrapped)(?=\s*(?:[,.;!?]|$|now\b|after all\b))|"
-    r"\bnot happening\b|\bcalled (?:it )?off\b",
+    r"\bnot happening\b|\bcalled (?:it )?off\b|\bfell through\b|\bforget (?:the|about the)\b|\bnever ?mind\b|"
+    r"\b(?:that|it|this|the test|the results?) (?:was|were) wrong\b|\bactually (?:is|are|was|were)n't\b|"
+    r"\bactually not\b",
     re.I,
 )
 # a plan called off, said in a sentence that changes nothing else ("moved to Mia's, the AC at Jake's is off"
