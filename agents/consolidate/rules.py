@@ -19,6 +19,7 @@ from agents.consolidate.records import (
     update_decision,
     value_in,
 )
+from agents.extract.event_slots import is_plan_change
 from agents.extract.slots import MULTI_VALUED, states_change
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord
 
@@ -149,13 +150,23 @@ def _retraction_target(c: CandidateFact, live: Similar, cfg: ConsolidatorConfig)
     return best[1] if best else None
 
 
+def _names_event(c: CandidateFact, r: MemoryRecord) -> bool:
+    """A plan change naming the event by another of its words: "The dentist called, they pushed it to June 14"
+    (event "dentist") changes "Kim's dentist appointment is on June 12" (event "appointment")."""
+    if c.attribute not in ("when", "where") or not c.subject or not is_plan_change(c.text):
+        return False
+    words = keywords(c.subject, None)
+    return bool(words) and words <= keywords(r.text, None)
+
+
 def _slot_decision(c: CandidateFact, live: Similar, source_event_id: str) -> MemoryDecision | None:
     if not (c.attribute and c.subject) or c.kind != MemoryKind.FACT:
         return None
     same = [
         r
         for r, _ in live
-        if r.kind == MemoryKind.FACT and r.attribute == c.attribute and same_subject(r.subject, c.subject)
+        if r.kind == MemoryKind.FACT and r.attribute == c.attribute
+        and (same_subject(r.subject, c.subject) or _names_event(c, r))
     ]
     if not same:
         return None

@@ -18,7 +18,7 @@ from agents.extract.person import looks_like_name
 from agents.extract.slots import SlotMatch
 from agents.text import has_cjk
 
-__all__ = ["all_slots", "find_plan_slots"]
+__all__ = ["all_slots", "find_plan_slots", "is_plan_change"]
 
 _EN_EVENTS = (
     r"(?:karaoke|game|movie|quiz|trivia|poker|board game|date|pizza|taco|"
@@ -137,7 +137,8 @@ _EN_SUBJECT = re.compile(r"(?i)\b(?:the|our|my|this|that|next|a) (?P<ev>[a-z][a-
 _NP_STOP = frozenset(
     "is are was were be been moves moved shifts slips slipped on at for to from has have had will gets got "
     "starts start begins this next each every with and or but now is' by in of off back happens happen takes "
-    "took began ends ended goes went runs lands kicks wraps needs meets meet gathers gather held changed changes"
+    "took began ends ended goes went runs lands kicks wraps needs meets meet gathers gather held changed changes "
+    "called rang texted emailed messaged said told asked wrote"  # "The dentist called, they pushed it to June 14"
     .split()
 )
 _EN_PURPOSE = re.compile(
@@ -212,6 +213,11 @@ def _np_head(np: str) -> str | None:
 
 def _key(ev: str, cjk: bool) -> str:
     return _ZH_CANON.get(ev, ev) if cjk else ev.lower().replace("-", "")
+
+
+def is_plan_change(sentence: str) -> bool:
+    """The sentence moves, postpones or otherwise changes a plan ("pushed it to June 14", "改到周四")."""
+    return (_ZH_CHANGE if has_cjk(sentence) else _EN_CHANGE).search(sentence) is not None
 
 
 def find_plan_slots(sentence: str, speaker: str, names: frozenset[str] = frozenset()) -> list[SlotMatch]:

@@ -37,3 +37,14 @@ def test_a_change_never_rewrites_what_was_said_after_it():
     old = _stored("Alice drinks green tea every morning", subject="Alice", at=T0 + timedelta(days=3))
     (cand,) = _facts([("Alice", "I quit green tea, it's black coffee for me now.")])
     assert decide(cand, [(old, 0.5)], RULES, "ev-1").op != DecisionOp.UPDATE
+
+
+def test_a_plan_change_naming_the_event_by_another_word_updates_it():
+    old = _stored("Kim's dentist appointment is on June 12 at 3pm", subject="appointment", attribute="when")
+    (cand,) = [f for f in _facts([("Kim", "The dentist called, they pushed it to June 14, same time")])
+               if f.attribute == "when"]  # fmt: skip
+    assert cand.subject == "dentist" and cand.value == "June 14"
+    d = decide(cand, [(old, 0.5)], RULES, "ev-1")
+    assert d.op == DecisionOp.UPDATE and d.target_memory_id == "mem-old"
+    other = _stored("The team lunch is on June 12", subject="lunch", attribute="when")
+    assert decide(cand, [(other, 0.5)], RULES, "ev-1").op == DecisionOp.ADD  # no word of the event in it
