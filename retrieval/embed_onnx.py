@@ -28,6 +28,7 @@ MODEL_NAME = "all-MiniLM-L6-v2"  # the same model as the torch MiniLM: calibrati
 # ~1/1200 of a token's cost per token of width.
 FORWARD_OVERHEAD = 16.0
 ATTENTION_WIDTH = 1200.0
+QUERY_TEXTS = 8  # a query call of at most this many texts (a routed question's) runs on one thread
 
 
 def length_batches(lengths: list[int], batch: int, max_tokens: int,
@@ -88,7 +89,6 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
         self.max_tokens = max_tokens
 
     def _load(self) -> Any:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         from retrieval.embed_export import ensure_exported, tokenizer_file
@@ -98,19 +98,35 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
         tok = Tokenizer.from_file(str(tokenizer_file()))
         tok.enable_truncation(max_length=self.max_tokens)
         tok.no_padding()
-        opts = ort.SessionOptions()
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        opts.intra_op_num_threads = self.threads or len(os.sched_getaffinity(0))
-        opts.inter_op_num_threads = 1
-        opts.log_severity_level = 3
-        # no busy-waiting between forwards: the model is called in bursts between the stages' Python work on the
-        # same cores, and spinning threads took ~40% more CPU for the same vectors (5.3 vs 9 CPU-s, 300 texts)
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        return tok, session
+        return tok, path, {}  # the sessions, by intra-op thread count, made on first use (:meth:`_session`)
+
+    def _session(self, model: Any, threads: int) -> Any:
+        import onnxruntime as ort
+
+        _, path, sessions = model
+        if threads not in sessions:
+            opts = ort.SessionOptions()
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            opts.intra_op_num_threads = threads
+            opts.inter_op_num_threads = 1
+            opts.log_severity_level = 3
+            # no busy-waiting between forwards: the model is called in bursts between the stages' Python work on
+            # the same cores, and spinning threads took ~40% more CPU for the same vectors (5.3 vs 9 CPU-s, 300 texts)
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            sessions[threads] = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        return sessions[threads]
+
+    def _threads(self, texts: list[str], is_query: bool) -> int:
+        """Intra-op threads for one call: a question's few texts run on one thread, with the request's Python
+        work beside it on the other CPU (splitting a forward this small cost ~0.7 ms CPU of ~5.4 in hand-offs
+        and saved no wall time; the vectors are the same bit for bit: tests/unit/retrieval/test_embed_threads.py);
+        batches use every CPU (``threads``)."""
+        every = self.threads or len(os.sched_getaffinity(0))
+        return 1 if is_query and len(texts) <= QUERY_TEXTS else every
 
     def _encode(self, model: Any, texts: list[str], is_query: bool) -> np.ndarray:
-        tok, session = model
+        tok = model[0]
+        session = self._session(model, self._threads(texts, is_query))
         encodings = tok.encode_batch(texts, add_special_tokens=True)
         ids = [e.ids for e in encodings]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

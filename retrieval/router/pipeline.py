@@ -164,10 +164,16 @@ def rank_pool(run: Run, qa: QueryAnalysis, mix, recipes, succession=({}, {})) ->
     return rank(run, qa, mix, ctx, cands), ctx
 
 
-async def _without_vectors(run: Run, store: MemoryStore, lead: StrategyRecipe) -> tuple[str, Succession]:
-    """What the request needs before ranking and no vector: the main search's BM25 text, the succession."""
-    bm25_text = run.analyse([], None).bm25_text if lead.expand_morphology else run.req.query
-    return bm25_text, await supersession(store, run.req.chat_id)
+async def _prelude(run: Run, store: MemoryStore) -> tuple[set[str], Succession]:
+    """What every request reads before its class is known and needs no vector: the topics' participants and
+    the chat's last activity, whom a first-person question is about, the succession of facts, and the
+    analyses the main search (BM25 text) and the early searches (topics' participants) read."""
+    named, run.latest = await topic_participants(store, run.req.chat_id)
+    await _about_asker(run, store, named, min(run.now, run.latest or run.now))
+    succ = await supersession(store, run.req.chat_id)
+    run.analyse([], None)
+    run.analyse(sorted(named), run.latest)
+    return named, succ
 
 
 async def gather(run: Run, store, embedder, qa: QueryAnalysis, mix, llm,
@@ -262,9 +268,12 @@ async def retrieve_routed(
     run = Run(req=req, cfg=cfg, now=req.now or datetime.now(UTC), about=req.query)
     t0 = time.perf_counter()
     first = main_spec(req, cfg.recipe("factual_extraction"), label="main")
+    to_embed = []
     if classification is None and wants_vector(cfg.classifier):  # the prototype layer reads the skeleton's vector
-        await embed_specs(embedder, [first, first.model_copy(update={"embed_text": skeleton(req.query)})],
-                          run.vectors)  # fmt: skip
+        to_embed = [first, first.model_copy(update={"embed_text": skeleton(req.query)})]
+    # the forward runs in the embedder's thread (ONNX releases the GIL) while this one reads what the request
+    # needs whatever the class: the chat's participants, whom "I" is, the superseded facts, the BM25 text
+    _, (named, succ) = await asyncio.gather(embed_specs(embedder, to_embed, run.vectors), _prelude(run, store))  # fmt: skip
     if classification is None:
         vec = run.vectors.get(skeleton(req.query))
         classification = await classify(req.query, embedder=embedder, vector=None if vec is None else _arr(vec),
@@ -274,15 +283,11 @@ async def retrieve_routed(
              strategies=mix)  # fmt: skip
     t0 = time.perf_counter()
     lead = cfg.recipe(mix[0][0])
-    named, run.latest = await topic_participants(store, req.chat_id)
-    await _about_asker(run, store, named, min(run.now, run.latest or run.now))
+    bm25_text = run.analyse([], None).bm25_text if lead.expand_morphology else req.query
     # the texts the strategies will embed, as far as they are known before the main search (its speakers may
-    # add names): one forward for all of them instead of one more after the search. The forward runs in the
-    # embedder's thread (ONNX releases the GIL) while this one does what needs no vector.
+    # add names): one forward for all of them instead of one more after the search
     early = extra_specs(run, run.analyse(sorted(named), run.latest), [cfg.recipe(n) for n, _ in mix])
-    _, (bm25_text, succ) = await asyncio.gather(
-        embed_specs(embedder, [first, *early], run.vectors), _without_vectors(run, store, lead)
-    )
+    await embed_specs(embedder, [first, *early], run.vectors)
     searched = {s.embed_text: run.vectors[s.embed_text] for s in [first, *early] if s.embed_text in run.vectors}
     with upcoming(searched.values()):  # a store may scan for all of them at once (query_vectors)
         await run_specs(store, embedder, req.chat_id, [main_spec(req, lead, bm25_text, label="main")], run.pool,

@@ -1,0 +1,37 @@
+"""A question's few texts run on a one-thread session of the int8 MiniLM; the vectors are the ones every
+thread gives, bit for bit, so a query vector does not depend on which session computed it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from retrieval.embed_onnx import QUERY_TEXTS, OnnxMiniLMEmbedder
+from retrieval.router.classifier import skeleton
+
+QUESTIONS = [
+    "When did Caroline go to the LGBTQ support group?",
+    "What subject have Caroline and Melanie both painted?",
+    "How many times has Melanie gone to the beach in 2023?",
+    "What career path has Caroline decided to persue?",
+    "Would Melanie likely enjoy the song 'The Four Seasons' by Vivaldi?",
+    "我上个月在杭州买的那本书叫什么名字？",
+    "ok",
+    "What did Jon say about losing his job as a banker, and when did he open the dance studio he had "
+    "been talking about for months with Gina and the people from the gym downtown?",
+]
+
+
+@pytest.mark.slow
+async def test_query_calls_use_one_thread_and_give_the_same_vectors():
+    emb = OnnxMiniLMEmbedder(threads=2)
+    batches = [[q, skeleton(q)] for q in QUESTIONS] + [[q] for q in QUESTIONS] + [QUESTIONS[:QUERY_TEXTS]]
+    await emb.embed(batches[0], is_query=True)  # loads the model; a question's call makes the one-thread session
+    model = emb._model
+    assert sorted(model[2]) == [1]
+    one = [emb._encode(model, b, True) for b in batches]
+    every = [emb._encode(model, b, False) for b in batches]  # documents: every thread
+    assert sorted(model[2]) == [1, 2]
+    for b, a, c in zip(batches, one, every, strict=True):
+        assert a.shape == (len(b), 384) and np.array_equal(a, c), b
+    assert emb._threads(QUESTIONS * 2, True) == 2 and emb._threads(QUESTIONS, False) == 2
