@@ -58,7 +58,7 @@ def bm25(db: sqlite3.Connection, q: SearchQuery, limit: int) -> Ranked:
         "SELECT rowid, bm25(docs_fts, 1.0, 0.0) AS s FROM docs_fts WHERE docs_fts MATCH ? ORDER BY s, rowid LIMIT ?",
         (fts, window),
     ).fetchall()
-    rows = _first_passing(db, q.chat_id, top, limit, where, args)
+    rows = _first_passing(db, q, top, limit, where, args)
     if len(rows) < limit and len(top) == window:  # the filters left too few of the best: rank with them
         rows = db.execute(
             "SELECT d.rid, bm25(docs_fts, 1.0, 0.0) AS s FROM docs_fts JOIN docs d ON d.rid = docs_fts.rowid"
@@ -68,25 +68,34 @@ def bm25(db: sqlite3.Connection, q: SearchQuery, limit: int) -> Ranked:
     return [(rid, -score) for rid, score in rows]  # FTS5 bm25() is negated: flip so higher is better
 
 
-def _passing(db: sqlite3.Connection, chat_id: str, rids: list[int], where: str, args: list[Any]) -> set[int]:
-    """Which of ``rids`` pass the query's filters (``where``/``args`` from :func:`_filters`)."""
-    kept: set[int] = set()
+def _passing(
+    db: sqlite3.Connection, q: SearchQuery, rids: list[int], where: str, args: list[Any]
+) -> set[int]:
+    """Which of ``rids`` pass the query's filters (``where``/``args`` from :func:`_filters`). Without a time
+    bound the filters read only a doc's chat, kind and currency: the docs already read (:func:`_docs_by_rid`)
+    are checked in memory and only the others in SQL (``valid_to`` is written NULL or an ISO date, never '')."""
+    chat_id, kept = q.chat_id, set()
+    if q.since is None and q.until is None:
+        cached, kinds = _cache(db).docs, None if q.kinds is None else set(q.kinds)
+        kept = {rid for rid in rids if (d := cached.get(rid)) is not None and d.chat_id == chat_id
+                and (kinds is None or d.kind in kinds) and (q.include_superseded or d.valid_to is None)}  # fmt: skip
+        rids = [rid for rid in rids if rid not in cached]
     for chunk in chunks(rids):
         sql = f"SELECT d.rid FROM docs d WHERE d.rid IN ({marks(chunk)}) AND +d.chat_id = ?{where}"
         kept.update(rid for (rid,) in db.execute(sql, (*chunk, chat_id, *args)))
     return kept
 
 
-def _first_passing(db: sqlite3.Connection, chat_id: str, top: Ranked, limit: int, where: str,
+def _first_passing(db: sqlite3.Connection, q: SearchQuery, top: Ranked, limit: int, where: str,
                    args: list[Any]) -> Ranked:  # fmt: skip
     """The first ``limit`` of ``top`` (best first) that pass the filters. The best ``limit`` and a quarter are
     checked first and the rest only when too few of those pass: most searches filter out few docs, and each
     row checked costs a lookup in the docs table (~1 ms for the 160 of a search of a 100k-doc chat)."""
     head = limit + limit // 4 + 8
-    kept = _passing(db, chat_id, [rid for rid, _ in top[:head]], where, args)
+    kept = _passing(db, q, [rid for rid, _ in top[:head]], where, args)
     rows = [(rid, s) for rid, s in top[:head] if rid in kept][:limit]
     if len(rows) < limit and len(top) > head:
-        kept = _passing(db, chat_id, [rid for rid, _ in top[head:]], where, args)
+        kept = _passing(db, q, [rid for rid, _ in top[head:]], where, args)
         rows += [(rid, s) for rid, s in top[head:] if rid in kept][: limit - len(rows)]
     return rows
 
@@ -96,7 +105,7 @@ def _bm25_filtered(db: sqlite3.Connection, q: SearchQuery, limit: int, where: st
     """The first ``limit`` of ``found`` (best first) that pass the query's filters: the best ``4 * limit``
     checked by rowid; when too few of them pass, the chat's docs that pass are read (one indexed query)."""
     top = sqlite_bm25.best(*found, max(4 * limit, 64))
-    rows = _first_passing(db, q.chat_id, top, limit, where, args)
+    rows = _first_passing(db, q, top, limit, where, args)
     if len(rows) >= limit or len(top) == len(found[0]):
         return rows
     passing = np.fromiter((rid for (rid,) in db.execute(f"SELECT d.rid FROM docs d WHERE d.chat_id = ?{where}",
@@ -157,15 +166,21 @@ _DOCS: dict[int, _Docs] = {}
 MAX_CACHED_DOCS = 50_000
 
 
-def _docs_by_rid(db: sqlite3.Connection, chat_id: str, rids: list[int]) -> dict[int, Doc]:
-    """The chat's docs by rowid. Building a ``Doc`` (dates, JSON, validation) cost ~20 µs: the ones read since
-    the last write anywhere are reused, so a question's several searches and the next questions share them."""
+def _cache(db: sqlite3.Connection) -> _Docs:
+    """The connection's docs read since the last write anywhere (a fresh, empty entry after one)."""
     written = (db.execute("PRAGMA data_version").fetchone()[0], db.total_changes)
     entry = _DOCS.get(id(db))
     if entry is None or entry.db is not db or entry.written != written or len(entry.docs) > MAX_CACHED_DOCS:
         if len(_DOCS) >= 4:
             _DOCS.clear()
         entry = _DOCS[id(db)] = _Docs(db, written)
+    return entry
+
+
+def _docs_by_rid(db: sqlite3.Connection, chat_id: str, rids: list[int]) -> dict[int, Doc]:
+    """The chat's docs by rowid. Building a ``Doc`` (dates, JSON, validation) cost ~20 µs: the ones read since
+    the last write anywhere are reused, so a question's several searches and the next questions share them."""
+    entry = _cache(db)
     missing = [rid for rid in rids if rid not in entry.docs]
     for chunk in chunks(missing):
         rows = db.execute(f"SELECT {DOC_COLS} FROM docs WHERE rid IN ({marks(chunk)})", chunk).fetchall()

@@ -137,15 +137,27 @@ def about(
 Spans = Callable[[Cand], list[tuple[str, set[str], float]]]
 
 
+_PARTS: dict[tuple, list[tuple[str, set[str], float]]] = {}
+MAX_PARTS = 20_000
+
+
 def parts_memo(participants: list[str], tokens: Mapping[str, set[str]]) -> Spans:
     """``parts`` of each candidate of one request (its tokens from ``tokens``), read once however many
-    features ask (the abstention check reads its top items three times)."""
+    features ask (the abstention check reads its top items three times), and kept for the next requests
+    keyed by all it reads (a chat's questions rank many of the same items). Callers only read the result."""
     memo: dict[int, tuple[Cand, list[tuple[str, set[str], float]]]] = {}
+    people = tuple(participants)
 
     def spans(c: Cand) -> list[tuple[str, set[str], float]]:
         got = memo.get(id(c))
         if got is None or got[0] is not c:
-            got = memo[id(c)] = (c, parts(c, participants, tokens.get(c.doc_id, set())))
+            d, toks = c.doc, tokens.get(c.doc_id, set())
+            key = (d.text, d.kind, d.speaker, people, frozenset(toks))
+            if (found := _PARTS.get(key)) is None:
+                if len(_PARTS) >= MAX_PARTS:
+                    _PARTS.clear()
+                found = _PARTS[key] = parts(c, participants, toks)
+            got = memo[id(c)] = (c, found)
         return got[1]
 
     return spans

@@ -75,10 +75,9 @@ def base_score(c: Cand, ctx: Context, r: StrategyRecipe) -> float:
 
 
 def _sorted(scores: dict[str, float], cands: dict[str, Cand]) -> list[tuple[Cand, float]]:
-    order = list(cands)
-    return sorted(
-        ((cands[i], s) for i, s in scores.items()), key=lambda cs: (-cs[1], order.index(cs[0].doc_id))
-    )
+    """Best score first; ties in the candidates' order."""
+    position = {doc_id: i for i, doc_id in enumerate(cands)}
+    return sorted(((cands[i], s) for i, s in scores.items()), key=lambda cs: (-cs[1], position[cs[0].doc_id]))
 
 
 def rank_factual(cands: list[Cand], ctx: Context, r: StrategyRecipe) -> Ranking:

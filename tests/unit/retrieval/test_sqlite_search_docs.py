@@ -35,3 +35,26 @@ async def test_an_edit_and_another_connections_write_are_seen(tmp_path):
     finally:
         await a.close()
         await b.close()
+
+
+async def test_the_filters_read_from_docs_already_read_keep_what_sql_keeps(tmp_path):
+    """A filtered search over docs read before (kinds, chat, currency checked in memory) keeps what the same
+    search checked in SQL keeps (a time bound that excludes nothing sends every check to SQL)."""
+    store = SQLiteStore(tmp_path / "m.db")
+    await store.bootstrap()
+    try:
+        await store.upsert_messages([_msg("c", i, f"violin lesson {i}") for i in range(30)]
+                                    + [_msg("d", 40, "violin lesson in another chat")], None)  # fmt: skip
+        queries = [SearchQuery(chat_id=chat, text="violin lesson", mode="bm25", k=k, kinds=kinds, include_superseded=sup)
+                   for chat in ("c", "d") for k in (3, 20) for kinds in (None, ["turn"], ["fact"], ["fact", "turn"])
+                   for sup in (False, True)]  # fmt: skip
+        for q in queries:  # read every doc once
+            await store.search(q.model_copy(update={"kinds": None}))
+        for q in queries:
+            got = [(h.doc.doc_id, h.score) for h in await store.search(q)]
+            in_sql = q.model_copy(update={"since": T0 - timedelta(days=1)})
+            assert got == [(h.doc.doc_id, h.score) for h in await store.search(in_sql)]
+            assert all(h.doc.chat_id == q.chat_id for h in await store.search(q))
+            assert (got == []) == (q.kinds == ["fact"]), q
+    finally:
+        await store.close()

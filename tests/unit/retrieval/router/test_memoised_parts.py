@@ -42,6 +42,26 @@ def test_parts_memo_is_parts_once_per_candidate():
     assert [who for who, _, _ in spans(CANDS[3])] == ["Caroline"]  # a Q&A pair: about the one who answers
 
 
+def test_parts_kept_across_requests_follow_what_each_request_reads():
+    """A later request's memo reuses the parts of an item read before only for the same text, kind, speaker,
+    participants and tokens: a change in any of them reads the item afresh."""
+    tokens = {c.doc_id: set(tokenize(c.doc.text)) for c in CANDS}
+    variants = [
+        (PEOPLE, tokens),
+        (["Melanie", "Caroline"], tokens),  # another participant list
+        (["Melanie", "Caroline"], {i: t - {"race"} for i, t in tokens.items()}),  # other tokens
+        (["Melanie", "Jon"], tokens),
+    ]
+    for _ in range(2):  # the second pass is served from what the first kept
+        for people, toks in variants:
+            spans = parts_memo(people, toks)
+            for c in CANDS:
+                assert spans(c) == parts(c, people, toks.get(c.doc_id, set())), (people, c.doc_id)
+    renamed = cand("t1", "I ran a charity race. Your painting looks amazing!", "Caroline")  # another speaker
+    assert parts_memo(PEOPLE, tokens)(renamed) == parts(renamed, PEOPLE, tokens["t1"])
+    assert parts_memo(PEOPLE, tokens)(renamed)[0][0] == "Caroline"
+
+
 def test_focus_sides_and_evidence_read_the_shared_parts_alike():
     tokens = {c.doc_id: set(tokenize(c.doc.text)) for c in CANDS}
     keys = {"charity": 1.0, "race": 1.5, "paint": 2.0}
