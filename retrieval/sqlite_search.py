@@ -58,7 +58,7 @@ def bm25(db: sqlite3.Connection, q: SearchQuery, limit: int) -> Ranked:
         "SELECT rowid, bm25(docs_fts, 1.0, 0.0) AS s FROM docs_fts WHERE docs_fts MATCH ? ORDER BY s, rowid LIMIT ?",
         (fts, window),
     ).fetchall()
-    rows = _first_passing(db, q, top, limit, where, args)
+    rows = _first_passing(db, q, top, limit)
     if len(rows) < limit and len(top) == window:  # the filters left too few of the best: rank with them
         rows = db.execute(
             "SELECT d.rid, bm25(docs_fts, 1.0, 0.0) AS s FROM docs_fts JOIN docs d ON d.rid = docs_fts.rowid"
@@ -68,34 +68,37 @@ def bm25(db: sqlite3.Connection, q: SearchQuery, limit: int) -> Ranked:
     return [(rid, -score) for rid, score in rows]  # FTS5 bm25() is negated: flip so higher is better
 
 
-def _passing(
-    db: sqlite3.Connection, q: SearchQuery, rids: list[int], where: str, args: list[Any]
-) -> set[int]:
-    """Which of ``rids`` pass the query's filters (``where``/``args`` from :func:`_filters`). Without a time
-    bound the filters read only a doc's chat, kind and currency: the docs already read (:func:`_docs_by_rid`)
-    are checked in memory and only the others in SQL (``valid_to`` is written NULL or an ISO date, never '')."""
-    chat_id, kept = q.chat_id, set()
-    if q.since is None and q.until is None:
-        cached, kinds = _cache(db).docs, None if q.kinds is None else set(q.kinds)
-        kept = {rid for rid in rids if (d := cached.get(rid)) is not None and d.chat_id == chat_id
-                and (kinds is None or d.kind in kinds) and (q.include_superseded or d.valid_to is None)}  # fmt: skip
-        rids = [rid for rid in rids if rid not in cached]
-    for chunk in chunks(rids):
-        sql = f"SELECT d.rid FROM docs d WHERE d.rid IN ({marks(chunk)}) AND +d.chat_id = ?{where}"
-        kept.update(rid for (rid,) in db.execute(sql, (*chunk, chat_id, *args)))
+def _passing(db: sqlite3.Connection, q: SearchQuery, rids: list[int]) -> set[int]:
+    """Which of ``rids`` pass the query's filters (:func:`_filters`: chat, kinds, time bounds, currency), checked
+    on each doc's filtered columns, read once per doc and kept until the next write (:func:`_cache`)."""
+    meta = _cache(db).meta
+    missing = [rid for rid in rids if rid not in meta]
+    for chunk in chunks(missing):
+        sql = f"SELECT rid, chat_id, kind, ts_epoch, valid_to IS NULL FROM docs WHERE rid IN ({marks(chunk)})"
+        rows = db.execute(sql, chunk).fetchall()
+        meta.update((rid, (chat, kind, ts, bool(live))) for rid, chat, kind, ts, live in rows)
+    kinds = None if q.kinds is None else set(q.kinds)
+    since = epoch(q.since) if q.since is not None else None
+    until = epoch(q.until) if q.until is not None else None
+    kept = set()
+    for rid in rids:
+        if (m := meta.get(rid)) is None or m[0] != q.chat_id or (kinds is not None and m[1] not in kinds):
+            continue
+        in_time = (since is None or m[2] >= since) and (until is None or m[2] <= until)
+        if in_time and (q.include_superseded or m[3]):
+            kept.add(rid)
     return kept
 
 
-def _first_passing(db: sqlite3.Connection, q: SearchQuery, top: Ranked, limit: int, where: str,
-                   args: list[Any]) -> Ranked:  # fmt: skip
+def _first_passing(db: sqlite3.Connection, q: SearchQuery, top: Ranked, limit: int) -> Ranked:
     """The first ``limit`` of ``top`` (best first) that pass the filters. The best ``limit`` and a quarter are
     checked first and the rest only when too few of those pass: most searches filter out few docs, and each
     row checked costs a lookup in the docs table (~1 ms for the 160 of a search of a 100k-doc chat)."""
     head = limit + limit // 4 + 8
-    kept = _passing(db, q, [rid for rid, _ in top[:head]], where, args)
+    kept = _passing(db, q, [rid for rid, _ in top[:head]])
     rows = [(rid, s) for rid, s in top[:head] if rid in kept][:limit]
     if len(rows) < limit and len(top) > head:
-        kept = _passing(db, q, [rid for rid, _ in top[head:]], where, args)
+        kept = _passing(db, q, [rid for rid, _ in top[head:]])
         rows += [(rid, s) for rid, s in top[head:] if rid in kept][: limit - len(rows)]
     return rows
 
@@ -105,7 +108,7 @@ def _bm25_filtered(db: sqlite3.Connection, q: SearchQuery, limit: int, where: st
     """The first ``limit`` of ``found`` (best first) that pass the query's filters: the best ``4 * limit``
     checked by rowid; when too few of them pass, the chat's docs that pass are read (one indexed query)."""
     top = sqlite_bm25.best(*found, max(4 * limit, 64))
-    rows = _first_passing(db, q, top, limit, where, args)
+    rows = _first_passing(db, q, top, limit)
     if len(rows) >= limit or len(top) == len(found[0]):
         return rows
     passing = np.fromiter((rid for (rid,) in db.execute(f"SELECT d.rid FROM docs d WHERE d.chat_id = ?{where}",
@@ -160,17 +163,20 @@ class _Docs:
     db: sqlite3.Connection  # held: the id() keying this entry cannot be reused meanwhile
     written: tuple[int, int]  # (PRAGMA data_version, the connection's total_changes)
     docs: dict[int, Doc] = field(default_factory=dict)
+    meta: dict[int, tuple[str, str, float, bool]] = field(default_factory=dict)  # chat, kind, ts_epoch, live
 
 
 _DOCS: dict[int, _Docs] = {}
 MAX_CACHED_DOCS = 50_000
+MAX_CACHED_META = 200_000  # ~50 MB
 
 
 def _cache(db: sqlite3.Connection) -> _Docs:
     """The connection's docs read since the last write anywhere (a fresh, empty entry after one)."""
     written = (db.execute("PRAGMA data_version").fetchone()[0], db.total_changes)
     entry = _DOCS.get(id(db))
-    if entry is None or entry.db is not db or entry.written != written or len(entry.docs) > MAX_CACHED_DOCS:
+    stale = entry is None or entry.db is not db or entry.written != written
+    if stale or len(entry.docs) > MAX_CACHED_DOCS or len(entry.meta) > MAX_CACHED_META:
         if len(_DOCS) >= 4:
             _DOCS.clear()
         entry = _DOCS[id(db)] = _Docs(db, written)
