@@ -37,6 +37,12 @@ _INTERJECTION_RE = re.compile(
     r"^(?:嗯+|哈+|哦+|噢|啊|哇|对|是的|好的|对了|话说)[，,！!~\s]+|^(?:对了|话说|顺便说一下)(?=[\u4e00-\u9fff])"
 )
 
+# what a user says to have a bot keep something: not part of the fact ("remember that my appointment is…")
+_REMINDER_RE = re.compile(
+    r"(?i)^(?:please |pls )?(?:remember|note|keep in mind|don't forget|do not forget)(?: that)?[\s,:]+|"
+    r"^(?:fyi|just so you know|for the record)\b[\s,:]*|^(?:请)?(?:记住|记一下|帮我记(?:一下|住)?)[，,：:\s]*"
+)
+
 
 def distill_message(ctx: TopicContext, m: ChatMessage, question: ChatMessage | None, out: Collected) -> None:
     """Facts, tasks and relations of one message, sentence by sentence."""
@@ -164,10 +170,12 @@ def _strip_lead(sent: str, names: frozenset[str]) -> str:
     out = sent
     for _ in range(3):
         before = out
-        out = _INTERJECTION_RE.sub("", out).strip()
+        out = _REMINDER_RE.sub("", _INTERJECTION_RE.sub("", out).strip()).strip()
         for name in names:
             for form in {name, name.split()[0]}:
-                if out.startswith(form) and out[len(form) : len(form) + 1] in (",", "!", "，", "！"):
+                if out[: len(form)].casefold() == form.casefold() and out[len(form) : len(form) + 1] in (
+                    ",", "!", "，", "！"
+                ):
                     out = out[len(form) + 1 :].strip()
         if out == before:
             break

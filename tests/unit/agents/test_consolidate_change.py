@@ -48,3 +48,11 @@ def test_a_plan_change_naming_the_event_by_another_word_updates_it():
     assert d.op == DecisionOp.UPDATE and d.target_memory_id == "mem-old"
     other = _stored("The team lunch is on June 12", subject="lunch", attribute="when")
     assert decide(cand, [(other, 0.5)], RULES, "ev-1").op == DecisionOp.ADD  # no word of the event in it
+
+
+def test_what_the_user_says_to_have_it_kept_is_not_part_of_the_fact():
+    (fact,) = [f for f in _facts([("Kim", "Hey bot, remember that my dentist appointment is on June 12 at 3pm"),
+                                  ("Bot", "Got it.")]) if f.speaker == "Kim"]  # fmt: skip
+    assert fact.text.startswith("Kim's dentist appointment is on June 12")
+    facts = _facts([("小王", "帮我记一下，小李的生日是5月3号")])
+    assert facts and not any(f.text.startswith("帮我记") for f in facts)
