@@ -14,6 +14,7 @@ import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -191,7 +192,7 @@ class GraphSQLiteStore:
                 f"SELECT entity_id, payload FROM entities WHERE chat_id = ? AND entity_id IN ({_marks(chunk)})",
                 (chat_id, *chunk),
             ).fetchall()
-            out.update((i, EntityNode.model_validate_json(p)) for i, p in rows)
+            out.update((i, _node(p)) for i, p in rows)
         return out
 
     def _edges_where(
@@ -202,7 +203,7 @@ class GraphSQLiteStore:
             f"SELECT payload FROM edges WHERE chat_id = ? AND ({where}){live} ORDER BY valid_from, rowid",
             (chat_id, *args),
         ).fetchall()
-        return [RelationEdge.model_validate_json(r[0]) for r in rows]
+        return [_edge(r[0]) for r in rows]
 
     def _touching(self, chat_id: str, ids: Sequence[str], include_invalid: bool) -> list[RelationEdge]:
         found: dict[str, RelationEdge] = {}
@@ -365,3 +366,15 @@ class GraphSQLiteStore:
 
     async def forget_chat(self, chat_id: str) -> graph_delete.GraphForgotten:
         return graph_delete.forget_chat(self, chat_id)
+
+
+@lru_cache(maxsize=1 << 13)
+def _node(payload: str) -> EntityNode:
+    """A stored node, parsed once per distinct payload (frozen; the related layer reads the same ones often)."""
+    return EntityNode.model_validate_json(payload)
+
+
+@lru_cache(maxsize=1 << 13)
+def _edge(payload: str) -> RelationEdge:
+    """A stored edge, parsed once per distinct payload (frozen)."""
+    return RelationEdge.model_validate_json(payload)

@@ -7,6 +7,7 @@ statement is filtered by ``chat_id``.
 from __future__ import annotations
 
 import sqlite3
+from functools import lru_cache
 from typing import Any
 
 from retrieval.protocols import MemoryFilter
@@ -42,4 +43,11 @@ def find_memories(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list
         args += ids
     sql = f"SELECT d.memory FROM {source} WHERE {' AND '.join(where)} ORDER BY d.ts_epoch, d.rid LIMIT ?"
     rows: list[Any] = db.execute(sql, (*args, q.limit)).fetchall()
-    return [MemoryRecord.model_validate_json(r[0]) for r in rows]
+    return [record(r[0]) for r in rows]
+
+
+@lru_cache(maxsize=1 << 13)
+def record(payload: str) -> MemoryRecord:
+    """The record a stored payload holds, parsed once per distinct payload (records are frozen; a request
+    reads the chat's invalidated facts and profile records, and the next request the same ones again)."""
+    return MemoryRecord.model_validate_json(payload)
