@@ -283,7 +283,7 @@ def _retraction_near(sentence: str, end: int, cjk: bool) -> bool:
 
 
 # the speaker's own habit or pursuit changed: "吉他学不下去了，现在改练钢琴", "I quit coffee", "switched to tea"
-_ZH_CHANGED = re.compile(r"改[去成到在为练用学做吃喝住回]|换[成到去]|不再|取消了|泡汤了|不.{1,4}了")
+_ZH_CHANGED = re.compile(r"改[去成到在为练用学做吃喝住回]|换[成到去]|不再|取消了|泡汤了|放弃了?|戒了|不.{1,4}了")
 _EN_CHANGED = re.compile(r"(?i)\b(?:quit|quitting|switched|gave up|given up|no longer|anymore|any more)\b")
 
 

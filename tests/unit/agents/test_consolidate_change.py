@@ -56,3 +56,12 @@ def test_what_the_user_says_to_have_it_kept_is_not_part_of_the_fact():
     assert fact.text.startswith("Kim's dentist appointment is on June 12")
     facts = _facts([("小王", "帮我记一下，小李的生日是5月3号")])
     assert facts and not any(f.text.startswith("帮我记") for f in facts)
+
+
+def test_a_near_duplicate_needs_shared_words_not_only_a_high_cosine():
+    """4-bit multilingual-e5 puts unrelated facts of one person at cosine ~0.95: the new one was dropped."""
+    old = _stored("小美在减肥，晚饭不吃主食", subject="小美")
+    (coffee,) = _facts([("小美", "我现在每天早上喝黑咖啡")])
+    assert decide(coffee, [(old, 0.953)], RULES, "ev-1").op == DecisionOp.ADD
+    (again,) = _facts([("小美", "我在减肥，晚饭不吃主食哦")])
+    assert decide(again, [(old, 0.99)], RULES, "ev-1").op == DecisionOp.NOOP
