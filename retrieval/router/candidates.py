@@ -57,16 +57,18 @@ class Pool:
     weights: dict[str, float] = field(default_factory=dict)
 
     def add(self, spec: SearchSpec, hits: list[Hit]) -> None:
-        ranking = []
+        ranking, cands = [], self.cands
         for h in hits:
-            if "bm25" not in h.scores and h.scores.get("cosine", 0.0) < MIN_COSINE:
+            scores, doc_id = h.scores, h.doc.doc_id
+            if "bm25" not in scores and scores.get("cosine", 0.0) < MIN_COSINE:
                 continue
-            c = self.cands.setdefault(h.doc.doc_id, Cand(doc=h.doc))
+            if (c := cands.get(doc_id)) is None:  # a candidate is made once, not per hit
+                c = cands[doc_id] = Cand(doc=h.doc)
             for key in ("bm25", "cosine"):
-                if key in h.scores:
-                    c.scores[key] = max(c.scores.get(key, float("-inf")), h.scores[key])
+                if key in scores:
+                    c.scores[key] = max(c.scores.get(key, float("-inf")), scores[key])
             c.found_by.append(spec.label)
-            ranking.append(h.doc.doc_id)
+            ranking.append(doc_id)
         self.rankings[spec.label] = ranking
         self.weights[spec.label] = spec.weight
 
