@@ -141,9 +141,10 @@ def _remaining(hosts: list[str]) -> int:
 
 
 def kill_points(hosts: list[str], worker: Worker, kills: int, rng: random.Random, *, max_delay_s: float,
-                start_timeout_s: float = 90.0) -> list[dict]:  # fmt: skip
+                start_timeout_s: float = 90.0, low_water: int = 16) -> list[dict]:  # fmt: skip
     """SIGKILL the running worker ``kills`` times: each incarnation is killed a random 0..``max_delay_s``
-    seconds after it first commits progress (so every kill lands mid-work unless the work ran out)."""
+    seconds after it first commits progress, or sooner once no more than ``low_water`` records are left
+    uncommitted (so every kill lands mid-work, however fast the worker has become)."""
     points = []
     for _ in range(kills):
         base, deadline = _progress(hosts), time.monotonic() + start_timeout_s
@@ -151,11 +152,14 @@ def kill_points(hosts: list[str], worker: Worker, kills: int, rng: random.Random
             if worker.proc.poll() is not None:
                 raise RuntimeError(f"the worker exited ({worker.proc.returncode}); see {worker.logs}")
             time.sleep(0.1)
-        delay = rng.uniform(0.0, max_delay_s)
-        time.sleep(delay)
+        delay, began = rng.uniform(0.0, max_delay_s), time.monotonic()
         remaining = _remaining(hosts)
+        while time.monotonic() - began < delay and remaining > low_water:  # killed early rather than idle
+            time.sleep(0.05)
+            remaining = _remaining(hosts)
         status = worker.kill()
-        points.append({"after_progress_s": round(delay, 2), "remaining": remaining, "status": status})
+        points.append({"after_progress_s": round(time.monotonic() - began, 2), "remaining": remaining,
+                       "status": status})  # fmt: skip
         worker.start()
     return points
 
