@@ -139,6 +139,7 @@ def _changed_from(c: CandidateFact, live: Similar) -> MemoryRecord | None:
 
 def _retraction_target(c: CandidateFact, live: Similar, cfg: ConsolidatorConfig) -> MemoryRecord | None:
     best: tuple[float, MemoryRecord] | None = None
+    entity_words = {w for e in c.entities for w in keywords(e, None)}
     for r, s in live:
         if r.kind != MemoryKind.FACT or not same_subject(r.subject, c.subject):
             continue
@@ -146,7 +147,7 @@ def _retraction_target(c: CandidateFact, live: Similar, cfg: ConsolidatorConfig)
             continue
         same_slot = bool(c.attribute) and r.attribute == c.attribute
         shared = keywords(r.text, r.subject) & keywords(c.text, c.subject)
-        named = bool(shared & {w for e in c.entities for w in keywords(e, None)})  # "Forget the Figma thing"
+        named = bool(shared & entity_words)  # "Forget the Figma thing": the entity it names, whatever the cosine
         similar = (
             (s >= cfg.update_similarity or named) and len(shared) >= 1 and (not c.value or value_in(r.text, c.value))
         )

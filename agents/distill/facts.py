@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from agents.distill.context import Collected, Draft, Sentence, TopicContext, make_fact
 from agents.distill.qa import answer_part, question_part
@@ -142,16 +143,23 @@ def _subject(
 ) -> str | None:
     if rewrite.first_person:
         return speaker
+    named = _named_subject(sent, names)
+    if named is not None:
+        return named
+    if rewrite.second_person_subject:
+        return addressee
+    # "吉他学不下去了，现在改练钢琴", "Forget the Figma thing, the offer fell through": the speaker's own change
+    return speaker if _changed(sent) else None
+
+
+def _named_subject(sent: str, names: frozenset[str]) -> str | None:
+    """A person the sentence opens with: a participant, a name jieba tags (Chinese), a capitalised entity."""
     if has_cjk(sent):
         for name in sorted(names, key=len, reverse=True):
             if sent.startswith(name):
                 return name
         tags = cjk_tags(sent)
-        if tags and tags[0][1] in ("nr", "nrt", "nrfg"):
-            return tags[0][0]
-        if rewrite.second_person_subject:
-            return addressee
-        return speaker if _changed(sent) else None  # "吉他学不下去了，现在改练钢琴": the speaker's own change
+        return tags[0][0] if tags and tags[0][1] in ("nr", "nrt", "nrfg") else None
     first = sent.split(" ", 1)[0].strip(",.!?:")
     if first in names or (
         first[:1].isupper()
@@ -160,9 +168,7 @@ def _subject(
         and first in find_entities(sent, names)
     ):
         return first
-    if rewrite.second_person_subject:
-        return addressee
-    return speaker if _changed(sent) else None  # "Forget the Figma thing, the offer fell through"
+    return None
 
 
 def _strip_lead(sent: str, names: frozenset[str]) -> str:
@@ -186,6 +192,7 @@ def _content_tokens(sent: str) -> set[str]:
     return extract_keywords(sent) - GENERIC_WORDS
 
 
+@lru_cache(maxsize=4096)  # asked up to three times a sentence: its score, the keep check, its subject
 def _changed(sent: str) -> bool:
     """A change or retraction said without a subject, as Chinese chat says most things ("吉他学不下去了，现在改
     练钢琴", "成都出差取消了，改去重庆") and English corrections do ("Forget the Figma thing, the offer fell
