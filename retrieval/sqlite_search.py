@@ -48,6 +48,17 @@ def bm25(db: sqlite3.Connection, q: SearchQuery, limit: int) -> Ranked:
     match = fts_query(q.text)
     if not match or limit <= 0 or (q.kinds is not None and not q.kinds):
         return []
+    memo = _cache(db).bm25
+    key = (q.chat_id, match, None if q.kinds is None else tuple(q.kinds), q.since, q.until, q.include_superseded,
+           limit)  # fmt: skip
+    if (ranked := memo.get(key)) is None:
+        if len(memo) >= MAX_MEMO_BM25:
+            memo.clear()
+        ranked = memo[key] = _bm25(db, q, limit, match)
+    return ranked
+
+
+def _bm25(db: sqlite3.Connection, q: SearchQuery, limit: int, match: str) -> Ranked:
     where, args = _filters(q)
     found = sqlite_bm25.ranked(db, q.chat_id, [t[1:-1] for t in match.split(" OR ")])
     if found is not None:  # the same ranking from the chat's in-memory postings
@@ -164,11 +175,13 @@ class _Docs:
     written: tuple[int, int]  # (PRAGMA data_version, the connection's total_changes)
     docs: dict[int, Doc] = field(default_factory=dict)
     meta: dict[int, tuple[str, str, float, bool]] = field(default_factory=dict)  # chat, kind, ts_epoch, live
+    bm25: dict[tuple, Ranked] = field(default_factory=dict)  # a BM25 leg's ranking by query (:func:`bm25`)
 
 
 _DOCS: dict[int, _Docs] = {}
 MAX_CACHED_DOCS = 50_000
 MAX_CACHED_META = 200_000  # ~50 MB
+MAX_MEMO_BM25 = 1024
 
 
 def _cache(db: sqlite3.Connection) -> _Docs:

@@ -7,6 +7,7 @@ best scores seen and the searches that found it, and fuses the searches' ranking
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -14,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from retrieval.fusion import rrf
 from retrieval.protocols import Doc, Embedder, Hit, MemoryStore, SearchQuery
+from retrieval.query_vectors import memoises_bm25
 
 MIN_COSINE = 0.2  # a kNN-only hit below this is noise
 
@@ -97,6 +99,34 @@ async def embed_specs(embedder: Embedder | None, specs: list[SearchSpec], cache:
         cache.update({t: v.tolist() for t, v in zip(missing, vectors, strict=True)})
 
 
+def store_query(chat_id: str, spec: SearchSpec, vector: list[float] | None) -> SearchQuery:
+    """The store search of ``spec``: hybrid with its vector, BM25 alone without one."""
+    return SearchQuery(
+        chat_id=chat_id,
+        text=spec.text,
+        vector=vector,
+        mode="hybrid" if vector is not None else "bm25",
+        k=spec.k,
+        kinds=spec.kinds,
+        since=spec.since,
+        until=spec.until,
+        include_superseded=spec.include_superseded,
+        rrf_k=spec.rrf_k,
+        candidates=spec.candidates,
+    )
+
+
+async def bm25_ahead(store: MemoryStore, chat_id: str, specs: list[SearchSpec]) -> None:
+    """On a store that keeps its BM25 legs' rankings until its next write (``memoises_bm25``): the BM25 leg of
+    each spec's hybrid search, run while its text is being embedded (the embedder's forward runs in its own
+    thread), so that the hybrid search after it runs only its kNN leg. Elsewhere nothing."""
+    if not memoises_bm25(store):
+        return
+    for spec in specs:
+        query = store_query(chat_id, spec, None)
+        await store.search(query.model_copy(update={"k": max(spec.candidates, spec.k)}))
+
+
 async def run_specs(
     store: MemoryStore,
     embedder: Embedder | None,
@@ -105,20 +135,7 @@ async def run_specs(
     pool: Pool,
     vectors: dict[str, list[float]],
 ) -> None:
-    await embed_specs(embedder, specs, vectors)
+    if embedder is not None and any(s.embed_text not in vectors for s in specs):
+        await asyncio.gather(embed_specs(embedder, specs, vectors), bm25_ahead(store, chat_id, specs))
     for spec in specs:
-        vector = vectors.get(spec.embed_text)
-        query = SearchQuery(
-            chat_id=chat_id,
-            text=spec.text,
-            vector=vector,
-            mode="hybrid" if vector is not None else "bm25",
-            k=spec.k,
-            kinds=spec.kinds,
-            since=spec.since,
-            until=spec.until,
-            include_superseded=spec.include_superseded,
-            rrf_k=spec.rrf_k,
-            candidates=spec.candidates,
-        )
-        pool.add(spec, await store.search(query))
+        pool.add(spec, await store.search(store_query(chat_id, spec, vectors.get(spec.embed_text))))

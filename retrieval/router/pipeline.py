@@ -15,7 +15,7 @@ from retrieval.protocols import Embedder, MemoryFilter, MemoryStore
 from retrieval.query_vectors import upcoming
 from retrieval.router import multihop, multiround, profiles
 from retrieval.router.asker import asker_name, has_first_person, in_third_person
-from retrieval.router.candidates import Cand, Pool, SearchSpec, embed_specs, run_specs
+from retrieval.router.candidates import Cand, Pool, SearchSpec, bm25_ahead, embed_specs, run_specs
 from retrieval.router.classifier import Classification, PrototypeIndex, skeleton
 from retrieval.router.classify import classify, wants_vector
 from retrieval.router.currency import (
@@ -164,16 +164,25 @@ def rank_pool(run: Run, qa: QueryAnalysis, mix, recipes, succession=({}, {})) ->
     return rank(run, qa, mix, ctx, cands), ctx
 
 
-async def _prelude(run: Run, store: MemoryStore) -> tuple[set[str], Succession]:
-    """What every request reads before its class is known and needs no vector: the topics' participants and
-    the chat's last activity, whom a first-person question is about, the succession of facts, and the
-    analyses the main search (BM25 text) and the early searches (topics' participants) read."""
-    named, run.latest = await topic_participants(store, run.req.chat_id)
+async def _prelude(run: Run, store: MemoryStore, named: set[str], ahead: tuple = ()) -> Succession:
+    """What a request reads while its texts are embedded (it needs no vector): whom a first-person question is
+    about, the succession of facts, the analysis the main search's BM25 text reads, and, on a store that keeps
+    BM25 rankings until its next write, the BM25 legs of the searches ``ahead`` (``(mix, early specs)``): the
+    hybrid searches that follow run only their kNN legs then."""
     await _about_asker(run, store, named, min(run.now, run.latest or run.now))
     succ = await supersession(store, run.req.chat_id)
     run.analyse([], None)
-    run.analyse(sorted(named), run.latest)
-    return named, succ
+    if ahead:
+        mix, early = ahead
+        await bm25_ahead(store, run.req.chat_id, [_lead_spec(run, mix), *early])
+    return succ
+
+
+def _lead_spec(run: Run, mix) -> SearchSpec:
+    """The main search, as the leading strategy runs it (its BM25 text morphology-expanded or as asked)."""
+    lead = run.cfg.recipe(mix[0][0])
+    bm25_text = run.analyse([], None).bm25_text if lead.expand_morphology else run.req.query
+    return main_spec(run.req, lead, bm25_text, label="main")
 
 
 async def gather(run: Run, store, embedder, qa: QueryAnalysis, mix, llm,
@@ -268,36 +277,45 @@ async def retrieve_routed(
     run = Run(req=req, cfg=cfg, now=req.now or datetime.now(UTC), about=req.query)
     t0 = time.perf_counter()
     first = main_spec(req, cfg.recipe("factual_extraction"), label="main")
-    to_embed = []
+    named, run.latest = await topic_participants(store, req.chat_id)
+    run.analyse(sorted(named), run.latest)
     if classification is None and wants_vector(cfg.classifier):  # the prototype layer reads the skeleton's vector
         to_embed = [first, first.model_copy(update={"embed_text": skeleton(req.query)})]
-    # the forward runs in the embedder's thread (ONNX releases the GIL) while this one reads what the request
-    # needs whatever the class: the chat's participants, whom "I" is, the superseded facts, the BM25 text
-    _, (named, succ) = await asyncio.gather(embed_specs(embedder, to_embed, run.vectors), _prelude(run, store))  # fmt: skip
-    if classification is None:
+        # the forward runs in the embedder's thread (ONNX releases the GIL) while this one reads what the
+        # request needs whatever the class
+        _, succ = await asyncio.gather(embed_specs(embedder, to_embed, run.vectors), _prelude(run, store, named))
         vec = run.vectors.get(skeleton(req.query))
         classification = await classify(req.query, embedder=embedder, vector=None if vec is None else _arr(vec),
                                          index=index or DEFAULT_INDEX, llm=llm, cfg=cfg.classifier)  # fmt: skip
-    mix = strategy_mix(classification.probs, cfg)
+        mix, early = _routing(run, classification, named)
+        await embed_specs(embedder, [first, *early], run.vectors)
+    else:  # the class needs no vector: all the texts known before the main search are embedded in one forward,
+        # which runs in the embedder's thread (ONNX releases the GIL) while this one reads the rest
+        classification = classification or await classify(req.query, embedder=embedder, index=index or DEFAULT_INDEX,
+                                                          llm=llm, cfg=cfg.classifier)  # fmt: skip
+        mix, early = _routing(run, classification, named)
+        _, succ = await asyncio.gather(embed_specs(embedder, [first, *early], run.vectors),
+                                       _prelude(run, store, named, (mix, early)))  # fmt: skip
     run.step("classify", t0, label=classification.label, probs=classification.probs, layers=classification.layers,
              strategies=mix)  # fmt: skip
     t0 = time.perf_counter()
-    lead = cfg.recipe(mix[0][0])
-    bm25_text = run.analyse([], None).bm25_text if lead.expand_morphology else req.query
-    # the texts the strategies will embed, as far as they are known before the main search (its speakers may
-    # add names): one forward for all of them instead of one more after the search
-    early = extra_specs(run, run.analyse(sorted(named), run.latest), [cfg.recipe(n) for n, _ in mix])
-    await embed_specs(embedder, [first, *early], run.vectors)
     searched = {s.embed_text: run.vectors[s.embed_text] for s in [first, *early] if s.embed_text in run.vectors}
     with upcoming(searched.values()):  # a store may scan for all of them at once (query_vectors)
-        await run_specs(store, embedder, req.chat_id, [main_spec(req, lead, bm25_text, label="main")], run.pool,
-                        run.vectors)  # fmt: skip
+        await run_specs(store, embedder, req.chat_id, [_lead_spec(run, mix)], run.pool, run.vectors)
         run.participants = participants(run.pool, named)
         qa = run.analyse(run.participants, run.latest)
         run.step("analyse", t0, names=qa.names, keywords=qa.keywords, time=qa.time.model_dump(mode="json"),
                  subqueries=qa.subqueries)  # fmt: skip
         ranking, ctx = await gather(run, store, embedder, qa, mix, llm, succ)
     return await finish(run, graph, qa, classification, ranking, ctx)
+
+
+def _routing(run: Run, classification: Classification, named: set[str]) -> tuple[list, list[SearchSpec]]:
+    """The strategy mix, and the searches it adds whose texts are known before the main search (its speakers
+    may add names): their texts are embedded with the question's, one forward instead of one more after."""
+    mix = strategy_mix(classification.probs, run.cfg)
+    early = extra_specs(run, run.analyse(sorted(named), run.latest), [run.cfg.recipe(n) for n, _ in mix])
+    return mix, early
 
 
 def with_embedder_floor(cfg: RouterConfig, embedder: Embedder | None) -> RouterConfig:
