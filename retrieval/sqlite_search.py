@@ -164,7 +164,21 @@ def _hits(db: sqlite3.Connection, chat_id: str, ranked: Ranked, scores: dict[int
     """The hits, built without validation (~40 per search, a routed question runs several): every field is
     already what validation would make of it (a ``Doc``, Python floats, a dict of this hit alone)."""
     docs = _docs_by_rid(db, chat_id, [rid for rid, _ in ranked])
-    return [Hit.model_construct(doc=docs[rid], score=float(s), scores=scores[rid]) for rid, s in ranked if rid in docs]
+    return [_hit(docs[rid], float(s), scores[rid]) for rid, s in ranked if rid in docs]
+
+
+_new, _set = object.__new__, object.__setattr__
+
+
+def _hit(doc: Doc, score: float, scores: dict[str, float]) -> Hit:
+    """``Hit.model_construct(doc=doc, score=score, scores=scores)``: the same instance state set directly, in a
+    third of the time (a routed question builds a few hundred hits); tested equal to it."""
+    hit = _new(Hit)
+    _set(hit, "__dict__", {"doc": doc, "score": score, "scores": scores})
+    _set(hit, "__pydantic_fields_set__", {"doc", "score", "scores"})
+    _set(hit, "__pydantic_extra__", None)
+    _set(hit, "__pydantic_private__", None)
+    return hit
 
 
 @dataclass

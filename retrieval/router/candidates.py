@@ -18,6 +18,7 @@ from retrieval.protocols import Doc, Embedder, Hit, MemoryStore, SearchQuery
 from retrieval.query_vectors import memoises_bm25
 
 MIN_COSINE = 0.2  # a kNN-only hit below this is noise
+NEG_INF = float("-inf")
 
 
 class SearchSpec(BaseModel):
@@ -59,17 +60,21 @@ class Pool:
     weights: dict[str, float] = field(default_factory=dict)
 
     def add(self, spec: SearchSpec, hits: list[Hit]) -> None:
-        ranking, cands = [], self.cands
+        ranking, cands, label = [], self.cands, spec.label
         for h in hits:
-            scores, doc_id = h.scores, h.doc.doc_id
-            if "bm25" not in scores and scores.get("cosine", 0.0) < MIN_COSINE:
+            scores = h.scores
+            bm25, cosine = scores.get("bm25"), scores.get("cosine")
+            if bm25 is None and (0.0 if cosine is None else cosine) < MIN_COSINE:
                 continue
+            doc_id = h.doc.doc_id
             if (c := cands.get(doc_id)) is None:  # a candidate is made once, not per hit
                 c = cands[doc_id] = Cand(doc=h.doc)
-            for key in ("bm25", "cosine"):
-                if key in scores:
-                    c.scores[key] = max(c.scores.get(key, float("-inf")), scores[key])
-            c.found_by.append(spec.label)
+            best = c.scores  # the best of each score seen (max(seen, new): new only when greater)
+            if bm25 is not None:
+                best["bm25"] = bm25 if bm25 > (seen := best.get("bm25", NEG_INF)) else seen
+            if cosine is not None:
+                best["cosine"] = cosine if cosine > (seen := best.get("cosine", NEG_INF)) else seen
+            c.found_by.append(label)
             ranking.append(doc_id)
         self.rankings[spec.label] = ranking
         self.weights[spec.label] = spec.weight

@@ -192,7 +192,8 @@ def apply_currency(ranking: Ranking, succ: Succession, fetched: Mapping[str, Can
         scores[doc_id] = min(scores[doc_id], scores[head] - 1e-3)
         _add_note(notes, doc_id, f"superseded ({_until(old)}) by: {current.doc.text[:100]}")
         _add_note(notes, head, f"previously: {old.text[:100]} ({_until(old)})")
-    scored = sorted(
-        ((cands[i], scores[i]) for i in order), key=lambda cs: (-cs[1], order.index(cs[0].doc_id))
-    )
+    position: dict[str, int] = {}  # ties: the ranking's order (a doc's first place, as order.index gave)
+    for i, doc_id in enumerate(order):
+        position.setdefault(doc_id, i)
+    scored = sorted(((cands[i], scores[i]) for i in order), key=lambda cs: (-cs[1], position[cs[0].doc_id]))
     return Ranking(ranking.strategy, scored, notes, ranking.lines, ranking.chronological)
