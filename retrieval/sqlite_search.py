@@ -150,11 +150,13 @@ def _hybrid(db: sqlite3.Connection, q: SearchQuery, knn: Callable[[int], Ranked]
     n = max(q.candidates, q.k)
     lists = {"bm25": bm25(db, q, n), "knn": knn(n)}
     scores: dict[int, dict[str, float]] = {}
-    for name, label in (("bm25", "bm25"), ("knn", "cosine")):
-        for rank, (rid, s) in enumerate(lists[name], start=1):
-            scores.setdefault(rid, {}).update({label: s, f"{name}_rank": float(rank)})
-    fused = rrf([[str(rid) for rid, _ in lst] for lst in lists.values()], k=q.rrf_k)[: q.k]
-    ranked = [(int(rid), s) for rid, s in fused]
+    for lst, label, rank_label in ((lists["bm25"], "bm25", "bm25_rank"), (lists["knn"], "cosine", "knn_rank")):
+        for rank, (rid, s) in enumerate(lst, start=1):
+            if (row := scores.get(rid)) is None:
+                row = scores[rid] = {}
+            row[label], row[rank_label] = s, float(rank)
+    # RRF over the rowids themselves: rrf() only hashes and compares its ids, so ints rank as their strings did
+    ranked = rrf([[rid for rid, _ in lst] for lst in lists.values()], k=q.rrf_k)[: q.k]
     for rid, s in ranked:
         scores[rid]["rrf"] = s
     return _hits(db, q.chat_id, ranked, scores)

@@ -143,4 +143,5 @@ async def _cosines(
     vecs = await store.turn_vectors(chat_id, ids)
     q = np.asarray(query, dtype=np.float32)
     q /= float(np.linalg.norm(q)) or 1.0
-    return {m: float(v @ q / (float(np.linalg.norm(v)) or 1.0)) for m, v in vecs.items()}
+    # np.linalg.norm of a 1-d float vector is sqrt(v.dot(v)), computed so here without its checks
+    return {m: float(v @ q / (float(np.sqrt(v.dot(v))) or 1.0)) for m, v in vecs.items()}

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
 from agents.text import count_tokens
 from retrieval.router.candidates import Cand
@@ -23,6 +24,9 @@ from retrieval.router.query import QueryAnalysis
 from retrieval.router.recipes import StrategyRecipe
 from retrieval.router.scoring import age_days, coverage, in_window, memory_score, mentions_time
 from retrieval.router.timeparse import TimeWindow
+
+# pure over the text: the same candidates come back question after question (a regex scan of each, each time)
+_mentions_time = lru_cache(maxsize=1 << 14)(mentions_time)
 
 
 @dataclass
@@ -91,7 +95,7 @@ def rank_temporal(cands: list[Cand], ctx: Context, r: StrategyRecipe) -> Ranking
     scores = {c.doc_id: base_score(c, ctx, r) for c in cands}
     if tq.asks_when or tq.asks_order or tq.asks_latest:
         for c in cands:
-            if mentions_time(c.doc.text):
+            if _mentions_time(c.doc.text):
                 scores[c.doc_id] += r.w_time_mention
     if tq.asks_latest:
         newest = sorted(cands, key=lambda c: c.doc.ts, reverse=True)[:3]
