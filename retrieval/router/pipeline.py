@@ -295,7 +295,7 @@ async def retrieve_routed(
                                                           llm=llm, cfg=cfg.classifier)  # fmt: skip
         mix, early = _routing(run, classification, named)
         _, succ = await asyncio.gather(embed_specs(embedder, [first, *early], run.vectors),
-                                       _prelude(run, store, named, (mix, early)))  # fmt: skip
+                                       _prelude(run, store, named, (mix, early) if embedder is not None else ()))  # fmt: skip
     run.step("classify", t0, label=classification.label, probs=classification.probs, layers=classification.layers,
              strategies=mix)  # fmt: skip
     t0 = time.perf_counter()
