@@ -15,7 +15,7 @@ from retrieval.protocols import Embedder, MemoryFilter, MemoryStore
 from retrieval.query_vectors import upcoming
 from retrieval.router import multihop, multiround, profiles
 from retrieval.router.asker import asker_name, has_first_person, in_third_person
-from retrieval.router.candidates import Cand, Pool, SearchSpec, bm25_ahead, embed_specs, run_specs
+from retrieval.router.candidates import Cand, Pool, SearchSpec, bm25_ahead, embed_specs, run_specs, yield_gil
 from retrieval.router.classifier import Classification, PrototypeIndex, skeleton
 from retrieval.router.classify import classify, wants_vector
 from retrieval.router.currency import (
@@ -169,6 +169,7 @@ async def _prelude(run: Run, store: MemoryStore, named: set[str], ahead: tuple =
     about, the succession of facts, the analysis the main search's BM25 text reads, and, on a store that keeps
     BM25 rankings until its next write, the BM25 legs of the searches ``ahead`` (``(mix, early specs)``): the
     hybrid searches that follow run only their kNN legs then."""
+    yield_gil()  # the forward was just handed to the embedder's thread
     await _about_asker(run, store, named, min(run.now, run.latest or run.now))
     succ = await supersession(store, run.req.chat_id)
     run.analyse([], None)
