@@ -9,7 +9,6 @@ and what it answers never depends on it.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -41,9 +40,3 @@ def expected() -> tuple[np.ndarray, ...]:
     """The unit query vectors announced for the current request (none outside :func:`upcoming`)."""
     return _UPCOMING.get()
 
-
-def memoises_bm25(store: object) -> bool:
-    """Whether ``store`` keeps its BM25 legs' rankings until its next write (the embedded SQLite store,
-    :func:`retrieval.sqlite_search.bm25`), so that a BM25 search run while the question is being embedded
-    saves the hybrid search after it its BM25 leg (a store without the memo would only search twice)."""
-    return isinstance(getattr(store, "db", None), sqlite3.Connection)

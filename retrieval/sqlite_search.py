@@ -20,7 +20,7 @@ from retrieval.protocols import Doc, Hit, SearchQuery
 from retrieval.sqlite_schema import DOC_COLS, chat_token, epoch, row_to_doc
 from retrieval.sqlite_util import chunks, marks
 
-__all__ = ["bm25", "column_by_rid", "search"]
+__all__ = ["bm25", "column_by_rid", "search", "until_write"]
 
 Ranked = list[tuple[int, float]]  # (doc rowid, score), best first
 
@@ -192,6 +192,7 @@ class _Docs:
     docs: dict[int, Doc] = field(default_factory=dict)
     meta: dict[int, tuple[str, str, float, bool]] = field(default_factory=dict)  # chat, kind, ts_epoch, live
     bm25: dict[tuple, Ranked] = field(default_factory=dict)  # a BM25 leg's ranking by query (:func:`bm25`)
+    derived: dict[Any, Any] = field(default_factory=dict)  # what callers derive from reads (:func:`until_write`)
 
 
 _DOCS: dict[int, _Docs] = {}
@@ -210,6 +211,15 @@ def _cache(db: sqlite3.Connection) -> _Docs:
             _DOCS.clear()
         entry = _DOCS[id(db)] = _Docs(db, written)
     return entry
+
+
+def until_write(db: sqlite3.Connection) -> dict[Any, Any]:
+    """A dict kept for the connection until the next write anywhere (then a fresh, empty one): for what a
+    caller derives from its reads alone (:mod:`retrieval.store_memo`)."""
+    entry = _cache(db)
+    if len(entry.derived) > MAX_MEMO_BM25:
+        entry.derived.clear()
+    return entry.derived
 
 
 def _docs_by_rid(db: sqlite3.Connection, chat_id: str, rids: list[int]) -> dict[int, Doc]:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from retrieval.fusion import rrf
 from retrieval.protocols import Doc, Embedder, Hit, MemoryStore, SearchQuery
-from retrieval.query_vectors import memoises_bm25
+from retrieval.store_memo import memoises_bm25
 
 MIN_COSINE = 0.2  # a kNN-only hit below this is noise
 NEG_INF = float("-inf")

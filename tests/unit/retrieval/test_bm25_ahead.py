@@ -1,16 +1,19 @@
-"""A BM25 leg run ahead (while a routed request's texts are embedded) changes no answer: the embedded store
-keeps a BM25 ranking only until the next write (its own or another connection's), and a hybrid search after
-the leg was run ahead returns what it returns without; the router's searches find the same pool either way."""
+"""What the router keeps between reads changes no answer. A BM25 leg run ahead (while a routed request's
+texts are embedded): the embedded store keeps a BM25 ranking only until the next write (its own or another
+connection's), and a hybrid search after the leg was run ahead returns what it returns without; the router's
+searches find the same pool either way. The topics' participants, kept until the next write, follow a new
+topic."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
 from retrieval.protocols import SearchQuery
-from retrieval.query_vectors import memoises_bm25
 from retrieval.router.candidates import Pool, SearchSpec, bm25_ahead, run_specs
+from retrieval.router.pipeline import topic_participants
 from retrieval.sqlite_store import SQLiteStore
-from schemas import ChatMessage
+from retrieval.store_memo import memoises_bm25, until_write
+from schemas import ChatMessage, TopicSummary
 from tests.unit.streams.test_runner_prefetch import HashingEmbedder
 
 T0 = datetime(2024, 1, 1, 9, 0, tzinfo=UTC)
@@ -39,6 +42,7 @@ class NoMemo:
 
     def __init__(self, store: SQLiteStore) -> None:
         self.search = store.search
+        self.list_topics = store.list_topics
 
 
 async def test_a_kept_ranking_is_dropped_by_any_write(tmp_path):
@@ -84,3 +88,27 @@ async def test_a_hybrid_search_after_its_bm25_leg_ran_ahead_is_the_same(tmp_path
     finally:
         await ahead.close()
         await fresh.close()
+
+
+def _topic(i: int, people: list[str]) -> TopicSummary:
+    at = T0 + timedelta(days=i)
+    return TopicSummary(chat_id="c", topic_id=f"t{i}", state="closed", message_ids=[f"m{i}"], participants=people,
+                        started_at=at, last_active_at=at)  # fmt: skip
+
+
+async def test_the_topics_participants_follow_a_new_topic(tmp_path):
+    embedder = HashingEmbedder()
+    store = await _filled(tmp_path / "m.db", embedder)
+    try:
+        await store.upsert_topic(_topic(0, ["ann", "bob"]))
+        assert await topic_participants(store, "c") == ({"ann", "bob"}, T0)
+        assert until_write(store) and until_write(NoMemo(store)) is None  # kept, for this store only
+        named, _ = await topic_participants(store, "c")
+        named.add("eve")  # a caller's copy: what is kept does not change
+        assert await topic_participants(store, "c") == ({"ann", "bob"}, T0)
+        await store.upsert_topic(_topic(3, ["cat"]))
+        assert not until_write(store)  # the write emptied it
+        expected = ({"ann", "bob", "cat"}, T0 + timedelta(days=3))
+        assert await topic_participants(store, "c") == expected == await topic_participants(NoMemo(store), "c")
+    finally:
+        await store.close()
