@@ -11,15 +11,27 @@ from functools import lru_cache
 from typing import Any
 
 from retrieval.protocols import MemoryFilter
+from retrieval.sqlite_search import until_write
 from schemas import MemoryRecord
 
 __all__ = ["find_memories"]
 
 
 def find_memories(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list[MemoryRecord]:
-    """Memory records of one chat matching ``q``, oldest first (by valid_from, then insertion)."""
+    """Memory records of one chat matching ``q``, oldest first (by valid_from, then insertion). Kept until the
+    next write (a routed request reads the chat's invalidated facts and profile records, and the next request
+    the same ones again; the records are frozen)."""
     if q.kinds is not None and not q.kinds or q.message_ids is not None and not q.message_ids:
         return []
+    kept = until_write(db)
+    key = ("find_memories", chat_id, None if q.kinds is None else tuple(q.kinds), q.attribute,
+           None if q.message_ids is None else tuple(q.message_ids), q.state, q.limit)  # fmt: skip
+    if (found := kept.get(key)) is None:
+        found = kept[key] = tuple(_find(db, chat_id, q))
+    return list(found)
+
+
+def _find(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list[MemoryRecord]:
     where, args = ["d.chat_id = ?", "d.kind != 'turn'", "d.memory IS NOT NULL"], [chat_id]
     if q.kinds is not None:
         where.append(f"d.kind IN ({','.join('?' * len(q.kinds))})")

@@ -48,6 +48,8 @@ def bm25(db: sqlite3.Connection, q: SearchQuery, limit: int) -> Ranked:
     match = fts_query(q.text)
     if not match or limit <= 0 or (q.kinds is not None and not q.kinds):
         return []
+    if db.in_transaction:  # what a transaction reads may be rolled back: nothing is kept from it
+        return _bm25(db, q, limit, match)
     memo = _cache(db).bm25
     key = (q.chat_id, match, None if q.kinds is None else tuple(q.kinds), q.since, q.until, q.include_superseded,
            limit)  # fmt: skip
@@ -215,7 +217,10 @@ def _cache(db: sqlite3.Connection) -> _Docs:
 
 def until_write(db: sqlite3.Connection) -> dict[Any, Any]:
     """A dict kept for the connection until the next write anywhere (then a fresh, empty one): for what a
-    caller derives from its reads alone (:mod:`retrieval.store_memo`)."""
+    caller derives from its reads alone (:mod:`retrieval.store_memo`). Inside a transaction, whose reads may
+    be rolled back, a dict of its own that nothing keeps."""
+    if db.in_transaction:
+        return {}
     entry = _cache(db)
     if len(entry.derived) > MAX_MEMO_BM25:
         entry.derived.clear()
