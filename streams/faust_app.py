@@ -21,7 +21,7 @@ import faust
 
 from streams.clients import Clients
 from streams.config import PipelineConfig
-from streams.kafka_log import ID_HEADER
+from streams.kafka_log import BATCH_BYTES, ID_HEADER, send_all
 from streams.log import Produce, Record
 from streams.topics import ALL_TOPICS, DISTILL_JOBS, DISTILL_RESULTS, MEMORY_DECISIONS, RAW_MESSAGES
 from streams.worker import Pipeline, WorkerConfig
@@ -67,6 +67,7 @@ class _Runtime:
         self.cfg = wiring.worker
         self.pipeline: Pipeline | None = None
         self._lock = asyncio.Lock()
+        self._send_lock = asyncio.Lock()
 
     async def ready(self) -> Pipeline:
         async with self._lock:
@@ -78,19 +79,27 @@ class _Runtime:
 
     async def close(self) -> None:
         if self.pipeline is not None:
+            await self.pipeline.stop_ahead()
             await self.pipeline.wm.close()
             await self.pipeline.clients.close()
             self.pipeline = None
 
     async def send(self, items: list[Produce]) -> None:
+        """Send a batch's output and wait for the acks (exact offsets: in the two rounds of ``send_all``)."""
         producer = self.app.producer
-        futures = []
-        for p in items:
+
+        async def send_one(p: Produce, partition: int | None) -> Awaitable[Any]:
             headers = [(ID_HEADER, p.record_id.encode())]
-            futures.append(
-                await producer.send(p.topic, p.key.encode(), p.value.encode(), None, None, headers)
-            )
-        await asyncio.gather(*futures)
+            return await producer.send(p.topic, p.key.encode(), p.value.encode(), partition, None, headers)
+
+        async def partitions_of(topic: str) -> set[int]:
+            return await producer._ensure_producer().partitions_for(topic)  # waits for the topic's metadata
+
+        if not self.cfg.exact_offsets:
+            await send_all(items, send_one)
+            return
+        async with self._send_lock:  # two agents' rounds interleaved could batch a partition's last records
+            await send_all(items, send_one, partitions_of)
 
     async def run(self, stage: str, records: list[Record]) -> None:
         """Process a batch until it succeeds: its events are acked only when this returns."""
@@ -123,7 +132,7 @@ def create_app(wiring: Wiring) -> faust.App:
         broker_heartbeat_interval=min(3.0, cfg.session_timeout_s / 3),
         broker_commit_interval=cfg.commit_interval_s,
         producer_acks=-1,
-        producer_max_batch_size=1 if cfg.exact_offsets else 16384,
+        producer_max_batch_size=BATCH_BYTES,  # exact offsets: see _Runtime.send
         stream_ack_exceptions=False,
         stream_wait_empty=True,
         topic_allow_declare=True,  # a no-op for bootstrapped topics; gives Faust's leader topic 1 partition
@@ -145,6 +154,13 @@ def create_app(wiring: Wiring) -> faust.App:
     bind("consolidate", DISTILL_RESULTS.name, cfg.consolidate_batch)  # and the graph stage, same records
     if cfg.index_agent:
         bind("index", MEMORY_DECISIONS.name, cfg.batch)
+
+    @app.task
+    async def open_clients() -> None:  # at start, not when the first batch is already waiting for them
+        try:
+            await runtime.ready()
+        except Exception:  # the first batch tries again (with its retries)
+            log.exception("opening the clients failed")
 
     if cfg.heartbeat_path is not None:
         heartbeat = cfg.heartbeat_path

@@ -8,6 +8,7 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 from streams.log import Produce
@@ -18,14 +19,18 @@ __all__ = [
     "KafkaLog",
     "apply_ledger_entry",
     "brokers_of",
+    "ends_alone",
     "ledger_key",
     "ledger_value",
+    "partition_of",
+    "send_all",
 ]
 
 log = logging.getLogger("memstream.kafka")
 
 LEDGER_TOPIC = "memstream.deletion-ledger"  # compacted, one partition, key "chat\x1fsender" ("*" = chat)
 ID_HEADER = "memstream-id"
+BATCH_BYTES = 256 * 1024  # a producer batch per partition: a worker batch's decisions go in a few requests
 
 
 def brokers_of(log_url: str) -> list[str]:
@@ -36,6 +41,48 @@ def brokers_of(log_url: str) -> list[str]:
     if not hosts:
         raise ValueError(f"no broker in {log_url!r}")
     return hosts
+
+
+def partition_of(key: bytes, partitions: Iterable[int]) -> int:
+    """The partition Kafka's default partitioner picks for a keyed record (murmur2 of the key)."""
+    from aiokafka.partitioner import murmur2
+
+    ordered = sorted(partitions)
+    return ordered[(murmur2(key) & 0x7FFFFFFF) % len(ordered)]
+
+
+def ends_alone(partitions: Sequence[Hashable]) -> tuple[list[int], list[int]]:
+    """Split items (given by their partitions, in send order) into two rounds: every item but the last of its
+    partition, then the last of each partition. Sent round after round, each partition's last batch holds
+    one record, so a broker that reports a partition's end as its last batch's base offset + 1 (Tansu)
+    reports it exactly, while the first round is batched freely (one request, not one per record)."""
+    last = {part: i for i, part in enumerate(partitions)}
+    tail = set(last.values())
+    return [i for i in range(len(partitions)) if i not in tail], sorted(tail)
+
+
+SendOne = Callable[[Produce, int | None], Awaitable[Awaitable[Any]]]  # (item, partition) -> its ack
+
+
+async def send_all(
+    items: Sequence[Produce],
+    send_one: SendOne,
+    partitions_of: Callable[[str], Awaitable[Iterable[int]]] | None = None,
+) -> None:
+    """Send ``items`` in order through ``send_one`` and wait for every ack. With ``partitions_of`` (exact
+    offsets: a topic's partitions), each item goes to its key's default partition in the two rounds of
+    :func:`ends_alone`; without it the producer partitions and batches as it likes."""
+    if partitions_of is None:
+        await asyncio.gather(*[await send_one(p, None) for p in items])
+        return
+    known: dict[str, Iterable[int]] = {}
+    parts = []
+    for p in items:
+        if p.topic not in known:
+            known[p.topic] = await partitions_of(p.topic)
+        parts.append((p.topic, partition_of(p.key.encode(), known[p.topic])))
+    for round_ in ends_alone(parts):
+        await asyncio.gather(*[await send_one(items[i], parts[i][1]) for i in round_])
 
 
 def ledger_key(chat_id: str, sender: str) -> bytes:
@@ -76,6 +123,7 @@ class KafkaLog:
         self._producer: Any = None
         self._refreshed = 0.0
         self._lock = asyncio.Lock()
+        self._send_lock = asyncio.Lock()
 
     async def open(self) -> KafkaLog:
         from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -111,7 +159,7 @@ class KafkaLog:
             from aiokafka import AIOKafkaProducer
 
             self._producer = AIOKafkaProducer(
-                bootstrap_servers=self.brokers, acks="all", max_batch_size=1 if self.exact_offsets else 16384
+                bootstrap_servers=self.brokers, acks="all", max_batch_size=BATCH_BYTES
             )
             await self._producer.start()
         return self._producer
@@ -119,20 +167,24 @@ class KafkaLog:
     async def append(self, items: list[Produce]) -> int:
         """Send records (keyed by chat id, id in a header) and wait for the acks; returns how many."""
         producer = await self._producer_started()
-        futures = [
-            await producer.send(
-                p.topic, p.value.encode(), key=p.key.encode(), headers=[(ID_HEADER, p.record_id.encode())]
-            )
-            for p in items
-        ]
-        await asyncio.gather(*futures)
+
+        async def send_one(p: Produce, partition: int | None) -> Awaitable[Any]:
+            return await producer.send(p.topic, p.value.encode(), key=p.key.encode(), partition=partition,
+                                       headers=[(ID_HEADER, p.record_id.encode())])  # fmt: skip
+
+        if not self.exact_offsets:
+            await send_all(items, send_one)
+            return len(items)
+        async with self._send_lock:  # concurrent appends could batch a partition's last records together
+            await send_all(items, send_one, producer.partitions_for)
         return len(items)
 
     async def record_deletion(self, chat_id: str, sender: str, at: str) -> None:
         producer = await self._producer_started()
-        await producer.send_and_wait(
-            LEDGER_TOPIC, ledger_value(chat_id, sender, at), key=ledger_key(chat_id, sender)
-        )
+        async with self._send_lock:  # alone in its batch: the ledger's end offset stays exact (Tansu)
+            await producer.send_and_wait(
+                LEDGER_TOPIC, ledger_value(chat_id, sender, at), key=ledger_key(chat_id, sender)
+            )
         self._entries[ledger_key(chat_id, sender)] = (chat_id, sender)
 
     async def close(self) -> None:

@@ -8,26 +8,37 @@ decisions are journalled there so a redelivered result repeats its decisions ins
 The consolidator applies its decisions to the store right after deciding (and still emits them), so the
 next result of a chat sees the effects of the previous one, as the embedded runner guarantees by draining
 the indexer between results; the graph stage reads the same results first, as in the embedded runner.
+
+All stages of a worker share one model, which embeds a call at a time. Like the embedded runner, the worker
+embeds ahead: a segmenter batch runs in parts, the next part's turns embedded while the current one runs its
+Python, and the consolidator's candidates are embedded as soon as the distiller made the results. These bulk
+calls go in chunks after every other call (:mod:`streams.worker_embed`), so the graph stage and the
+consolidator, the pipeline's tail, do not wait behind a segmenter batch. Only when and in which
+calls texts are embedded changes; with a model whose vectors depend on what shares a forward (MiniLM int8:
+dynamic quantisation) that can move a borderline decision, as any other batching of the same turns can.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from agents.segmenter import ChatPool
-from schemas import MemoryDecision
+from schemas import ChatMessage, MemoryDecision
 from streams.clients import Clients
 from streams.codec import DecodeError, decode
 from streams.config import PipelineConfig
 from streams.log import Produce, Record
 from streams.sensitive import screen_value
 from streams.stages import StageOutput, build_stages
-from streams.stages.io import is_deleted
-from streams.topics import MEMORY_DECISIONS
+from streams.stages.io import decode_all, is_deleted
+from streams.topics import DISTILL_RESULTS, MEMORY_DECISIONS, RAW_MESSAGES
+from streams.worker_embed import PriorityEmbedder, bulk
 from streams.working_memory import WorkingMemory
 
 __all__ = ["Pipeline", "Send", "WorkerConfig"]
@@ -41,6 +52,7 @@ Send = Callable[[list[Produce]], Awaitable[None]]
 class WorkerConfig:
     app_id: str = "memstream"  # the consumer group of every agent
     batch: int = 256
+    segment_part: int = 64  # a segmenter batch runs in parts, the next part's turns embedded meanwhile
     within_s: float = 0.5
     distill_batch: int = 16
     consolidate_batch: int = 16
@@ -89,6 +101,8 @@ class Pipeline:
         self.wm = wm
         self.cfg = cfg
         self.pipeline_cfg = pipeline
+        if clients.embedder is not None:  # the stages near the pipeline's end embed first (worker_embed)
+            clients = replace(clients, embedder=PriorityEmbedder(clients.embedder))
         self.stages = build_stages(clients, pipeline)  # the same stage list as the embedded runner
         self.segment = self.stages.segment
         self.distill = self.stages.distill
@@ -96,6 +110,7 @@ class Pipeline:
         self.index = self.stages.index
         self.graph = self.stages.graph
         self._applied: dict[str, None] = {}  # ids of decisions this worker applied itself (the last 100k)
+        self._ahead: set[asyncio.Task] = set()  # texts being embedded ahead of the stage that needs them
 
     async def deletions(self) -> set[tuple[str, str]]:
         return await self.clients.log.deletions()
@@ -114,7 +129,7 @@ class Pipeline:
         self.segment.pools = pools
         policy = self.pipeline_cfg.sensitive  # producers that wrote Kafka directly were not screened
         records = [r if r.value is None else replace(r, value=screen_value(r.value, policy)) for r in records]
-        out = await self.segment.process(records)
+        out = await self._segment(records)
         await send(out.produced)
         for chat, raw in self.segment.dump_state().items():  # only the pools this batch changed
             version = last.get(chat)
@@ -127,6 +142,47 @@ class Pipeline:
             await self._save_windows(pool)
         return out
 
+    async def _segment(self, records: list[Record]) -> StageOutput:
+        """The segmenter over the batch in parts (the same output: its pools carry over), each part's turns
+        embedded while the one before runs its Python, as the embedded runner embeds a batch ahead; the
+        model serves the later stages first (:mod:`streams.worker_embed`)."""
+        with_model = self.stages.segment.clients.embedder is not None  # else nothing to embed ahead
+        size = max(1, self.cfg.segment_part if with_model else len(records))
+        parts = [records[i : i + size] for i in range(0, len(records), size)]
+        out = StageOutput()
+        ahead = self._embed_turns(parts[0]) if len(parts) > 1 else None
+        try:
+            for k, part in enumerate(parts):
+                current, ahead = ahead, self._embed_turns(parts[k + 1]) if k + 1 < len(parts) else None
+                if current is not None:  # failed: the segmenter embeds what is missing itself
+                    await asyncio.gather(current, return_exceptions=True)
+                sub = await bulk(lambda part=part: self.segment.process(part))
+                out.produced += sub.produced
+                out.dead += sub.dead
+                out.processed += sub.processed
+                for name, value in sub.metrics.items():
+                    out.metrics[name] = out.metrics.get(name, 0.0) + value
+        finally:
+            if ahead is not None:
+                ahead.cancel()
+        return out
+
+    def _embed_turns(self, records: list[Record]) -> asyncio.Task | None:
+        """The turns of ``records`` embedded in the background (bulk: after every other stage's call)."""
+        embedder = self.stages.segment.clients.embedder
+        if embedder is None:
+            return None
+        msgs = decode_all(RAW_MESSAGES, "segment", records, StageOutput())  # errors: in the segmenter
+        texts = [m.text for m in msgs if isinstance(m, ChatMessage) and m.text.strip()]
+        return self._background(bulk(lambda: embedder.embed(texts)))
+
+    def _background(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task:
+        """A task that only fills the embedder's cache: cancelled at shutdown, a failure only logged."""
+        task = asyncio.create_task(work)
+        self._ahead.add(task)
+        task.add_done_callback(self._done_ahead)
+        return task
+
     async def _save_windows(self, pool: ChatPool) -> None:
         active = {t.topic_id: list(t.message_ids) for t in pool.topics}
         for topic_id in set(await self.wm.topic_windows(pool.chat_id)) - set(active):
@@ -138,7 +194,29 @@ class Pipeline:
         deleted = await self.deletions()
         out = await self.distill.process([r for r in records if not is_deleted(deleted, r.key)])
         await send(out.produced)
+        self._prefetch_ahead([p for p in out.produced if p.topic == DISTILL_RESULTS.name])
         return out
+
+    def _prefetch_ahead(self, results: list[Produce]) -> None:
+        """Embed the consolidator's candidates of these results in the background, as the embedded runner
+        does as soon as its distiller produced them: the consolidator then finds them embedded or being
+        embedded instead of waiting for the model between its batches (when this worker also consumes their
+        partition of the results topic; elsewhere the vectors are only cached). Only the cache is filled."""
+        if not results or self.clients.embedder is None:
+            return
+        ahead = [Record(p.topic, -1, p.key, p.record_id, p.value) for p in results]
+        self._background(bulk(lambda: self.consolidate.prefetch(ahead)))
+
+    async def stop_ahead(self) -> None:
+        """Cancel the background embedding (before the clients close)."""
+        for task in list(self._ahead):
+            task.cancel()
+        await asyncio.gather(*self._ahead, return_exceptions=True)
+
+    def _done_ahead(self, task: asyncio.Task) -> None:
+        self._ahead.discard(task)
+        if not task.cancelled() and task.exception() is not None:  # the stage embeds them itself
+            log.warning("embedding ahead failed", exc_info=task.exception())
 
     async def consolidate_batch(self, records: list[Record], send: Send) -> StageOutput:
         """One result at a time: decide (or recall the journalled decisions), apply, then emit."""
