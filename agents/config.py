@@ -36,6 +36,11 @@ class SegmenterConfig(BaseModel):
     # being addressed in the topic
     mention_elsewhere: float = 0.25
     addressed_reply: float = 0.95
+    # group chats: a known name spoken to after a greeting or thanks ("Thanks Priya") or a final comma counts
+    # as addressing them; naming in passing someone whose latest message is in the topic is this much of a
+    # reply (0: off). Neither in a private chat, where every turn is spoken to the other person
+    vocative: bool = True
+    named_reply: float = 0.5
     # same-user continuity in a topic that is not where the sender last spoke
     user_elsewhere: float = 0.8
     # pull of a topic that is still going on (times the time decay) and the penalty for addressing only
@@ -50,6 +55,9 @@ class SegmenterConfig(BaseModel):
     threshold_length: float = 0.2
     threshold_known_sender: float = -0.23
     threshold_addressed: float = -0.45
+    # a message opening with a revision cue ("Small change:", "Correction:", "更正") refers back to something
+    # said: the bar falls by this and the linker's new-conversation probability does not raise it
+    threshold_revision: float = -0.3
     # soft membership: a runner-up above threshold and within this ratio of the best also gets the message
     soft_ratio: float = 0.85
     # real-time merge of near-duplicate active topics (needs vectors)
@@ -77,6 +85,15 @@ class SegmenterConfig(BaseModel):
     pace_reference_s: float = 10.0
     pace_min: float = 0.5
     pace_max: float = 4.0
+    # slow chats (agents/segment_signals.slow_scale): the time decay and same-user window are stretched by
+    # the chat's median gap over slow_reference_s (from its first gap, shrunk towards 1 by a prior of
+    # slow_prior_n gaps), at most slow_max times; never shrunk, so chats faster than one message a minute
+    # (IRC, LoCoMo's 30 s turns) are unchanged. slow_max <= 1 turns it off; pace_adaptive replaces it.
+    # slow_idle stretches idle_close_s too (off: a topic of a slow chat still closes after 15 silent minutes)
+    slow_reference_s: float = 60.0
+    slow_prior_n: float = 2.0
+    slow_max: float = 8.0
+    slow_idle: bool = False
     adaptive_gain: float = 0.25
     adaptive_reference: float = 0.9
     adaptive_min: float = 0.8

@@ -6,7 +6,8 @@ topic is then scored with :func:`score_topic`. Signals are in ``[0, 1]``:
 - ``reply``: an explicit ``reply_to`` into the topic (1.0, and it always wins); addressing someone whose
   latest message is in the topic (an implicit reply, 1.0; ``mention_elsewhere`` if they spoke there but last
   spoke elsewhere); the sender was addressed in the topic after their last message there (they are
-  answering, ``addressed_reply``).
+  answering, ``addressed_reply``); in a group chat, naming in passing someone whose latest message is in the
+  topic (``named_reply``). "Thanks Priya" and "..., Marco!" address Priya and Marco (``vocative``).
 - ``user``: the sender's own continuity: 1.0 in the topic where they last spoke, ``user_elsewhere`` in
   another topic they took part in; full within ``user_window_s``, then halving every window.
 - ``semantic``: max cosine of the message vector to the topic centroid and its last-k vectors, rescaled above
@@ -17,8 +18,9 @@ The total is ``w_reply * reply + decay * (w_user * user + w_semantic * semantic 
 - w_mismatch * [the message addresses only people absent from the topic]``, with
 ``decay = 0.5 ** (idle / time_decay_half_life_s)`` and idle the topic's silence so far: the structural reply
 signal is not decayed (an explicit reply is explicit however late), and ``w_time * decay`` alone is the pull
-of a conversation that is still going on. The message joins the best topic if the total reaches
-:func:`join_threshold`.
+of a conversation that is still going on. In a slow chat (a message every few minutes) the half-life and
+the same-user window are stretched by :func:`slow_scale`. The message joins the best topic if the total
+reaches :func:`join_threshold` (lowered for a revision cue such as "Small change:" or "Correction:").
 """
 
 from __future__ import annotations
@@ -46,6 +48,20 @@ _TOKEN_RE = re.compile(f"(?P<cjk>[{_CJK}]+)|(?P<word>[a-z0-9][a-z0-9_.+#/-]*[a-z
 _LEAD_RE = re.compile(r"^\s*(?:@(?P<at>[^\s:,;@]{1,64})|(?P<nick>[^\s:,;@]{1,64})\s*[:,;>])")
 _NAME_TOKEN_RE = re.compile(r"[^\W\d][\w\-\[\]\\^{}`|]*")
 _AT_RE = re.compile(r"@([^\s:,;@]{1,64})")
+# a name spoken to, not about: "Thanks Priya", "Congrats Priya!!", "Morning Olive", "see you, Marco"
+_VOCATIVE_RE = re.compile(
+    r"^\s*(?:thanks|thank you|thx|ty|cheers|congrats|congratulations|sorry|welcome|hi|hey|hello|morning"
+    r"|good morning|evening|good evening|night|good night|bye)[\s,]+(?P<lead>[^\W\d][\w\-]*)"
+    r"|,\s*(?P<tail>[^\W\d][\w\-]*)\s*[.!?]*\s*$",
+    re.IGNORECASE,
+)
+# a revision of something said earlier ("Small change: ...", "Correction: ...", "更正：..."): it refers back,
+# so it continues a conversation rather than starting one
+_REVISION_RE = re.compile(
+    r"^\s*(?:small change|quick change|slight change|change of plans?|correction|update|actually|scratch that"
+    r"|edit|more precisely)\b|^\s*(?:更正|纠正|改一下|计划有变|有变|更新一下|补充一下|其实)",
+    re.IGNORECASE,
+)
 
 _STOP_EN = frozenset(
     """
@@ -84,11 +100,14 @@ class Features:
     length: float = 0.0  # characters / 200, capped at 1
     named: tuple[str, ...] = ()  # known senders named anywhere in the text (not as the addressee)
     pace: float = 1.0  # the chat's pace: time windows are stretched by this (see :func:`pace_scale`)
+    revision: bool = False  # opens with a revision cue (refers back to something said)
+    group: bool = True  # not a private (two-person) chat
 
 
 def features(msg: ChatMessage, vector: object, pool: ChatPool, cfg: SegmenterConfig | None = None) -> Features:
     """Reduce a message (and its optional embedding) to what the signals read."""
-    to = addressees(msg, pool.names)
+    group = msg.chat_type != "private"  # in a private chat every turn is spoken to the other: no topic cue
+    to = addressees(msg, pool.names, vocative=cfg is not None and cfg.vocative and group)
     return Features(
         sender=msg.sender,
         ts=msg.ts.timestamp(),
@@ -99,7 +118,9 @@ def features(msg: ChatMessage, vector: object, pool: ChatPool, cfg: SegmenterCon
         question="?" in msg.text or "\uff1f" in msg.text,
         length=min(1.0, len(msg.text) / 200),
         named=named(msg.text, pool.names, {msg.sender, *to}),
-        pace=pace_scale(pool.gaps, cfg),
+        pace=pace_scale(pool.gaps, cfg) * slow_scale(pool.gaps, cfg),
+        group=group,
+        revision=cfg is not None and cfg.threshold_revision != 0 and bool(_REVISION_RE.match(msg.text)),
     )
 
 
@@ -111,6 +132,22 @@ def pace_scale(gaps: list[float], cfg: SegmenterConfig | None) -> float:
         return 1.0
     ratio = statistics.median(gaps) / cfg.pace_reference_s
     return min(cfg.pace_max, max(cfg.pace_min, ratio))
+
+
+def slow_scale(gaps: list[float], cfg: SegmenterConfig | None) -> float:
+    """How much slower than a live conversation this chat is (1.0 at most one message a ``slow_reference_s``):
+    the median of its gaps so far over ``slow_reference_s``, shrunk in log space towards 1 by a prior worth
+    ``slow_prior_n`` gaps (the first gaps say little), within ``[1, slow_max]``. It only stretches: a chat of
+    people answering every few minutes keeps its topics open and its pull for that long, where IRC-speed
+    settings would close or leave them after two gaps. 1.0 when off, before any gap, or when
+    ``pace_adaptive`` (the symmetric scale) is on."""
+    if cfg is None or cfg.slow_max <= 1.0 or cfg.pace_adaptive or not gaps:
+        return 1.0
+    ratio = statistics.median(gaps) / cfg.slow_reference_s
+    if ratio <= 1.0:
+        return 1.0
+    shrunk = math.exp(math.log(ratio) * len(gaps) / (len(gaps) + cfg.slow_prior_n))
+    return min(cfg.slow_max, shrunk)
 
 
 def named(text: str, names: dict[str, str], skip: set[str]) -> tuple[str, ...]:
@@ -139,9 +176,10 @@ def keywords(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def addressees(msg: ChatMessage, names: dict[str, str]) -> tuple[str, ...]:
+def addressees(msg: ChatMessage, names: dict[str, str], *, vocative: bool = False) -> tuple[str, ...]:
     """Sender ids this message is addressed to: ``msg.mentions`` plus a leading ``name:``/``name,``/``@name``
-    (and inline ``@name``) that names a known recent sender. ``names`` maps lowercased names/ids to ids."""
+    (and inline ``@name``) that names a known recent sender, and with ``vocative`` a known name (exactly)
+    after a leading greeting or thanks or after a final comma. ``names`` maps lowercased names/ids to ids."""
     found: list[str] = []
     for mention in msg.mentions:
         sid = names.get(mention.lower(), mention)
@@ -152,6 +190,11 @@ def addressees(msg: ChatMessage, names: dict[str, str]) -> tuple[str, ...]:
     candidates += _AT_RE.findall(msg.text)
     for token in candidates:
         sid = resolve_name(token, names)
+        if sid is not None and sid != msg.sender and sid not in found:
+            found.append(sid)
+    voc = _VOCATIVE_RE.search(msg.text) if vocative else None
+    if voc is not None:
+        sid = names.get((voc.group("lead") or voc.group("tail")).lower())
         if sid is not None and sid != msg.sender and sid not in found:
             found.append(sid)
     return tuple(found)
@@ -203,6 +246,10 @@ def reply_signal(topic: ActiveTopic, f: Features, pool: ChatPool, cfg: Segmenter
             seen = pool.senders.get(sid)
             here = seen is not None and seen.topic_id == topic.topic_id
             best = max(best, 1.0 if here else cfg.mention_elsewhere)
+    for sid in f.named if f.group else ():  # named in passing ("we'll meet at Marco's flat"), not spoken to
+        seen = pool.senders.get(sid)
+        if seen is not None and seen.topic_id == topic.topic_id:
+            best = max(best, cfg.named_reply)
     asked = topic.addressed.get(f.sender)
     if asked is not None and asked >= topic.last_by_sender.get(f.sender, -math.inf):
         best = max(best, cfg.addressed_reply)
@@ -256,6 +303,7 @@ def join_threshold(f: Features, known_sender: bool, cfg: SegmenterConfig) -> flo
         + cfg.threshold_length * f.length
         + cfg.threshold_known_sender * known_sender
         + cfg.threshold_addressed * bool(f.addressees)
+        + cfg.threshold_revision * f.revision
     )
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from agents.config import SegmenterConfig
 from agents.segment_link import decode_vec, link_msg, read_links, remember
 from agents.segment_shift import CONTEXT, default_shift_weights, is_dyadic, shift_features, shift_p
-from agents.segment_signals import Features, effective_threshold, features, score_topic
+from agents.segment_signals import Features, effective_threshold, features, score_topic, slow_scale
 from agents.segment_state import ActiveTopic, ChatPool, SenderSeen, absorb, dump_pools, load_pools, rounded
 from schemas import ChatMessage, TopicEvent, TopicEventKind, stable_id
 
@@ -74,7 +74,8 @@ def step(
         key=lambda x: x[0][0],
         reverse=True,
     )
-    threshold = effective_threshold(pool, f, cfg) + cfg.w_link_self * links.p_self
+    # the linker's new-conversation probability raises the bar, except for a revision, which refers back
+    threshold = effective_threshold(pool, f, cfg) + cfg.w_link_self * links.p_self * (not f.revision)
     if scored:
         pool.recent_best = [*pool.recent_best, scored[0][0][0]][-RECENT_BEST_MAX:]
     replied = pool.msg_topic.get(msg.reply_to) if msg.reply_to else None
@@ -207,7 +208,8 @@ def _closed(pool: ChatPool, topic: ActiveTopic, at: datetime, reason: str) -> To
 
 
 def _close_idle(pool: ChatPool, now: datetime, cfg: SegmenterConfig) -> list[TopicEvent]:
-    cutoff = now.timestamp() - cfg.idle_close_s
+    stretch = slow_scale(pool.gaps, cfg) if cfg.slow_idle else 1.0
+    cutoff = now.timestamp() - cfg.idle_close_s * stretch
     idle = [t for t in pool.topics if t.last_ts < cutoff]
     pool.topics = [t for t in pool.topics if t.last_ts >= cutoff]
     return [_closed(pool, t, now, "idle") for t in idle]
