@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 from agents.consolidate.records import norm_text, update_decision, value_changed, value_in
+from agents.extract.slots import states_replacement
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord, stable_id
 
 __all__ = [
@@ -84,6 +85,11 @@ def stale_statements(
             and d.record is not None
             and d.record.attribute == old.attribute
             and value_changed(old, d.record)
+        ) or (  # a stated change of something no slot names: "… would rather do Klara instead of The Remains…"
+            old.attribute is None
+            and d.record is not None
+            and d.record.attribute is None
+            and states_replacement(d.record.text)
         )
         if changed:
             out.append(Staleness.of_decision(old, d))

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
 
-from agents.text import tokenize
+from agents.text import has_cjk, tokenize
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryRecord, stable_id
 
 __all__ = [
@@ -50,8 +50,19 @@ def same_subject(a: str | None, b: str | None) -> bool:
     return bool(a and b) and norm_text(a) == norm_text(b)
 
 
-def value_in(text: str, value: str | None) -> bool:
-    return bool(value) and norm_text(value) in norm_text(text)
+def value_in(text: str | None, value: str | None) -> bool:
+    """``text`` states ``value``: as a substring in Chinese, on word boundaries elsewhere ("Olive's" is not
+    in "Olive said", "Ann" not in "Joanna"), whatever the case and punctuation."""
+    if not value:
+        return False
+    if has_cjk(value):
+        return norm_text(value) in norm_text(text)
+    v = _spaced(value)
+    return v != " " and v in _spaced(text)
+
+
+def _spaced(text: str | None) -> str:
+    return " " + re.sub(r"[\W_]+", " ", unicodedata.normalize("NFKC", text or "").lower()).strip() + " "
 
 
 def holds_value(r: MemoryRecord, value: str | None) -> bool:

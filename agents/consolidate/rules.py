@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from agents.config import ConsolidatorConfig
+from agents.consolidate.plan_context import with_event
 from agents.consolidate.records import (
     Similar,
     SimilarByCandidate,
@@ -20,7 +21,7 @@ from agents.consolidate.records import (
     value_in,
 )
 from agents.extract.event_slots import is_plan_change
-from agents.extract.slots import MULTI_VALUED, states_change
+from agents.extract.slots import MULTI_VALUED, instead_of, is_called_off, states_change
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord
 
 __all__ = ["Batch", "decide", "decide_batch", "similar_for"]
@@ -71,6 +72,7 @@ def decide(
             source_event_id,
             record=make_record(c, source_event_id),
         )
+    c = with_event(c, live)  # "Thursday moved to Friday 8pm": the time of the event being planned
     slot = _slot_decision(c, live, source_event_id)
     if slot is not None:
         return slot
@@ -127,12 +129,16 @@ def _changed_from(c: CandidateFact, live: Similar) -> MemoryRecord | None:
     """The live fact a stated change replaces: "小王说：吉他学不下去了，现在改练钢琴" replaces "小王最近在学吉他"
     (same subject, a shared word other than the subject's name, no slot to settle it, said before). The most
     similar such fact; None when the candidate states no change."""
-    if c.kind != MemoryKind.FACT or not c.subject or c.attribute or not states_change(c.text):
+    if c.kind != MemoryKind.FACT or not c.subject or c.attribute:
+        return None
+    replaced = {w for w in keywords(instead_of(c.text), None) if len(w) >= 2}  # "… instead of The Remains…"
+    if not replaced and not states_change(c.text):
         return None
     own = {w for w in keywords(c.text, c.subject) if len(w) >= 2}
     for r, _ in live:  # best first
         if (r.kind == MemoryKind.FACT and r.attribute is None and same_subject(r.subject, c.subject)
-                and r.valid_from <= c.event_time and own & keywords(r.text, r.subject)):
+                and r.valid_from <= c.event_time and own & keywords(r.text, r.subject)
+                and (not replaced or replaced <= keywords(r.text, r.subject))):
             return r
     return None
 
@@ -141,13 +147,17 @@ def _retraction_target(c: CandidateFact, live: Similar, cfg: ConsolidatorConfig)
     best: tuple[float, MemoryRecord] | None = None
     entity_words = {w for e in c.entities for w in keywords(e, None)}
     for r, s in live:
-        if r.kind != MemoryKind.FACT or not same_subject(r.subject, c.subject):
+        plan = r.attribute in ("when", "where") and is_called_off(c.text)  # a plan's subject is its event
+        if r.kind != MemoryKind.FACT or not (same_subject(r.subject, c.subject) or plan):
             continue
         if c.value and r.attribute and not value_in(r.text, c.value):
             continue
         same_slot = bool(c.attribute) and r.attribute == c.attribute
         shared = keywords(r.text, r.subject) & keywords(c.text, c.subject)
         named = bool(shared & entity_words)  # "Forget the Figma thing": the entity it names, whatever the cosine
+        if plan:  # "Never mind the dentist, I cancelled it": the plan it names (its event's words too) is off
+            shared = keywords(r.text, None) & keywords(c.text, c.subject)
+            named = bool(shared)
         similar = (
             (s >= cfg.update_similarity or named) and len(shared) >= 1 and (not c.value or value_in(r.text, c.value))
         )

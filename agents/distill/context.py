@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any
 
 from agents.extract.entities import MENTION_RE
 from agents.extract.slots import SlotMatch
@@ -24,6 +26,7 @@ class TopicContext:
     names: frozenset[str]
     name_of: dict[str, str]
     _weeks: dict[str, date | None] = field(default_factory=dict)  # message id -> the week it names
+    _events: dict[str, str | None] = field(default_factory=dict)  # message id -> the event it schedules
 
     @classmethod
     def build(cls, job: DistillJob) -> TopicContext:
@@ -36,14 +39,25 @@ class TopicContext:
         """A day of the week named last before ``m`` in this conversation (``下周三…``, ``next week…``): in
         the message ``m`` replies to, else in the topic's messages of the hour before it. A bare weekday of
         ``m`` (``周四可以``) with no week of its own is of that week."""
+        return self._last_before(m, self._weeks, _named_week_of)
+
+    def event_context(self, m: ChatMessage) -> str | None:
+        """The event whose time or place was stated last before ``m`` (where :meth:`week_context` looks): the
+        event of a change that names none ("Small change, we'll meet at Marco's instead" after "the book club
+        meets at Olive's this Thursday")."""
+        return self._last_before(m, self._events, _planned_event_of)
+
+    def _last_before(self, m: ChatMessage, memo: dict[str, Any], read: Callable[[ChatMessage], Any]) -> Any:
+        """``read`` of the message ``m`` replies to, else of the latest of the topic's messages of the hour
+        before it that gives one (each message read once, kept in ``memo``)."""
         replied = self.by_id.get(m.parent_id or "")
         earlier = [x for x in self.msgs if x.ts <= m.ts and x.message_id != m.message_id
                    and (m.ts - x.ts).total_seconds() <= WEEK_CONTEXT_S]  # fmt: skip
         for x in ([replied] if replied is not None else []) + earlier[::-1]:
-            if x.message_id not in self._weeks:
-                self._weeks[x.message_id] = _named_week_of(x)
-            if self._weeks[x.message_id] is not None:
-                return self._weeks[x.message_id]
+            if x.message_id not in memo:
+                memo[x.message_id] = read(x)
+            if memo[x.message_id] is not None:
+                return memo[x.message_id]
         return None
 
     def addressee(self, m: ChatMessage) -> str | None:
@@ -62,6 +76,17 @@ class TopicContext:
 
 
 WEEK_CONTEXT_S = 3600.0  # a week named this long before a message still anchors its bare weekdays
+
+
+def _planned_event_of(m: ChatMessage) -> str | None:
+    """The last event message ``m`` states a time or place of, if any."""
+    from agents.extract.event_slots import planned_event
+    from agents.extract.text import split_sentences
+
+    found = None
+    for sent in split_sentences(m.text):
+        found = planned_event(sent, m.display_name) or found
+    return found
 
 
 def _named_week_of(m: ChatMessage) -> date | None:

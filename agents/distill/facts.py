@@ -11,7 +11,7 @@ from agents.distill.summary import GENERIC_WORDS
 from agents.extract.date_anchors import named_week
 from agents.extract.dates import annotate_dates, find_dates
 from agents.extract.entities import NOT_ENTITIES, find_entities
-from agents.extract.event_slots import all_slots
+from agents.extract.event_slots import all_slots, moves_plan
 from agents.extract.person import Rewrite, looks_like_name, to_third_person
 from agents.extract.slot_text import question_slot, short_answer_value, slot_sentence
 from agents.extract.slots import SlotMatch, find_slots, is_retraction, states_change
@@ -50,6 +50,7 @@ def distill_message(ctx: TopicContext, m: ChatMessage, question: ChatMessage | N
     speaker, addressee = m.display_name, ctx.addressee(m)
     sources = [m.message_id] + ([question.message_id] if question is not None else [])
     week_of = ctx.week_context(m)  # "下周三聚餐改到周四" -> "收到，我周四可以": that Thursday
+    event: str | None = None  # the event talked about, for a change that names none (read when one comes)
     for original in split_sentences(m.text):
         if is_filler(original, ctx.names):
             continue
@@ -67,7 +68,9 @@ def distill_message(ctx: TopicContext, m: ChatMessage, question: ChatMessage | N
             )
         if is_question(sent):
             continue
-        slots = all_slots(sent, speaker, ctx.names)
+        if event is None and moves_plan(sent):
+            event = ctx.event_context(m) or ""
+        slots = all_slots(sent, speaker, ctx.names, event=event or None)
         out.relations.extend(
             Relation(
                 subject=s.subject,
@@ -84,8 +87,8 @@ def distill_message(ctx: TopicContext, m: ChatMessage, question: ChatMessage | N
         score = _informativeness(sent, rewrite, bool(slots), bool(dates), bool(entities)) + (
             question is not None
         )
-        if not slots and (len(_content_tokens(sent)) < 2 or (score < 2.5 and not (rewrite.first_person
-                                                                                 or _changed(sent)))):
+        if not slots and (len(_content_tokens(sent)) < 2 or (score < 2.5 and not (
+                rewrite.first_person or _changed(sent) or (dates and moves_plan(sent))))):  # "Thursday moved to Friday"
             continue
         out.sentences.append(Sentence(m, speaker, sent, set(tokenize(sent)), 0.3 * score))
         for draft in _fact_drafts(sent, original, rewrite, slots, speaker, addressee, ctx.names, entities):

@@ -126,8 +126,9 @@ def _en_values(sentence: str, names: frozenset[str]) -> list[re.Match[str]]:
     out = []
     for m in _CAPS.finditer(sentence):
         words = m.group().split()
-        if not words or words[0].lower().strip("'") in _EN_FILLER or m.group() in names or words[0] in names:
-            continue
+        first = words[0].strip("'.,!?") if words else ""
+        if not words or first.lower() in _EN_FILLER or m.group() in names or _POSSESSIVE.sub("", first) in names:
+            continue  # "moved to December.", "Hannah's visit": a time or a person, no place
         before, after = sentence[: m.start()], sentence[m.end() :]
         if not before.strip() or not _EN_LINK.search(before):
             continue
@@ -139,10 +140,21 @@ def _en_values(sentence: str, names: frozenset[str]) -> list[re.Match[str]]:
     return out
 
 
+# something (not someone) was moved: "her flight was moved to December", "the meeting got moved to Room B"
+_EN_THING_MOVED = re.compile(
+    r"\b(?P<subj>[\w']+)\s+(?:\w+\s+)?(?:was|were|got|been|is|are|gets|being)\s+(?:\w+ly\s+)?(?:moved|relocated)\b"
+)
+_POSSESSIVE = re.compile(r"['\u2019]s?$")
+_PEOPLE_WORDS = frozenset("i we he she they you".split())
+
+
 def _en_person(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotMatch]:
     if _EN_WISH.search(sentence):
         return []
-    lives, works = len(_EN_LIVES.findall(sentence)), len(_EN_WORKS.findall(sentence))
+    cues = _EN_THING_MOVED.sub(
+        lambda m: m[0] if m["subj"].lower() in _PEOPLE_WORDS or m["subj"] in names else "", sentence
+    )
+    lives, works = len(_EN_LIVES.findall(cues)), len(_EN_WORKS.findall(cues))
     if lives == works:
         return []
     values = _en_values(sentence, names)

@@ -163,7 +163,12 @@ _ZH_PAST = re.compile(
 _CLAUSE_END = re.compile(r"[,;:!?.，。；：！？\n]")
 
 
+# acknowledgements in the past tense that narrate nothing: "Friday 8pm at Marco's, got it."
+_EN_ACK = re.compile(r"(?i)\b(?:got (?:it|that|you|ya)|noted|understood|heard you)\b")
+
+
 def _en_past(text: str) -> bool:
+    text = _EN_ACK.sub(" ", text)
     if _EN_PAST.search(text):
         return True
     for m in _EN_ED.finditer(text):
@@ -191,6 +196,8 @@ def tense_of(sentence: str, start: int, end: int, cjk: bool) -> Tense | None:
         not cjk or "的" in sentence[end : right_m.start() if right_m else len(sentence)]
     ) and not _PAST_ANCHOR.search(clause):
         return "future"  # booked for a day: "booked a class for Saturday", "我报了周六上午的陶艺课"
+    if not cjk and (_EN_MOVED_TO.search(sentence[left:start]) or _EN_MOVED_FROM.match(sentence, end)):
+        return "future"  # a plan moved: "Thursday moved to Friday 8pm", "they pushed it to June 14"
     return _cue(clause.replace(sentence[start:end], " "), cjk) or _cue(sentence, cjk)
 
 
@@ -198,6 +205,17 @@ def tense_of(sentence: str, start: int, end: int, cjk: bool) -> Tense | None:
 _EN_BOOKED = re.compile(
     r"(?i)\b(?:booked|reserved|scheduled|rescheduled|bought|got|ordered|signed up|registered|enrolled|planned|"
     r"arranged|set|moved|pushed|made an? (?:appointment|reservation|booking))\b[^.!?;]{0,40}\bfor (?:the |this |next )?$"
+)
+# a plan moved to (or from) a day: both days are ahead, whatever the verb's tense ("Thursday moved to Friday",
+# "the dentist pushed it to June 14", "Friday's dinner is postponed until Sunday")
+_EN_MOVE = (r"(?:moved|moves|moving|pushed|postponed|rescheduled|changed|shifted|bumped|delayed|brought forward|"
+            r"put off)")  # fmt: skip
+_EN_MOVED_TO = re.compile(
+    rf"(?i)\b{_EN_MOVE}(?: (?:it|them|this|that|back|forward|out))* (?:to|until|till|til) (?:the |this |next )?$"
+)
+_EN_MOVED_FROM = re.compile(
+    rf"(?i)(?:'s)?(?:\s+\w+){{0,3}}?\s+(?:(?:is|are|was|were|has been|have been|got|gets|just)\s+)?{_EN_MOVE}"
+    r"(?:\s+(?:it|back|forward|out))?\s+(?:to|until|till|til)\b"
 )
 _PAST_ANCHOR = re.compile(r"(?i)\b(?:last (?:week|weekend|month)|ago|yesterday)\b|上周|上个|昨天|前天|之前")
 _ZH_BOOKED = re.compile(r"(?:订|预订|预约|约|报名?|买|抢|挂|定|安排)了[^，。！？；]{0,6}$")

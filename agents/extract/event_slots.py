@@ -18,7 +18,7 @@ from agents.extract.person import looks_like_name
 from agents.extract.slots import SlotMatch
 from agents.text import has_cjk
 
-__all__ = ["all_slots", "find_plan_slots", "is_plan_change"]
+__all__ = ["EN_TIME", "ZH_TIME", "all_slots", "find_plan_slots", "is_plan_change", "moves_plan", "planned_event"]
 
 _EN_EVENTS = (
     r"(?:karaoke|game|movie|quiz|trivia|poker|board game|date|pizza|taco|"
@@ -30,6 +30,7 @@ _EN_EVENTS = (
     r"session|ceremony|recital|tournament|checkup|check-up|rollout|freeze|handover"
 )
 _EN_EVENT = re.compile(rf"(?i)\b(?P<ev>{_EN_EVENTS})s?\b")
+_EN_ACTIVITY = re.compile(r"\b[A-Z][a-z]+(?:'s|s') (?P<ev>[a-z]{3,}ing)\b(?! (?:\w+ )?(?:is|was) (?:fine|good|great))")
 _ZH_EVENT = re.compile(
     r"(?P<ev>(?<![邮当结格布饭])[\u4e00-\u9fffA-Za-z]{1,2}局(?![长面势])|周例会|周会|例会|晨会|站会|早会|电话会|视频会|评审会|复盘会|发布会|评审|复盘|开会|会议|上线|发版|发布|迁移|"
     r"截止日期|截止|聚餐|团建|晚饭|午饭|饭局|派对|聚会|面试|体检|培训|比赛|演出|婚礼|演唱会|考试|部署|答辩|约会|"
@@ -57,7 +58,8 @@ _ZH_TIME = re.compile(
     rf"(?:早上|上午|中午|下午|晚上|傍晚|凌晨)?{_ZH_NUM}{{1,3}}(?:点钟?|[:：]\d{{2}})(?:{_ZH_NUM}{{1,2}}分?|半|一刻|三刻)?|"
     r"(?:早上|上午|中午|下午|晚上|傍晚)"
 )
-_TIME_WORD = re.compile(rf"(?i)(?:{_MONTHS}|{_DAYS}|noon|midnight|tomorrow|tonight|today|next|this|\d)\b")
+EN_TIME, ZH_TIME = _EN_TIME, _ZH_TIME  # time expressions of a plan ("Friday 8pm", "下周一下午两点")
+_TIME_WORD = re.compile(rf"(?i)(?:{_MONTHS}|(?:{_DAYS})s?|noon|midnight|tomorrow|tonight|today|next|this|\d)\b")
 _JOIN = re.compile(r"^(?:\s*(?:at|@|on)?\s*|的)$", re.I)
 
 _EN_CHANGE = re.compile(
@@ -87,7 +89,7 @@ _ZH_PLACE = re.compile(
     r"(?:改到|换到|改在|定在|约在)(?P<v2>[\u4e00-\u9fffA-Za-z]{2,8}?)(?:吃|聚|见|碰头|集合)"
 )
 _EN_PLACE = re.compile(
-    r"(?:\b(?:at|to|(?i:venue|location|place)(?: is)?:?) (?:the )?)(?P<v>[A-Z][\w'&-]*(?: (?:[A-Z][\w'&-]*|de|of|la))*(?: (?:Grill|Cafe|Café|Bar|Hall|Room|Park))?)"
+    r"(?:\b(?:at|to|(?i:venue|location|place)(?: is)?:?) (?:the )?)(?P<v>[A-Z][\w'&-]*(?: (?:[A-Z][\w'&-]*|de|of|la)\b)*(?: (?:Grill|Cafe|Café|Bar|Hall|Room|Park))?)"
 )
 
 _OWNER_VERBS = (
@@ -125,6 +127,20 @@ def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
     return spans
 
 
+_MOVED_CUE = re.compile(
+    r"(?i)\b(?:mov(?:e|es|ed|ing)|reschedul\w*|postpon\w*|push(?:es|ed|ing)?(?: back)?|delay(?:s|ed|ing)?|"
+    r"shift(?:s|ed|ing)?|chang(?:e|es|ed|ing))(?: (?:it|them|this|that))? (?:to|until|till)\s+|"
+    r"(?:改到|改成|改在|改为|推迟到|延期到|延后到|提前到|挪到|换到|调到|调整到)"
+)
+
+
+def _moved_elsewhere(text: str, spans: list[tuple[int, int]], cjk: bool) -> bool:
+    """Every "moved to" / "改成" of the sentence is followed by something other than a time: what changed is
+    not the time ("改成小刘准备", "moved to the big room")."""
+    cues = [m.end() for m in _MOVED_CUE.finditer(text)]
+    return bool(cues) and not any(s <= end + 2 and end <= s for end in cues for s, _ in spans)
+
+
 def _pick(text: str, spans: list[tuple[int, int]], target: re.Pattern[str]) -> tuple[int, int] | None:
     """The value: the time right after a target cue ("to", "改到"), else the last one stated."""
     for s, e in spans:
@@ -133,12 +149,13 @@ def _pick(text: str, spans: list[tuple[int, int]], target: re.Pattern[str]) -> t
     return spans[-1] if spans else None
 
 
-_EN_SUBJECT = re.compile(r"(?i)\b(?:the|our|my|this|that|next|a) (?P<ev>[a-z][a-z-]+(?: [a-z][a-z-]+){0,2})\b")
+_EN_SUBJECT = re.compile(r"\b(?i:the|our|my|this|that|next|a) (?P<ev>[a-z][a-z-]+(?: [a-z][a-z-]+){0,2})\b")
 _NP_STOP = frozenset(
     "is are was were be been moves moved shifts slips slipped on at for to from has have had will gets got "
     "starts start begins this next each every with and or but now is' by in of off back happens happen takes "
     "took began ends ended goes went runs lands kicks wraps needs meets meet gathers gather held changed changes "
-    "called rang texted emailed messaged said told asked wrote"  # "The dentist called, they pushed it to June 14"
+    "called rang texted emailed messaged said told asked wrote instead rather than rescheduled reschedules "
+    "postponed postpones delayed delays pushed pushes cancelled canceled cancels"  # "The dentist called, they pushed it to June 14"
     .split()
 )
 _EN_PURPOSE = re.compile(
@@ -160,7 +177,10 @@ _ZH_SUBJECT = re.compile(
 _NOT_EVENTS = frozenset(
     "time date day days week weeks month year plan plans it one thing things way end moment morning afternoon "
     "evening night weekend lease rent news update heads all everyone team group chat idea venue location place "
-    "kids children family friends people community shelter school cause".split()
+    "kids children family friends people community shelter school cause landlord landlady boss neighbour "
+    "neighbor roommate flatmate kitchen heating power internet wifi car me us him her them you it "
+    "sister brother mom mum dad mother father wife husband daughter son kid kids baby aunt uncle cousin "
+    "grandma grandpa friend girlfriend boyfriend partner pool gym office".split()
 )
 
 
@@ -175,6 +195,8 @@ def _event(sentence: str, cjk: bool) -> re.Match[str] | None:
     found = (_ZH_EVENT if cjk else _EN_EVENT).search(sentence)
     if found is not None:
         return found
+    if not cjk and (activity := _EN_ACTIVITY.search(sentence)) is not None and _MOVE.search(sentence):
+        return _Found(activity["ev"].lower(), activity.start("ev"), activity.end("ev"))  # "Ella's swimming got moved"
     if not (_ZH_CHANGE if cjk else _EN_CHANGE).search(sentence) and not _STRONG.search(sentence):
         return None  # an open-ended noun phrase needs a plan verb to count as an event
     for m in (_ZH_SUBJECT if cjk else _EN_SUBJECT).finditer(sentence):
@@ -215,19 +237,38 @@ def _key(ev: str, cjk: bool) -> str:
     return _ZH_CANON.get(ev, ev) if cjk else ev.lower().replace("-", "")
 
 
+# a plan moved (not merely "now" / "actually": "I'm at Figma now" moves no plan)
+_MOVE = re.compile(
+    r"(?i)\b(?:mov(?:e|es|ed|ing)|reschedul\w*|postpon\w*|push(?:es|ed|ing)?|delay(?:s|ed|ing)?|shift(?:s|ed|ing)?|"
+    r"chang(?:e|es|ed|ing)|instead|brought forward|bring(?:ing)? forward)\b|改到|改成|改在|改为|推迟|延期|延后|提前|挪到|换到|调到"
+)
+
+
+def moves_plan(sentence: str) -> bool:
+    """The sentence moves a plan ("Thursday moved to Friday", "we'll meet at Marco's instead", "改到周四") —
+    a stricter cue than :func:`is_plan_change`, which also takes "now" and "actually"."""
+    return _MOVE.search(sentence) is not None
+
+
 def is_plan_change(sentence: str) -> bool:
     """The sentence moves, postpones or otherwise changes a plan ("pushed it to June 14", "改到周四")."""
     return (_ZH_CHANGE if has_cjk(sentence) else _EN_CHANGE).search(sentence) is not None
 
 
-def find_plan_slots(sentence: str, speaker: str, names: frozenset[str] = frozenset()) -> list[SlotMatch]:
-    """``when``/``where`` of a named event and ``owner`` of a task stated in ``sentence``."""
+def find_plan_slots(
+    sentence: str, speaker: str, names: frozenset[str] = frozenset(), *, event: str | None = None
+) -> list[SlotMatch]:
+    """``when``/``where`` of a named event and ``owner`` of a task stated in ``sentence``. ``event``: the event
+    the conversation is about (named a little earlier), for a change that names none: "Small change, we'll
+    meet at Marco's instead", "周四改到周五了"."""
     cjk = has_cjk(sentence)
     out = _owner_slots(sentence, speaker, names, cjk)
     ev = _event(sentence, cjk)
+    change = (_ZH_CHANGE if cjk else _EN_CHANGE).search(sentence)
+    if ev is None and event and moves_plan(sentence):
+        ev = _Found(event, 0, 0)
     if ev is None:
         return out
-    change = (_ZH_CHANGE if cjk else _EN_CHANGE).search(sentence)
     past = (_ZH_PAST if cjk else _EN_PAST).search(sentence)
     dated = (_ZH_DATED_EVENT if cjk else _EN_PURPOSE).search(sentence) is not None
     if not change and (past or not (dated or (_ZH_SCHEDULE if cjk else _EN_SCHEDULE).search(sentence))):
@@ -239,6 +280,8 @@ def find_plan_slots(sentence: str, speaker: str, names: frozenset[str] = frozens
         if not (s < ev.end() and ev.start() < e)
     ]
     picked = _pick(sentence, spans, _ZH_TARGET if cjk else _EN_TARGET)
+    if picked is not None and _moved_elsewhere(sentence, spans, cjk):
+        picked = None  # "评审材料改成小刘准备吧，我这周要请假": the change is an owner, "这周" is another matter
     if picked is not None:
         value = sentence[picked[0] : picked[1]].strip(" ,，")
         value = re.sub(r"(?i)^at ", "", value)
@@ -296,10 +339,10 @@ def _owner_slots(sentence: str, speaker: str, names: frozenset[str], cjk: bool) 
 def _zh_owner_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotMatch]:
     people = sorted((n for n in names if n), key=len, reverse=True)
     who = "|".join(re.escape(n) for n in people) or r"[\u4e00-\u9fff]{2,3}"
-    who += r"|(?:小|老|阿)[\u4e00-\u9fff](?=来|写|做|负责|跟进|接手)"  # 小赵写: a nickname not (yet) in the chat
+    who += r"|(?:小|老|阿)[\u4e00-\u9fff](?=来|写|做|负责|跟进|接手|准备|整理)"  # 小赵写: a nickname not (yet) in the chat
     patterns = (
         re.compile(
-            rf"{_ZH_TASK}(?:就|改|还是|现在)?(?:交给|由|让|改成|换成)(?P<owner>{who}|我)(?:来)?(?:负责|写|做|跟进|搞|弄)?"
+            rf"{_ZH_TASK}(?:就|改|还是|现在)?(?:交给|由|让|改成|换成)(?P<owner>{who}|我)(?:来)?(?:负责|写|做|跟进|搞|弄|准备|整理)?"
         ),
         re.compile(
             rf"(?P<owner>{who}|我)(?:来|会|现在)?(?:负责|接手|来写|来做|跟进)(?P<task>[\u4e00-\u9fffA-Za-z]{{2,10}})"
@@ -318,8 +361,11 @@ def _zh_owner_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[
     return []
 
 
-def all_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotMatch]:
-    """Person slots (:func:`agents.extract.slots.find_slots`) plus the plan slots not overlapping them."""
+def all_slots(
+    sentence: str, speaker: str, names: frozenset[str], *, event: str | None = None
+) -> list[SlotMatch]:
+    """Person slots (:func:`agents.extract.slots.find_slots`) plus the plan slots not overlapping them
+    (``event``: see :func:`find_plan_slots`)."""
     from agents.extract.cue_slots import cue_slots
     from agents.extract.slots import find_slots
 
@@ -328,7 +374,7 @@ def all_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotMa
         f for f in find_slots(sentence, speaker, names) if not _event(f.subject, cjk)
     ]  # "Dinner moved to…"
     people = list(found)
-    for p in find_plan_slots(sentence, speaker, names):
+    for p in find_plan_slots(sentence, speaker, names, event=event):
         if not any(p.start < f.end and f.start < p.end for f in people):
             found.append(p)
     positive = [f for f in found if not f.negated]  # "从字节离职了，现在在阿里云": the old value's retraction
@@ -341,3 +387,12 @@ def all_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotMa
         if c.attribute not in stated and (not overlaps or c.attribute.startswith(("favorite_", "owner"))):
             found.append(c)
     return sorted(found, key=lambda f: f.start)
+
+
+def planned_event(sentence: str, speaker: str, names: frozenset[str] = frozenset()) -> str | None:
+    """The event whose time or place ``sentence`` states ("the book club meets at Olive's this Thursday" ->
+    ``club``), for the changes said next that name none."""
+    for f in find_plan_slots(sentence, speaker, names):
+        if f.attribute in ("when", "where"):
+            return f.subject
+    return None

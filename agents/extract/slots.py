@@ -21,8 +21,11 @@ __all__ = [
     "SlotMatch",
     "SlotRule",
     "find_slots",
+    "instead_of",
+    "is_called_off",
     "is_retraction",
     "states_change",
+    "states_replacement",
 ]
 
 MULTI_VALUED = frozenset(
@@ -72,6 +75,7 @@ def _zh(attr: str, pattern: str, **kw: object) -> SlotRule:
 EN_SLOTS: tuple[SlotRule, ...] = (
     _en("lives_in", rf"\b(?i:(?:liv(?:e|es|ing)|resid(?:e|es|ing)) in) {_PLACE}"),
     _en("lives_in", rf"\b(?i:(?:mov(?:ed|ing|e)|relocat(?:ed|ing|e)) (?:back )?to) {_PLACE}"),
+    _en("lives_in", rf"\b(?i:(?:mov(?:ed|ing|e)|relocat(?:ed|ing|e)) from) [A-Z][\w'.-]*(?: [A-Z][\w'.-]*)? (?i:to) {_PLACE}"),
     _en("lives_in", rf"\b(?i:(?:moved|moving) (?:out of|away from)) {_PLACE}", negated=True),
     _en("lives_in", rf"\b(?i:based in) {_PLACE}"),
     _en("works_at", rf"\b(?i:(?:work(?:s|ing)?|intern(?:s|ing)?) (?:at|for)) {_PLACE}"),
@@ -131,6 +135,18 @@ EN_SLOTS: tuple[SlotRule, ...] = (
     ),
     _en("email", r"(?i)\bmy email(?: address)? is (?P<v>\S+@\S+\.\w+)", subject_in_pattern=True),
     _en("hometown", rf"(?i:'m|\bam|\bis) (?i:originally )?(?i:from) {_PLACE}"),
+    _en(
+        "address",
+        r"(?<![\w-])(?P<v>\d{1,5}[A-Za-z]? (?:[A-Z][\w'-]* ){1,3}(?:Street|St|Road|Rd|Avenue|Ave|Lane|Ln|Drive|Dr|"
+        r"Boulevard|Blvd|Way|Place|Pl|Court|Ct|Terrace|Crescent|Close|Square|Sq)\b\.?(?:,? (?:apt|apartment|flat|unit|"
+        r"suite|#)\.? ?\w+|,? (?:first|second|third|fourth|fifth|\d+(?:st|nd|rd|th)) floor)?)",
+    ),
+    _en(
+        "diet",
+        r"(?i)(?:'m|\bam|\bis|\bare|\bwent|\bgone|\bgoing|\bbecame|\bbecome|\bnow|\bso|\bstill|\bstrictly|\bfully)"
+        r" (?:now |fully |strictly |mostly |completely )?(?P<v>vegetarian|vegan|pescatarian|keto|paleo|gluten-free|"
+        r"dairy-free|halal|kosher|carnivore)\b",
+    ),
     _en("hometown", rf"\b(?i:grew up in) {_PLACE}"),
 )
 
@@ -163,6 +179,8 @@ ZH_SLOTS: tuple[SlotRule, ...] = (
     _zh("relationship", r"(?P<v>结婚|订婚|离婚|单身|脱单)了?"),
     _zh("relationship", r"分手了?", value="单身"),
     _zh("hometown", rf"(?:老家|家乡)(?:在|是){_ZH_VAL}{_ZH_TERM}"),
+    _zh("address", r"(?P<v>[\u4e00-\u9fff]{2,10}?(?:路|街|大道|胡同|巷)\d{1,5}号(?:院)?(?:\d{1,3}(?:号楼|栋|幢))?(?:\d{1,5}室?)?)"),
+    _zh("diet", r"(?:开始|改成|改为|现在|已经|一直)?(?P<v>吃素|纯素|素食|生酮|吃全素)"),
 )
 ZH_PET = {"猫咪": "猫", "小猫": "猫", "狗狗": "狗", "小狗": "狗"}
 
@@ -212,6 +230,16 @@ _LIKE_AS_PREPOSITION = re.compile(
     r"(?i)\b(?:is|was|are|were|'s|be|been|feel|feels|felt|look|looks|sound|sounds|seem|seems|just|more|much|kinda|"
     r"something|anything|things|stuff) like\b"
 )
+_PLACE_SLOTS = frozenset({"lives_in", "works_at", "school", "hometown"})
+_NOT_A_PLACE = re.compile(
+    r"(?i)(?:january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|today|tomorrow|tonight|next|this|noon|midnight|"
+    r"spring|summer|autumn|fall|winter|christmas|easter)(?:\s+(?:\d.*|the \d.*|\w+day|morning|afternoon|evening|night))?$"
+)
+_PASSIVE = re.compile(
+    r"(?i)\b(?P<subj>[\w']+)\s+(?:\w+\s+)?(?:was|were|been|being|be|is|are|got|get|gets|getting)\s+(?:\w+ly\s+)?$"
+)
+_PEOPLE_PRONOUNS = frozenset("i we he she they you i'm we're he's she's they're you're".split())
 _BAD_VALUES = frozenset(
     "it that this them you him her those these how what when there here so one some lot all too much "
     "your my his their our me us".split()
@@ -235,6 +263,12 @@ def _slot_from_match(
             return None
     elif not rule.negated:
         return None
+    if attribute in _PLACE_SLOTS and value and not cjk and _NOT_A_PLACE.match(value):
+        return None  # "her flight was moved to December", "moved to Friday": a time, not a place
+    if attribute == "lives_in" and not cjk and m[0][:5].lower() in ("moved", "reloc"):
+        passive = _PASSIVE.search(sentence[: m.start()])
+        if passive and passive["subj"].lower() not in _PEOPLE_PRONOUNS and passive["subj"] not in names:
+            return None  # "the meeting was moved to Room B": something was moved, nobody moved house
     if attribute in ("likes", "dislikes") and _LIKE_AS_PREPOSITION.search(sentence[: m.start() + 6]):
         return None  # "is like a way to…", "looks like fun"
     if groups.get("pet"):
@@ -244,6 +278,12 @@ def _slot_from_match(
         attribute = f"favorite_{groups['k'].lower().replace(' ', '_')}"
     if rule.subject_in_pattern:
         subject, negated = speaker, False
+    elif attribute == "address":  # "Olive lives at 3 Oak Road", "Sure, my place works. It's 14 Elm Street"
+        head = sentence[: m.start()]
+        if cjk:  # "我家地址是朝阳区…": the lead is no part of the address, but says whose it is
+            lead = _ZH_ADDRESS_LEAD.match(value or "")
+            head, value = (head + lead.group(0), (value or "")[lead.end() :]) if lead else (head, value)
+        subject, negated = _address_owner(head, speaker, names), False
     elif cjk:
         subject, negated = zh_subject(sentence[: m.start()], speaker, names)
     else:
@@ -252,6 +292,24 @@ def _slot_from_match(
         return None
     negated = negated or rule.negated or _retraction_near(sentence, m.end(), cjk)
     return SlotMatch(attribute, value, subject, negated, m.start(), m.end())
+
+
+_ZH_ADDRESS_LEAD = re.compile(r"^.*(?:地址是|住址是|地址[：:]?|住址[：:]?|住在|家在|搬到|在)")
+# an address said on its own ("It's 14 Elm Street, third floor" right after "my place works"): the speaker's
+_BARE_ADDRESS_LEAD = re.compile(r"(?i)\W*(?:(?:it|that)(?:'s| is)|(?:the )?address(?: is)?:?|here(?: it is)?:?)?\W*")
+_OWN_PLACE = re.compile(r"(?i)\b(?:my|our|i|i'm|we|we're)\b|我")
+_NOT_HOME = re.compile(r"(?i)\b(?:office|company|work|shop|store|restaurant|cafe|school|clinic|venue)\b|公司|办公|单位|店|学校|医院")
+
+
+def _address_owner(head: str, speaker: str, names: frozenset[str]) -> str | None:
+    """Whose address: the last member named before it, else the speaker when they speak of their own place
+    ("my place works. It's …", "我家地址是…"); None for anything else's ("The office is at …")."""
+    if _NOT_HOME.search(head):
+        return None  # "我们公司在…", "our office is at …": a place of work, not a home
+    named = [(head.rfind(n), n) for n in names if n and n in head]
+    if named:
+        return max(named)[1]
+    return speaker if _OWN_PLACE.search(head) or _BARE_ADDRESS_LEAD.fullmatch(head) else None
 
 
 _EN_RETRACT = re.compile(
@@ -287,6 +345,16 @@ _ZH_CHANGED = re.compile(r"改[去成到在为练用学做吃喝住回]|换[成�
 _EN_CHANGED = re.compile(r"(?i)\b(?:quit|quitting|switched|gave up|given up|no longer|anymore|any more)\b")
 
 
+_INSTEAD_OF = re.compile(r"(?i)\b(?:instead of|rather than|in place of)\s+(?P<x>[^.,;:!?()]{2,60})")
+
+
+def instead_of(sentence: str) -> str:
+    """What a statement says it replaces ("I'd rather do Klara instead of The Remains of the Day" -> "The
+    Remains of the Day"), or ""."""
+    m = _INSTEAD_OF.search(sentence)
+    return m["x"].strip() if m else ""
+
+
 def states_change(sentence: str) -> bool:
     """The sentence says something changed or stopped (a cue, not what changed)."""
     return (_ZH_CHANGED if has_cjk(sentence) else _EN_CHANGED).search(sentence) is not None
@@ -299,3 +367,17 @@ def is_retraction(sentence: str) -> bool:
     if m is None:
         return False
     return not (_CALLED_OFF.fullmatch(m.group(0).strip()) and _CHANGE.search(sentence))
+
+
+_CANCELLED = re.compile(r"(?i)\b(?:cancell?(?:ed|ing)?|called (?:it )?off|is off|are off|scrapped|not happening)\b|取消|泡汤|不去了")
+
+
+def is_called_off(sentence: str) -> bool:
+    """The sentence calls a plan off ("I cancelled it", "the trip is off", "聚餐取消了")."""
+    return _CANCELLED.search(sentence) is not None
+
+
+def states_replacement(sentence: str) -> bool:
+    """The sentence says something changed or what it replaces ("… instead of X"): a new version of an old
+    statement, not just more detail about it."""
+    return states_change(sentence) or bool(instead_of(sentence))

@@ -47,6 +47,9 @@ ZH_TASK_GROUP = re.compile(
     r"(?:咱们|我们|大家)(?:一起)?(?:要|得|需要|必须)|记得|别忘了|不要忘了|务必|截止|(?:之前|以前|前)(?:要|得|必须)?.{0,10}(?:完成|提交|搞定|发|交)"
 )
 
+_WH_QUESTION = re.compile(
+    r"什么|哪|谁|怎么|为什么|为啥|多少|几[点个时天号月]|(?i:^\W*(?:what|where|who|whom|whose|why|how|which|when)\b)"
+)
 _VAGUE_TASK_RE = re.compile(
     r"(?i)\b(?:do|try) (?:my|our|his|her|their) best\b|\bcheck (?:it|them|this|that) out\b|\blet you know\b|"
     r"\b(?:share|tell) (?:\w+ )?more\b|\blet's (?:do|make) (?:it|this|that|a difference|a change|some \w+ change)\b|"
@@ -64,8 +67,8 @@ def find_task(
     names: frozenset[str] = frozenset(),
 ) -> TaskItem | None:
     cjk = has_cjk(sent)
-    if _VAGUE_TASK_RE.search(sent):
-        return None
+    if _VAGUE_TASK_RE.search(sent) or (is_question(sent) and _WH_QUESTION.search(sent)):
+        return None  # "深圳那边负责什么？", "Who's handling the slides?" ask; "Can you send the slides?" asks for a task
     is_decision = bool((ZH_DECISION if cjk else EN_DECISION).search(sent))
     owner: str | None = None
     if is_decision:

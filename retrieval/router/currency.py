@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from agents.extract.slots import states_change
+from agents.extract.slots import states_replacement
 from agents.text import tokenize
 from retrieval.protocols import Doc
 from retrieval.router.candidates import Cand
@@ -172,7 +172,7 @@ def apply_currency(ranking: Ranking, succ: Succession, fetched: Mapping[str, Can
         if head == doc_id:
             continue
         current = cands.get(head) or fetched.get(head)
-        if old.memory_id in succ.replaced and (current is None or not states_change(current.doc.text)):
+        if old.memory_id in succ.replaced and (current is None or not states_replacement(current.doc.text)):
             continue  # replaced by a more detailed version, not by a change
         if (
             current is not None

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pydantic import BaseModel, ConfigDict
 
 from agents.consolidate.records import norm_text as _norm
+from agents.consolidate.records import value_in
 from agents.extract.person import RELATION_WORDS, ZH_RELATIONS, looks_like_name
 from agents.text import has_cjk
 from retrieval.router.slot_cues import LABEL
@@ -45,10 +46,14 @@ _PAST = re.compile(
 _EN_PERSON = (
     ("lives_in", re.compile(r"(?i)\b(?:live|lives|living|based|reside|resides|home|city|move[sd]?|moving)\b")),
     ("works_at", re.compile(r"(?i)\b(?:work|works|working|job|employer|employed|company|firm|workplace)\b")),
+    ("address", re.compile(r"(?i)\b(?:address|street)\b")),
+    ("diet", re.compile(r"(?i)\b(?:diet|vegetarian|vegan|pescatarian|eats? meat|eating meat)\b")),
 )
 _ZH_PERSON = (
-    ("lives_in", re.compile(r"住|家在|哪个城市|城市生活|安家|定居")),
+    ("lives_in", re.compile(r"住(?!址)|家在|哪个城市|城市生活|安家|定居")),
     ("works_at", re.compile(r"上班|工作|公司|东家|单位|就职|任职")),
+    ("address", re.compile(r"地址|住址|门牌")),
+    ("diet", re.compile(r"吃素|素食|饮食|吃肉|忌口")),
 )
 _EN_FAVORITE = re.compile(
     r"(?i)\b(?:what|which) (?P<k>\w+) (?:is|are|does|do)\b.*\b(?:favou?rite|like[sd]? (?:the )?most|loves? (?:the )?most|"
@@ -155,7 +160,7 @@ def superseded_values(
         if r.value and _norm(r.value) and _norm(head.value) not in _norm(r.value) and _norm(r.value) not in _norm(
             head.value
         ):
-            out[_norm(r.value)] = head
+            out[r.value] = head
     return out
 
 
@@ -164,8 +169,8 @@ def superseded_values(
 def states_superseded(text: str, old: dict[str, MemoryRecord]) -> MemoryRecord | None:
     """The current record whose earlier value ``text`` states without also stating the current one (a
     summary's speaker label "小李: 报销的事小王负责" does not state the current owner 小李)."""
-    t, said = _norm(text), _norm(LABEL.sub(" ", text))
+    said = LABEL.sub(" ", text)
     for value, head in old.items():
-        if value in t and _norm(head.value) not in said:
+        if value_in(text, value) and not value_in(said, head.value):
             return head
     return None

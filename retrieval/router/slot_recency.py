@@ -20,6 +20,7 @@ from functools import lru_cache
 
 from agents.extract.clock import find_clocks
 from agents.extract.dates import find_dates
+from agents.extract.event_slots import EN_TIME, ZH_TIME
 from agents.extract.person import looks_like_name
 from agents.text import ENGLISH_STOPWORDS, has_cjk, jieba, tokenize
 from retrieval.protocols import Doc
@@ -202,8 +203,7 @@ def _has_evidence(attr: str, doc: Doc, kind_word: str | None, known: Sequence[st
     if attr == "owner":  # a name, or the speaker taking it on ("周报我来写吧", "I'll take the notes")
         return bool(_names(text, known, doc.speaker) - {s.casefold() for s in subjects}) or bool(_takers(doc))
     if attr == "where":  # a cue, or (English) a name that is nobody's: "Golden Dragon has good parking"
-        return bool((cue.ZH_WHERE if cjk else cue.EN_WHERE).search(text)) or (not cjk and bool(
-            statement_values(attr, doc, known, [*subjects, *known])))
+        return _place_cue(text, cjk) or (not cjk and bool(statement_values(attr, doc, known, [*subjects, *known])))
     if attr == "lives_in":
         return bool((cue.ZH_LIVES if cjk else cue.EN_LIVES).search(text) or (not cjk and cue.EN_IN_PLACE.search(text)))
     if attr == "works_at":  # "at Canva", not "for Mike" (a person)
@@ -216,6 +216,19 @@ def _has_evidence(attr: str, doc: Doc, kind_word: str | None, known: Sequence[st
         other_kind = any(m.group(0).casefold().rstrip("s") != (kind_word or "").casefold().rstrip("s")
                          for m in cue.CATEGORIES.finditer(text))  # fmt: skip
         return bool((cue.ZH_LIKED if cjk else cue.EN_LIKED).search(text)) and not other_kind
+    return False
+
+
+_CUE_TAIL = re.compile(r"[到在成为至]+|(?i:\s*(?:the\s+|this\s+|next\s+)?)")
+
+
+def _place_cue(text: str, cjk: bool) -> bool:
+    """A place cue not leading to a time: "改到下周一下午两点", "moved to Friday" move the time, not the place."""
+    times = ZH_TIME if cjk else EN_TIME
+    for m in (cue.ZH_WHERE if cjk else cue.EN_WHERE).finditer(text):
+        tail = _CUE_TAIL.match(text, m.end())
+        if not times.match(text, tail.end() if tail else m.end()):
+            return True
     return False
 
 

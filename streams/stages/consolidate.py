@@ -19,6 +19,7 @@ from agents.consolidate.derived import (
     stale_statements,
 )
 from agents.consolidate.records import same_subject
+from agents.extract.event_slots import is_plan_change
 from retrieval.protocols import MemoryFilter
 from schemas import CandidateFact, DecisionOp, DistillResult, MemoryDecision, MemoryKind, MemoryRecord
 from streams.clients import Clients
@@ -160,6 +161,13 @@ class ConsolidateStage:
                     for r in slot_mates[c.attribute]
                     if r.memory_id not in known and same_subject(r.subject, c.subject)
                 ]
+            elif c.kind == MemoryKind.FACT and not c.attribute and is_plan_change(c.text):
+                for attribute in ("when", "where"):  # the events being planned, for a change naming none
+                    if attribute not in slot_mates:
+                        query = MemoryFilter(attribute=attribute, kinds=["fact"], limit=200)
+                        slot_mates[attribute] = await store.find_memories(c.chat_id, query)
+                    known = {r.memory_id for r, _ in pairs}
+                    pairs += [(r, 0.0) for r in slot_mates[attribute] if r.memory_id not in known]
             out.append(pairs)
         return out
 

@@ -65,3 +65,33 @@ def test_a_near_duplicate_needs_shared_words_not_only_a_high_cosine():
     assert decide(coffee, [(old, 0.953)], RULES, "ev-1").op == DecisionOp.ADD
     (again,) = _facts([("小美", "我在减肥，晚饭不吃主食哦")])
     assert decide(again, [(old, 0.99)], RULES, "ev-1").op == DecisionOp.NOOP
+
+
+def test_instead_of_replaces_the_fact_holding_what_it_names():
+    old = _stored("Marco picks The Remains of the Day for next month", subject="Marco")
+    (cand,) = _facts([("Marco", "Change of plan: I'd rather do Klara and the Sun instead of The Remains of the Day.")])
+    d = decide(cand, [(old, 0.4)], RULES, "ev-1")
+    assert d.op == DecisionOp.UPDATE and d.target_memory_id == "mem-old"
+    other = _stored("Marco picks Piranesi for the reading list", subject="Marco")
+    assert decide(cand, [(other, 0.4)], RULES, "ev-1").op == DecisionOp.ADD  # it names another book
+
+
+def test_a_plan_change_naming_no_event_takes_the_latest_planned_one():
+    old = _stored("The club is this Thursday at 7pm", subject="club", attribute="when", at=T0 - timedelta(days=1))
+    old = old.model_copy(update={"value": "this Thursday at 7pm"})
+    (moved,) = _facts([("Marco", "Thursday moved to Friday 8pm btw.")])
+    d = decide(moved, [(old, 0.0)], RULES, "ev-1")
+    assert d.op == DecisionOp.UPDATE and d.target_memory_id == "mem-old" and d.record.value == "Friday"
+    (job,) = _facts([("Priya", "I left Stripe, I'm at Figma now.")])
+    assert decide(job, [(old, 0.0)], RULES, "ev-1").record.subject != "club"  # "now" moves no plan
+    stale = _stored("The club is this Thursday at 7pm", subject="club", attribute="when", at=T0 - timedelta(days=30))
+    assert decide(moved, [(stale, 0.0)], RULES, "ev-1").op == DecisionOp.ADD  # a plan of a month ago
+
+
+def test_values_are_found_on_word_boundaries():
+    from agents.consolidate.records import value_in
+
+    assert value_in("Sure, Marco's place works", "Marco's")
+    assert not value_in("Olive said next month Marco picks", "Olive's")
+    assert not value_in("Joanna adopted a cat", "Ann")
+    assert value_in("小王搬到杭州了", "杭州")
