@@ -14,7 +14,8 @@ import re
 from datetime import timedelta
 
 from agents.consolidate.records import Similar
-from agents.extract.event_slots import find_plan_slots, moves_plan
+from agents.extract.event_slots import find_plan_slots
+from agents.extract.plan_moves import moves_plan, names_what_moved
 from agents.text import has_cjk
 from schemas import CandidateFact, MemoryKind
 
@@ -47,6 +48,8 @@ def with_event(c: CandidateFact, live: Similar) -> CandidateFact:
             continue
         if slot.attribute == "when" and not _MOVED_TO.search(c.text[max(0, slot.start - 20) : slot.start]):
             continue  # the time it is moved to, not any time it mentions ("… instead of X for next month")
+        if slot.attribute == "when" and names_what_moved(c.text[: slot.start], c.speaker):
+            continue  # "Farewell drinks time changed to 6pm": something else was moved, not the plan
         if slot.attribute == "where" and not has_cjk(c.text) and not (
             _EN_AT.match(c.text, slot.start) and _EN_MEET.search(c.text)
         ):

@@ -11,8 +11,9 @@ from agents.distill.summary import GENERIC_WORDS
 from agents.extract.date_anchors import named_week
 from agents.extract.dates import annotate_dates, find_dates
 from agents.extract.entities import NOT_ENTITIES, find_entities
-from agents.extract.event_slots import all_slots, moves_plan
+from agents.extract.event_slots import all_slots
 from agents.extract.person import Rewrite, looks_like_name, to_third_person
+from agents.extract.plan_moves import moves_plan
 from agents.extract.slot_text import question_slot, short_answer_value, slot_sentence
 from agents.extract.slots import SlotMatch, find_slots, is_retraction, states_change
 from agents.extract.tasks import find_task

@@ -15,10 +15,20 @@ from __future__ import annotations
 import re
 
 from agents.extract.person import looks_like_name
+from agents.extract.plan_moves import (
+    DAYS,
+    EN_TIME,
+    MONTHS,
+    ZH_TIME,
+    move_cue,
+    moved_elsewhere,
+    moves_plan,
+    names_what_moved,
+)
 from agents.extract.slots import SlotMatch
 from agents.text import has_cjk
 
-__all__ = ["EN_TIME", "ZH_TIME", "all_slots", "find_plan_slots", "is_plan_change", "moves_plan", "planned_event"]
+__all__ = ["EN_TIME", "ZH_TIME", "all_slots", "find_plan_slots", "is_plan_change", "planned_event"]
 
 _EN_EVENTS = (
     r"(?:karaoke|game|movie|quiz|trivia|poker|board game|date|pizza|taco|"
@@ -38,28 +48,7 @@ _ZH_EVENT = re.compile(
 )
 _ZH_CANON = {"开会": "会议", "周例会": "周会", "截止日期": "截止", "发版": "发布"}
 
-_MONTHS = r"Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?"
-_DAYS = (
-    r"Mon(?:day)?|Tue(?:s(?:day)?)?|Wed(?:nesday)?|Thu(?:rs(?:day)?)?|Fri(?:day)?|Sat(?:urday)?|Sun(?:day)?"
-)
-_EN_TIME = re.compile(
-    rf"(?i)\b(?:(?:next|this|every|each|coming) )?(?:{_DAYS})s?\b(?: (?:morning|afternoon|evening|night))?|"
-    rf"\b(?:{_MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?\b(?:,? \d{{4}})?|\b\d{{1,2}}(?:st|nd|rd|th)? of (?:{_MONTHS})\b|"
-    r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}\b|"
-    r"\b(?:at )?\d{1,2}(?::\d{2})? ?(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\b(?:noon|midnight)\b|"
-    r"\b(?:tomorrow|tonight|today)\b(?: (?:morning|afternoon|evening|night))?|\b(?:next|this) (?:week|month)\b|"
-    r"\bend of (?:the )?(?:week|month)\b"
-)
-_ZH_NUM = r"[零一二两三四五六七八九十\d]"
-_ZH_TIME = re.compile(
-    r"(?:下下|下个?|这个?|本|每个?)?(?:周|星期|礼拜)[一二三四五六日天]|"
-    rf"{_ZH_NUM}{{1,2}}月{_ZH_NUM}{{1,3}}[日号]?|(?<![月\d]){_ZH_NUM}{{1,3}}[号]|"
-    r"(?:大后天|后天|明天|今天|今晚|明晚|月底|月初|下个月|下周|这周|本周)|"
-    rf"(?:早上|上午|中午|下午|晚上|傍晚|凌晨)?{_ZH_NUM}{{1,3}}(?:点钟?|[:：]\d{{2}})(?:{_ZH_NUM}{{1,2}}分?|半|一刻|三刻)?|"
-    r"(?:早上|上午|中午|下午|晚上|傍晚)"
-)
-EN_TIME, ZH_TIME = _EN_TIME, _ZH_TIME  # time expressions of a plan ("Friday 8pm", "下周一下午两点")
-_TIME_WORD = re.compile(rf"(?i)(?:{_MONTHS}|(?:{_DAYS})s?|noon|midnight|tomorrow|tonight|today|next|this|\d)\b")
+_TIME_WORD = re.compile(rf"(?i)(?:{MONTHS}|(?:{DAYS})s?|noon|midnight|tomorrow|tonight|today|next|this|\d)\b")
 _JOIN = re.compile(r"^(?:\s*(?:at|@|on)?\s*|的)$", re.I)
 
 _EN_CHANGE = re.compile(
@@ -127,20 +116,6 @@ def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
     return spans
 
 
-_MOVED_CUE = re.compile(
-    r"(?i)\b(?:mov(?:e|es|ed|ing)|reschedul\w*|postpon\w*|push(?:es|ed|ing)?(?: back)?|delay(?:s|ed|ing)?|"
-    r"shift(?:s|ed|ing)?|chang(?:e|es|ed|ing))(?: (?:it|them|this|that))? (?:to|until|till)\s+|"
-    r"(?:改到|改成|改在|改为|推迟到|延期到|延后到|提前到|挪到|换到|调到|调整到)"
-)
-
-
-def _moved_elsewhere(text: str, spans: list[tuple[int, int]], cjk: bool) -> bool:
-    """Every "moved to" / "改成" of the sentence is followed by something other than a time: what changed is
-    not the time ("改成小刘准备", "moved to the big room")."""
-    cues = [m.end() for m in _MOVED_CUE.finditer(text)]
-    return bool(cues) and not any(s <= end + 2 and end <= s for end in cues for s, _ in spans)
-
-
 def _pick(text: str, spans: list[tuple[int, int]], target: re.Pattern[str]) -> tuple[int, int] | None:
     """The value: the time right after a target cue ("to", "改到"), else the last one stated."""
     for s, e in spans:
@@ -195,7 +170,7 @@ def _event(sentence: str, cjk: bool) -> re.Match[str] | None:
     found = (_ZH_EVENT if cjk else _EN_EVENT).search(sentence)
     if found is not None:
         return found
-    if not cjk and (activity := _EN_ACTIVITY.search(sentence)) is not None and _MOVE.search(sentence):
+    if not cjk and (activity := _EN_ACTIVITY.search(sentence)) is not None and moves_plan(sentence):
         return _Found(activity["ev"].lower(), activity.start("ev"), activity.end("ev"))  # "Ella's swimming got moved"
     if not (_ZH_CHANGE if cjk else _EN_CHANGE).search(sentence) and not _STRONG.search(sentence):
         return None  # an open-ended noun phrase needs a plan verb to count as an event
@@ -237,19 +212,6 @@ def _key(ev: str, cjk: bool) -> str:
     return _ZH_CANON.get(ev, ev) if cjk else ev.lower().replace("-", "")
 
 
-# a plan moved (not merely "now" / "actually": "I'm at Figma now" moves no plan)
-_MOVE = re.compile(
-    r"(?i)\b(?:mov(?:e|es|ed|ing)|reschedul\w*|postpon\w*|push(?:es|ed|ing)?|delay(?:s|ed|ing)?|shift(?:s|ed|ing)?|"
-    r"chang(?:e|es|ed|ing)|instead|brought forward|bring(?:ing)? forward)\b|改到|改成|改在|改为|推迟|延期|延后|提前|挪到|换到|调到"
-)
-
-
-def moves_plan(sentence: str) -> bool:
-    """The sentence moves a plan ("Thursday moved to Friday", "we'll meet at Marco's instead", "改到周四") —
-    a stricter cue than :func:`is_plan_change`, which also takes "now" and "actually"."""
-    return _MOVE.search(sentence) is not None
-
-
 def is_plan_change(sentence: str) -> bool:
     """The sentence moves, postpones or otherwise changes a plan ("pushed it to June 14", "改到周四")."""
     return (_ZH_CHANGE if has_cjk(sentence) else _EN_CHANGE).search(sentence) is not None
@@ -265,8 +227,9 @@ def find_plan_slots(
     out = _owner_slots(sentence, speaker, names, cjk)
     ev = _event(sentence, cjk)
     change = (_ZH_CHANGE if cjk else _EN_CHANGE).search(sentence)
-    if ev is None and event and moves_plan(sentence):
-        ev = _Found(event, 0, 0)
+    moved = move_cue(sentence)
+    if ev is None and event and moved and not names_what_moved(sentence[: moved.start()], speaker):
+        ev = _Found(event, 0, 0)  # "Thursday moved to Friday 8pm", not "Farewell drinks time changed to 6pm"
     if ev is None:
         return out
     past = (_ZH_PAST if cjk else _EN_PAST).search(sentence)
@@ -276,11 +239,11 @@ def find_plan_slots(
     key = _key(ev["ev"], cjk)
     spans = [
         (s, e)
-        for s, e in _spans(_ZH_TIME if cjk else _EN_TIME, sentence)
+        for s, e in _spans(ZH_TIME if cjk else EN_TIME, sentence)
         if not (s < ev.end() and ev.start() < e)
     ]
     picked = _pick(sentence, spans, _ZH_TARGET if cjk else _EN_TARGET)
-    if picked is not None and _moved_elsewhere(sentence, spans, cjk):
+    if picked is not None and moved_elsewhere(sentence, spans, cjk):
         picked = None  # "评审材料改成小刘准备吧，我这周要请假": the change is an owner, "这周" is another matter
     if picked is not None:
         value = sentence[picked[0] : picked[1]].strip(" ,，")
@@ -290,7 +253,7 @@ def find_plan_slots(
     if place is not None:
         g = place.groupdict()
         value = (g.get("v") or g.get("v2") or g.get("v3") or g.get("v4") or "").strip()
-        if cjk and (_ZH_TIME.search(value) or re.search(r"[了的吗呢吧]$|^[这那哪]", value)):
+        if cjk and (ZH_TIME.search(value) or re.search(r"[了的吗呢吧]$|^[这那哪]", value)):
             value = ""
         if value and value not in names and value.split()[0] not in names and not _TIME_WORD.match(value):
             out.append(SlotMatch("where", value, key, False, place.start(), place.end()))

@@ -95,3 +95,13 @@ def test_values_are_found_on_word_boundaries():
     assert not value_in("Olive said next month Marco picks", "Olive's")
     assert not value_in("Joanna adopted a cat", "Ann")
     assert value_in("小王搬到杭州了", "杭州")
+
+
+
+def test_a_change_naming_something_else_takes_no_planned_event():
+    from agents.extract.event_slots import all_slots
+
+    people = frozenset({"Victor", "Ivan"})
+    assert all_slots("Farewell drinks time changed to 6pm.", "Victor", people, event="interview") == []
+    moved = all_slots("Victor said Thursday moved to Friday 8pm.", "Victor", people, event="interview")
+    assert [(f.attribute, f.subject, f.value) for f in moved] == [("when", "interview", "Friday 8pm")]
