@@ -207,7 +207,9 @@ def main(argv: list[str] | None = None) -> int:
 
         emb = build_embedder(args.embedder, None, 64)
         with tempfile.TemporaryDirectory(prefix="memstream-calib-") as tmp:
-            work = args.work or Path(tmp)
+            # one directory per embedder: a store indexed with another embedder has other vectors (or none),
+            # and ingest resumes rather than re-indexes
+            work = (args.work or Path(tmp)) / args.embedder
             work.mkdir(parents=True, exist_ok=True)
             if not args.no_locomo:
                 data += asyncio.run(locomo_rows(args.locomo, args.embedder, emb, work))

@@ -79,7 +79,8 @@ def parts(c: Cand, participants: list[str], toks: set[str]) -> list[tuple[str, s
       (a part that asks states nothing);
     - a turn that asks states nothing; a turn in the first person is about its speaker; one in the second
       person only, in a two-person chat, about the other participant (``your new hair colour``);
-    - a memory record (fact, task...) naming other participants is about them and its speaker, half each."""
+    - a memory record (fact, task...) naming other participants is read clause by clause: the words after a
+      participant's name are about them, the words before any name about its speaker."""
     text, kind = c.doc.text, c.doc.kind
     people, label = _people(tuple(participants))
     if kind in ("summary", "qa"):
@@ -103,8 +104,47 @@ def parts(c: Cand, participants: list[str], toks: set[str]) -> list[tuple[str, s
         return _turn_parts(text, who, people, toks)
     named = [p for p in sorted(people) if p.casefold() != who.casefold() and _mentions(text, p)]
     if named:
-        return [(who, toks, 0.5)] + [(p, toks, 0.5 / len(named)) for p in named]
+        return _record_parts(text, who, people)
     return [(who, toks, 1.0)]
+
+
+def _record_parts(text: str, who: str, people: frozenset[str]) -> list[tuple[str, set[str], float]]:
+    """A memory record naming other participants, read clause by clause: the words after a participant's
+    name (up to the next name) are about them, the words before any name about the speaker. "Joanna bets
+    Nate would be getting a third turtle" states the third turtle about Nate, not Joanna."""
+    marks = sorted((m.start(), p) for p in people for m in _name_pattern(p).finditer(text))
+    sides: dict[str, list[str]] = {}
+    start, current = 0, who
+    for pos, person in marks:
+        sides.setdefault(current, []).append(text[start:pos])
+        start, current = pos, person
+    sides.setdefault(current, []).append(text[start:])
+    out = []
+    for person, chunks in sides.items():
+        toks = set(tokenize(" ".join(chunks)))
+        if toks:
+            out.append((person, toks, 1.0))
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _name_pattern(person: str) -> re.Pattern[str]:
+    if has_cjk(person):
+        return re.compile(re.escape(person))
+    return _first_name(person)
+
+
+@lru_cache(maxsize=1024)
+def _nick(person: str) -> re.Pattern[str]:
+    return re.compile(rf"\b{re.escape(person.split()[0][:3])}\w*", re.I)
+
+
+def _addressed(sent: str, person: str) -> bool:
+    """The sentence names (or calls by a short form: "Mel" for Melanie) the other participant."""
+    if has_cjk(person):
+        return person in sent
+    first = person.split()[0].casefold()
+    return any(first.startswith(m[0].casefold()) for m in _nick(person).finditer(sent))
 
 
 _SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
@@ -112,15 +152,19 @@ _SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
 
 def _turn_parts(text: str, who: str, people: frozenset[str], toks: set[str]) -> list[tuple[str, set[str], float]]:
     """A turn read sentence by sentence: a sentence that asks states nothing, one in the second person only
-    (in a two-person chat) is about the other participant ("Wow, your new hair colour looks amazing!"), the
-    rest about the speaker. One sentence (or one side): the turn's own tokens."""
+    or calling the other by name (in a two-person chat) is about the other participant ("Wow, your new hair
+    colour looks amazing!", "That charity race sounds great, Mel!"), the rest about the speaker.
+    One sentence (or one side): the turn's own tokens."""
     others = sorted(p for p in people if p.casefold() != who.casefold())
     sides: dict[str, list[str]] = {}
     for m in _SENTENCE.finditer(text):
         sent = m[0].strip()
         if not sent or sent.endswith(("?", "？")):
             continue
-        you = len(others) == 1 and not _FIRST.search(sent) and _SECOND.search(sent)
+        # in a two-person chat a sentence not in the first person that says "you" or calls the other by name
+        # ("That charity race sounds great, Mel!") is about them
+        you = len(others) == 1 and not _FIRST.search(sent)
+        you = you and (_SECOND.search(sent) is not None or _addressed(sent, others[0]))
         sides.setdefault(others[0] if you else who, []).append(sent)
     if len(sides) == 1:
         return [(next(iter(sides)), toks, 1.0)]
@@ -161,3 +205,4 @@ def parts_memo(participants: list[str], tokens: Mapping[str, set[str]]) -> Spans
         return got[1]
 
     return spans
+

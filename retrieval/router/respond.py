@@ -79,9 +79,7 @@ async def finish(run: Run, graph, qa, classification, ranking: Ranking, ctx: Con
         if verdict.reason == "other_subject" and cfg.abstention.other_subject_policy == "related":
             notice = (f"No memory says this about {verdict.subject}; the closest memories are about "
                       f"{verdict.other or 'someone else'}.")  # fmt: skip
-            related = [
-                it.model_copy(update={"layer": "related", "note": f"about {verdict.other}"}) for it in direct
-            ]
+            related = [it.model_copy(update={"layer": "related", "note": _about_note(it, verdict)}) for it in direct]
         else:
             notice = f"Nothing in memory from {empty}." if empty else "No relevant memory."
         direct = []
@@ -104,3 +102,12 @@ async def finish(run: Run, graph, qa, classification, ranking: Ranking, ctx: Con
                             no_relevant_memory=verdict.abstain or not direct, strategy=f"routed:{ranking.strategy}",
                             trace=run.trace, query_type=classification.label, strategy_probs=classification.probs,
                             abstention_reason=verdict.reason, layers=layers)  # fmt: skip
+
+
+def _about_note(item: RetrievedItem, verdict: abstain.Verdict) -> str | None:
+    """Whom a related item is about, when it is someone other than the person asked about: its speaker, else
+    the person most of the evidence was about. An item of the person asked about gets no note."""
+    who = item.speaker or verdict.other
+    if not who or (verdict.subject and who.casefold() == verdict.subject.casefold()):
+        return None
+    return f"about {who}"

@@ -301,6 +301,37 @@ def test_a_turn_is_read_sentence_by_sentence():
     assert abstain.parts(plain, ["Melanie", "Caroline"], {"x"}) == [("Melanie", {"x"}, 1.0)]
 
 
+def test_a_turn_calling_the_other_by_name_or_short_name_is_about_them():
+    """"That charity race sounds great, Mel!" praises Melanie's race: it is no evidence that Caroline ran one.
+    A word that merely starts like the name ("meltdown", "Melbourne") is no vocative."""
+    people = ["Melanie", "Caroline"]
+    turn = cand("t", "That charity race sounds great, Mel! I went to a support group.", speaker="Caroline")
+    parts = {who: t for who, t, _ in abstain.parts(turn, people, set(tokenize(turn.doc.text)))}
+    assert "charity" in parts["Melanie"] and "charity" not in parts["Caroline"] and "support" in parts["Caroline"]
+    other = cand("o", "That meltdown in Melbourne was wild. I went to a support group.", speaker="Caroline")
+    assert [who for who, _, _ in abstain.parts(other, people, set(tokenize(other.doc.text)))] == ["Caroline"]
+    zh = cand("z", "王芳，这次马拉松跑得真棒！我最近去了支持小组。", speaker="李娜")
+    parts = {who: t for who, t, _ in abstain.parts(zh, ["李娜", "王芳"], set(tokenize(zh.doc.text)))}
+    assert "马拉松" in parts["王芳"] and "马拉松" not in parts["李娜"]
+
+
+def test_a_memory_record_naming_others_is_read_clause_by_clause():
+    """The words after a participant's name are about them: Joanna's remark that Nate got a third turtle says
+    nothing about Joanna and turtles, while what she bets is hers."""
+    people = ["Joanna", "Nate"]
+    fact = cand("f", "Joanna bets Nate would never have thought of getting a third turtle this year", speaker="Joanna",
+                kind="fact")  # fmt: skip
+    parts = {who: t for who, t, _ in abstain.parts(fact, people, set(tokenize(fact.doc.text)))}
+    assert "turtl" in parts["Nate"] and "third" in parts["Nate"]
+    assert "bet" in parts["Joanna"] and "turtl" not in parts["Joanna"]
+    # a record naming no one else is its speaker's, with its own tokens
+    own = cand("g", "Joanna adopted a third turtle", speaker="Joanna", kind="fact")
+    assert abstain.parts(own, people, {"x"}) == [("Joanna", {"x"}, 1.0)]
+    zh = cand("y", "李娜说王芳养了第三只乌龟", speaker="李娜", kind="fact")
+    parts = {who: t for who, t, _ in abstain.parts(zh, ["李娜", "王芳"], set(tokenize(zh.doc.text)))}
+    assert "乌龟" in parts["王芳"] and "乌龟" not in parts["李娜"]
+
+
 def test_the_reason_is_the_more_likely_component_s_even_when_the_named_side_has_more_evidence(tmp_path):
     """Alice talks about hiking a lot, only Bob about the Alps: the other-subject component fires on the rarest
     word, and the verdict keeps Bob's items as related (reason other_subject) instead of dropping everything."""

@@ -136,7 +136,10 @@ async def test_abstains_when_the_memory_is_about_someone_else(store, chat):
     assert "Alps" in before.items[0].text  # uniform: Bob's hike, as if it answered the question about Alice
     after = await retrieve_routed(store, None, req(query))
     assert after.no_relevant_memory and after.abstention_reason == "other_subject"
-    assert all(it.layer == "related" and "Bob" in (it.note or "") for it in after.items)
+    assert all(it.layer == "related" for it in after.items)
+    # each item says whom it is about: Bob's hike is about Bob, Alice's own lines get no such note
+    assert any("Alps" in it.text and "about Bob" in (it.note or "") for it in after.items)
+    assert all("about" not in (it.note or "") for it in after.items if (it.speaker or "").casefold() == "alice")
     assert "No memory says this about Alice" in after.context
 
 
