@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from agents.config import ConsolidatorConfig
@@ -132,6 +133,8 @@ def _changed_from(c: CandidateFact, live: Similar) -> MemoryRecord | None:
     if c.kind != MemoryKind.FACT or not c.subject or c.attribute:
         return None
     replaced = {w for w in keywords(instead_of(c.text), None) if len(w) >= 2}  # "… instead of The Remains…"
+    if replaced and _ONE_OFF.search(c.text):
+        replaced = set()  # "had tea instead of coffee this morning": once, not a new habit
     if not replaced and not states_change(c.text):
         return None
     own = {w for w in keywords(c.text, c.subject) if len(w) >= 2}
@@ -141,6 +144,12 @@ def _changed_from(c: CandidateFact, live: Similar) -> MemoryRecord | None:
                 and (not replaced or replaced <= keywords(r.text, r.subject))):
             return r
     return None
+
+
+_ONE_OFF = re.compile(
+    r"(?i)\b(?:this (?:morning|afternoon|evening|time)|today|tonight|for (?:breakfast|lunch|dinner)|just this once|"
+    r"for once|for a change)\b|今天|今晚|这次|这一次"
+)
 
 
 def _retraction_target(c: CandidateFact, live: Similar, cfg: ConsolidatorConfig) -> MemoryRecord | None:

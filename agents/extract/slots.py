@@ -345,7 +345,10 @@ _ZH_CHANGED = re.compile(r"改[去成到在为练用学做吃喝住回]|换[成�
 _EN_CHANGED = re.compile(r"(?i)\b(?:quit|quitting|switched|gave up|given up|no longer|anymore|any more)\b")
 
 
-_INSTEAD_OF = re.compile(r"(?i)\b(?:instead of|rather than|in place of)\s+(?P<x>[^.,;:!?()]{2,60})")
+_INSTEAD_OF = re.compile(
+    r"(?i)\b(?:instead of|rather than|in place of)\s+(?P<x>[^.,;:!?()]{2,60}?)"
+    r"(?=\s+(?:now|again|anymore|these days|from now on|lately|today|tonight|this \w+|for \w+)\b|[.,;:!?()]|$)"
+)
 
 
 def instead_of(sentence: str) -> str:

@@ -105,3 +105,12 @@ def test_a_change_naming_something_else_takes_no_planned_event():
     assert all_slots("Farewell drinks time changed to 6pm.", "Victor", people, event="interview") == []
     moved = all_slots("Victor said Thursday moved to Friday 8pm.", "Victor", people, event="interview")
     assert [(f.attribute, f.subject, f.value) for f in moved] == [("when", "interview", "Friday 8pm")]
+
+
+def test_a_one_off_instead_replaces_no_habit():
+    old = _stored("Alice drinks coffee every morning", subject="Alice")
+    (once,) = _facts([("Alice", "I had green tea instead of coffee this morning, the machine broke.")])
+    assert decide(once, [(old, 0.5)], RULES, "ev-1").op != DecisionOp.UPDATE
+    (habit,) = _facts([("Alice", "I drink green tea instead of coffee now, doctor's orders.")])
+    d = decide(habit, [(old, 0.5)], RULES, "ev-1")
+    assert d.op == DecisionOp.UPDATE and d.target_memory_id == "mem-old"
