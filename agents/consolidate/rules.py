@@ -128,8 +128,8 @@ def _similarity_decision(
 
 def _changed_from(c: CandidateFact, live: Similar) -> MemoryRecord | None:
     """The live fact a stated change replaces: "小王说：吉他学不下去了，现在改练钢琴" replaces "小王最近在学吉他"
-    (same subject, a shared word other than the subject's name, no slot to settle it, said before). The most
-    similar such fact; None when the candidate states no change."""
+    (same subject, a shared word other than the subject's name, no slot to settle it, said before); "… instead
+    of X" replaces the fact holding X. The most similar such fact; None when the candidate states no change."""
     if c.kind != MemoryKind.FACT or not c.subject or c.attribute:
         return None
     replaced = {w for w in keywords(instead_of(c.text), None) if len(w) >= 2}  # "… instead of The Remains…"
@@ -155,8 +155,9 @@ _ONE_OFF = re.compile(
 def _retraction_target(c: CandidateFact, live: Similar, cfg: ConsolidatorConfig) -> MemoryRecord | None:
     best: tuple[float, MemoryRecord] | None = None
     entity_words = {w for e in c.entities for w in keywords(e, None)}
+    called_off = is_called_off(c.text)
     for r, s in live:
-        plan = r.attribute in ("when", "where") and is_called_off(c.text)  # a plan's subject is its event
+        plan = called_off and r.attribute in ("when", "where")  # a plan's subject is its event
         if r.kind != MemoryKind.FACT or not (same_subject(r.subject, c.subject) or plan):
             continue
         if c.value and r.attribute and not value_in(r.text, c.value):

@@ -43,9 +43,7 @@ _NEXT_MARK = re.compile(r"\s*\b[QA][:：]\s*$")  # the next part's Q:/A: marker,
 
 
 def _mentions(text: str, person: str) -> bool:
-    if has_cjk(person):
-        return person in text
-    return _first_name(person).search(text) is not None
+    return _name_pattern(person).search(text) is not None
 
 
 @lru_cache(maxsize=1024)
