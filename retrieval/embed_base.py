@@ -1,14 +1,48 @@
-"""What every in-process embedder shares: the vector size, L2 normalisation and the lazy-load +
-serialised-forward machinery (models load on the first ``embed``, in a worker thread)."""
+"""What every in-process embedder shares: the vector size, L2 normalisation and the lazy-load machinery, and
+the model's own thread, which runs one forward at a time from a priority queue.
+
+Every call of an embedder goes to that thread's queue and the thread takes the next job as soon as a forward
+ends, without waiting for an event loop to hand it over: when the loop is busy with a stage's Python (the
+Kafka worker runs every stage in one loop), the model still works through what is queued. Jobs run by
+priority, then in arrival order: a question's texts first (:data:`QUERY`), then ordinary calls
+(:data:`NORMAL`), then work queued ahead of the stage that needs it (:data:`AHEAD`, set for a block of code
+with :func:`embedding_priority`). The model loads on the first job, in the thread; the thread starts with
+the first call (never at import) and ends after a while without work.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
+import itertools
+import os
+import queue
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 DIM = 384
+
+QUERY, NORMAL, AHEAD = -1, 0, 1  # job priorities, lowest first
+_PRIORITY: contextvars.ContextVar[int] = contextvars.ContextVar("memstream_embed_priority", default=NORMAL)
+
+
+@contextlib.contextmanager
+def embedding_priority(priority: int) -> Iterator[None]:
+    """Embedding calls made in this block (and in tasks it creates) queue at ``priority``."""
+    token = _PRIORITY.set(priority)
+    try:
+        yield
+    finally:
+        _PRIORITY.reset(token)
+
+
+def current_priority() -> int:
+    """The priority embedding calls made here queue at (:func:`embedding_priority`)."""
+    return _PRIORITY.get()
 
 
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:
@@ -24,6 +58,63 @@ def _empty(dim: int) -> np.ndarray:
     return np.zeros((0, dim), dtype=np.float32)
 
 
+def _deliver(fut: asyncio.Future, ok: bool, value: Any) -> None:
+    if not fut.done():  # the caller may have given up (cancelled)
+        if ok:
+            fut.set_result(value)
+        else:
+            fut.set_exception(value)
+
+
+class _ModelThread:
+    """One thread running jobs from a priority queue; results go back to each caller's own event loop."""
+
+    IDLE_S = 30.0  # the thread ends after this long without a job (and starts again with the next)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pid = os.getpid()
+        self._guard = threading.Lock()
+        self._jobs: queue.PriorityQueue = queue.PriorityQueue()
+        self._seq = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, work: Any, args: tuple, priority: int) -> asyncio.Future:
+        """Queue ``work(*args)``; the returned future (of the running loop) gets its result."""
+        if self._pid != os.getpid():  # a forked child: the parent's thread and queue are not here
+            self._reset()
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        with self._guard:
+            self._jobs.put((priority, next(self._seq), work, args, loop, fut))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._thread.start()
+        return fut
+
+    def _run(self) -> None:
+        while True:
+            try:
+                _, _, work, args, loop, fut = self._jobs.get(timeout=self.IDLE_S)
+            except queue.Empty:
+                with self._guard:  # no job can be queued meanwhile, so none is left behind
+                    if self._jobs.empty():
+                        self._thread = None
+                        return
+                continue
+            if fut.cancelled():  # nobody waits for it any more
+                continue
+            try:
+                ok, value = True, work(*args)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                ok, value = False, exc
+            with contextlib.suppress(RuntimeError):  # that loop is closed: nobody to tell
+                loop.call_soon_threadsafe(_deliver, fut, ok, value)
+
+
 class _LazyModelEmbedder:
     """Shared lazy-load + serialised-forward machinery; subclasses implement ``_load`` and ``_encode``."""
 
@@ -33,8 +124,7 @@ class _LazyModelEmbedder:
     def __init__(self, batch: int = 64) -> None:
         self.batch = max(1, batch)
         self._model: Any = None
-        self._lock: asyncio.Lock | None = None
-        self._lock_loop: asyncio.AbstractEventLoop | None = None
+        self._worker = _ModelThread(f"memstream-embed-{self.name}")
 
     def _load(self) -> Any:  # runs in a worker thread
         raise NotImplementedError
@@ -42,14 +132,14 @@ class _LazyModelEmbedder:
     def _encode(self, model: Any, texts: list[str], is_query: bool) -> np.ndarray:  # worker thread
         raise NotImplementedError
 
+    def _forward(self, texts: list[str], is_query: bool) -> np.ndarray:  # the model's thread
+        if self._model is None:
+            self._model = self._load()
+        return self._encode(self._model, texts, is_query)
+
     async def embed(self, texts: list[str], *, is_query: bool = False) -> np.ndarray:
         if not texts:
             return _empty(self.dim)
-        loop = asyncio.get_running_loop()
-        if self._lock is None or self._lock_loop is not loop:  # a lock serves one loop (tests share a model)
-            self._lock, self._lock_loop = asyncio.Lock(), loop
-        async with self._lock:  # one forward at a time: the model is shared and CPU-bound
-            if self._model is None:
-                self._model = await asyncio.to_thread(self._load)
-            out = await asyncio.to_thread(self._encode, self._model, list(texts), is_query)
+        priority = QUERY if is_query else _PRIORITY.get()
+        out = await self._worker.submit(self._forward, (list(texts), is_query), priority)
         return l2_normalise(out)

@@ -118,7 +118,8 @@ class EmbeddedRunner:
             records = await self.log.read(DISTILL_RESULTS.name, results, 64)
             if records:
                 results = records[-1].offset + 1
-                await self.consolidate.prefetch(records)
+                graph = self.graph.prefetch_texts(records) if self.graph is not None else []
+                await self.consolidate.prefetch(records, graph)
                 continue
             await asyncio.sleep(0.02)  # nothing new yet: the stages are producing it
 

@@ -9,11 +9,11 @@ The consolidator applies its decisions to the store right after deciding (and st
 next result of a chat sees the effects of the previous one, as the embedded runner guarantees by draining
 the indexer between results; the graph stage reads the same results first, as in the embedded runner.
 
-All stages of a worker share one model, which embeds a call at a time. Like the embedded runner, the worker
-embeds ahead: a segmenter batch runs in parts, the next part's turns embedded while the current one runs its
-Python, and the consolidator's candidates are embedded as soon as the distiller made the results. These bulk
-calls go in chunks after every other call (:mod:`streams.worker_embed`), so the graph stage and the
-consolidator, the pipeline's tail, do not wait behind a segmenter batch. Only when and in which
+All stages of a worker share one model, which embeds a call at a time from its own queue. Like the embedded
+runner, the worker embeds ahead: a segmenter batch runs in parts, all its parts' turns queued for the model
+when the batch starts, and the consolidator's candidates are embedded as soon as the distiller made the
+results. These bulk calls go in chunks after every other call (:mod:`streams.worker_embed`), so the graph
+stage and the consolidator, the pipeline's tail, do not wait behind a segmenter batch. Only when and in which
 calls texts are embedded changes; with a model whose vectors depend on what shares a forward (MiniLM int8:
 dynamic quantisation) that can move a borderline decision, as any other batching of the same turns can.
 """
@@ -52,7 +52,7 @@ Send = Callable[[list[Produce]], Awaitable[None]]
 class WorkerConfig:
     app_id: str = "memstream"  # the consumer group of every agent
     batch: int = 256
-    segment_part: int = 64  # a segmenter batch runs in parts, the next part's turns embedded meanwhile
+    segment_part: int = 64  # a segmenter batch runs in parts; all their turns are queued for the model at once
     within_s: float = 0.5
     distill_batch: int = 16
     consolidate_batch: int = 16
@@ -60,6 +60,7 @@ class WorkerConfig:
     exact_offsets: bool = False  # one record per produce batch (Tansu under-reports end offsets otherwise)
     session_timeout_s: float = 10.0
     commit_interval_s: float = 1.0
+    fetch_wait_ms: int = 100  # the longest a broker may hold an empty fetch (Faust's own: 1,500)
     pool_ttl_s: float | None = 30 * 86400.0
     window_ttl_s: float | None = 86400.0
     journal_ttl_s: float | None = 7 * 86400.0
@@ -143,19 +144,19 @@ class Pipeline:
         return out
 
     async def _segment(self, records: list[Record]) -> StageOutput:
-        """The segmenter over the batch in parts (the same output: its pools carry over), each part's turns
-        embedded while the one before runs its Python, as the embedded runner embeds a batch ahead; the
-        model serves the later stages first (:mod:`streams.worker_embed`)."""
+        """The segmenter over the batch in parts (the same output: its pools carry over). Every part's turns
+        are queued for the model at once, in order, as bulk work (:mod:`streams.worker_embed`): the model goes
+        through them while the parts before run their Python and the later stages' calls go first, as the
+        embedded runner embeds a batch ahead."""
         with_model = self.stages.segment.clients.embedder is not None  # else nothing to embed ahead
         size = max(1, self.cfg.segment_part if with_model else len(records))
         parts = [records[i : i + size] for i in range(0, len(records), size)]
         out = StageOutput()
-        ahead = self._embed_turns(parts[0]) if len(parts) > 1 else None
+        ahead = [self._embed_turns(part) for part in parts] if len(parts) > 1 else []
         try:
             for k, part in enumerate(parts):
-                current, ahead = ahead, self._embed_turns(parts[k + 1]) if k + 1 < len(parts) else None
-                if current is not None:  # failed: the segmenter embeds what is missing itself
-                    await asyncio.gather(current, return_exceptions=True)
+                if ahead and ahead[k] is not None:  # failed: the segmenter embeds what is missing itself
+                    await asyncio.gather(ahead[k], return_exceptions=True)
                 sub = await bulk(lambda part=part: self.segment.process(part))
                 out.produced += sub.produced
                 out.dead += sub.dead
@@ -163,8 +164,9 @@ class Pipeline:
                 for name, value in sub.metrics.items():
                     out.metrics[name] = out.metrics.get(name, 0.0) + value
         finally:
-            if ahead is not None:
-                ahead.cancel()
+            for task in ahead:
+                if task is not None and not task.done():
+                    task.cancel()
         return out
 
     def _embed_turns(self, records: list[Record]) -> asyncio.Task | None:
@@ -205,7 +207,10 @@ class Pipeline:
         if not results or self.clients.embedder is None:
             return
         ahead = [Record(p.topic, -1, p.key, p.record_id, p.value) for p in results]
-        self._background(bulk(lambda: self.consolidate.prefetch(ahead)))
+        self._background(bulk(lambda: self.consolidate.prefetch(ahead, self._graph_texts(ahead))))
+
+    def _graph_texts(self, records: list[Record]) -> list[str]:
+        return self.graph.prefetch_texts(records) if self.graph is not None else []
 
     async def stop_ahead(self) -> None:
         """Cancel the background embedding (before the clients close)."""
@@ -223,7 +228,7 @@ class Pipeline:
         total = StageOutput()
         deleted = await self.deletions()
         records = [r for r in records if not is_deleted(deleted, r.key)]
-        await self.consolidate.prefetch(records)  # the batch's candidates embedded in one call
+        await self.consolidate.prefetch(records, self._graph_texts(records))  # the batch's texts: one call
         for r in records:
             if self.graph is not None:  # the graph stage reads the same results (idempotent by result id)
                 graphed = await self.graph.process([r])

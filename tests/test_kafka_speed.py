@@ -8,6 +8,7 @@ the last record of each partition, then send those alone (:func:`streams.kafka_l
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import Counter
 
 import numpy as np
@@ -19,6 +20,7 @@ from memstream.clients import build_clients
 from memstream.kafka_admin import bootstrap_topics, end_offsets, produce, read_topic
 from memstream.ops import ingest
 from memstream.settings import Settings
+from retrieval.embed_base import _LazyModelEmbedder
 from retrieval.embedder import CachedEmbedder
 from streams.kafka_log import KafkaLog, ends_alone, partition_of
 from streams.log import Produce
@@ -95,41 +97,43 @@ def test_kafka_log_append_reports_exact_end_offsets(tansu_broker):
 # ---- the worker's embedding order and read-ahead (streams.worker_embed, streams.worker) ----------------
 
 
-class GatedEmbedder:
-    """Batch-independent vectors, one call at a time in arrival order (as the model's lock serves them);
-    each call waits for ``gate`` and is recorded."""
+class GatedModel(_LazyModelEmbedder):
+    """Batch-independent vectors on the model's own thread (one forward at a time, by priority); each
+    forward waits for ``gate`` and is recorded."""
 
     name = "gated-test"
     dim = 4
 
     def __init__(self) -> None:
+        super().__init__()
         self.calls: list[list[str]] = []
-        self.gate = asyncio.Event()
-        self.lock = asyncio.Lock()
+        self.gate = threading.Event()
+        self.started = threading.Event()
 
-    async def embed(self, texts: list[str], *, is_query: bool = False) -> np.ndarray:
-        async with self.lock:
-            self.calls.append(list(texts))
-            await self.gate.wait()
-            return np.array([[len(t), t.count("a"), t.count("e"), 1.0] for t in texts], dtype=np.float32)
+    def _load(self) -> object:
+        return object()
+
+    def _encode(self, model: object, texts: list[str], is_query: bool) -> np.ndarray:
+        self.calls.append(list(texts))
+        self.started.set()
+        assert self.gate.wait(10)
+        return np.array([[len(t), t.count("a"), t.count("e"), 1.0] for t in texts], dtype=np.float32)
 
 
 async def test_a_bulk_call_goes_in_chunks_after_every_other_call_and_keeps_its_rows():
-    inner = GatedEmbedder()
+    inner = GatedModel()
     emb = PriorityEmbedder(inner, chunk=4)
     texts = [f"text {'a' * (i % 5)} {'e' * i}" for i in range(10)]
     big = asyncio.create_task(bulk(lambda: emb.embed(texts)))
-    await asyncio.sleep(0)
-    assert len(inner.calls) == 1  # the first chunk holds the model
+    assert await asyncio.to_thread(inner.started.wait, 10)  # the first chunk holds the model
     small = asyncio.create_task(emb.embed(["alpha", "beta"]))  # a later stage's few texts
     await asyncio.sleep(0)
     inner.gate.set()
     vectors, urgent = await big, await small
     assert [len(c) for c in inner.calls] == [4, 2, 4, 2]  # the small call went right after one chunk
     assert inner.calls[1] == ["alpha", "beta"]
-    assert np.array_equal(
-        vectors, [[len(t), t.count("a"), t.count("e"), 1.0] for t in texts]
-    )  # rows in order
+    expected = np.array([[len(t), t.count("a"), t.count("e"), 1.0] for t in texts])
+    assert np.allclose(vectors, expected / np.linalg.norm(expected, axis=1, keepdims=True))  # rows in order
     assert urgent.shape == (2, 4) and emb.dim == 4  # the rest is the wrapped embedder's
 
 
@@ -141,7 +145,7 @@ async def _memories(clients) -> list[str]:
 
 
 async def test_the_worker_path_with_read_ahead_ends_with_the_embedded_runners_memories(tmp_path):
-    """Segmenter batches in parts (the next part's turns embedded meanwhile), its calls yielding to the others,
+    """Segmenter batches in parts (all parts' turns queued for the model at once), its calls after the others,
     candidates embedded as soon as results are made: with
     an embedder whose vectors do not depend on batching, the same memories as the embedded runner."""
     rows = _messages()

@@ -51,12 +51,19 @@ class ConsolidateStage:
         self._profiles: dict[str, MemoryRecord] = {}  # profile versions emitted in this batch
         self._profiles_replaced: set[str] = set()  # ...and the versions they replace
 
-    async def prefetch(self, records: list[Record]) -> int:
+    async def prefetch(self, records: list[Record], extra: list[str] | None = None) -> int:
         """Embed the candidates of many results in one call before they are decided one at a time (the
-        runtimes decide one result at a time, so each would embed a handful of texts); the vectors land in
-        the embedder's cache and the candidates are kept for :meth:`process`. Returns the texts embedded."""
+        runtimes decide one result at a time, so each would embed a handful of texts), with ``extra`` texts
+        (the graph stage's, :meth:`streams.stages.graph.GraphStage.prefetch_texts`); the vectors land in the
+        embedder's cache and the candidates are kept for :meth:`process`. Returns the texts embedded."""
         if self.clients.embedder is None:
             return 0
+        texts = list(dict.fromkeys([*self.prefetch_texts(records), *(extra or ())]))
+        await embed(self.clients, texts)
+        return len(texts)
+
+    def prefetch_texts(self, records: list[Record]) -> list[str]:
+        """The texts :meth:`process` will embed for these results (their candidates are kept for it)."""
         if len(self._candidates) > 4096:  # results never decided here (a worker's journalled ones): forget
             self._candidates = {}
         todo: dict[str, CandidateFact] = {}
@@ -66,9 +73,7 @@ class ConsolidateStage:
                 if cands is None:
                     cands = self._candidates[item.result_id] = consolidator.candidates_from_result(item)
                 todo.update((c.text, c) for c in cands)
-        texts = [c.text for c in todo.values() if not composed(c, self.derived_vectors)]  # composed: no model
-        await embed(self.clients, texts)
-        return len(texts)
+        return [c.text for c in todo.values() if not composed(c, self.derived_vectors)]  # composed: no model
 
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()

@@ -16,7 +16,7 @@ from retrieval.graph_protocols import GraphStore
 from schemas import DistillResult
 from streams.clients import Clients
 from streams.log import Record
-from streams.stages.io import StageOutput, embed, for_each_item
+from streams.stages.io import StageOutput, decode_all, embed, for_each_item
 from streams.topics import DISTILL_RESULTS
 
 log = logging.getLogger("memstream.stages")
@@ -49,6 +49,24 @@ class GraphStage:
 
         await for_each_item(self.source, "graph", "graph", records, out, handle)
         return out
+
+    def prefetch_texts(self, records: list[Record]) -> list[str]:
+        """What :meth:`apply_result` will embed for these results, as far as it is known before the merge:
+        the entity names and the edges' sentences under those names (for embedding ahead, in one call)."""
+        texts: dict[str, None] = {}
+        for item in decode_all(self.source, "graph", records, StageOutput()):  # errors: in process
+            if not isinstance(item, DistillResult):
+                continue
+            triples = graph.triples_from_result(
+                item, mention_edges=self.cfg.mention_edges, max_mentions_per_fact=self.cfg.max_mentions_per_fact
+            )
+            names = {m.key: m.name for m in graph.mentions_from_triples(item, triples)}
+            texts.update(dict.fromkeys(names.values()))
+            for t in triples:
+                subject = names.get(graph.normalise_name(t.subject), t.subject)
+                obj = names.get(graph.normalise_name(t.object or ""), t.object or "")
+                texts[graph.triple_text(subject, t.predicate, obj, t.fact)] = None
+        return list(texts)
 
     async def apply_result(
         self, result: DistillResult, deleted: set[tuple[str, str]] = frozenset()

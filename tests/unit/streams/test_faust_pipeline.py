@@ -154,3 +154,14 @@ def test_create_app_binds_every_stage_without_io():
     assert names == {"memstream.segment", "memstream.distill", "memstream.consolidate", "memstream.index"}
     topics = {t for a in app.agents.values() for t in a.channel.topics}
     assert topics == {RAW_MESSAGES.name, DISTILL_JOBS.name, DISTILL_RESULTS.name, MEMORY_DECISIONS.name}
+
+
+async def test_the_workers_consumer_asks_the_broker_to_hold_an_empty_fetch_at_most_fetch_wait_ms():
+    """Faust fixes aiokafka's fetch_max_wait_ms at 1,500; a broker that holds a fetch to its end (Tansu) then
+    delays each hop of the pipeline by up to that long. The worker's consumer takes the worker config's."""
+    app = build_app(Settings(log_url="kafka://127.0.0.1:1"), WorkerConfig(app_id="t-memstream", fetch_wait_ms=42))
+    consumer = app.consumer._thread._create_worker_consumer(app.transport)  # built, not started: no I/O
+    try:
+        assert consumer._fetch_max_wait_ms == 42
+    finally:
+        await consumer.stop()

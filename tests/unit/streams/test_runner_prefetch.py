@@ -83,7 +83,7 @@ async def test_prefetched_candidates_give_the_same_memories_in_fewer_calls(tmp_p
     src = write_jsonl(tmp_path / "in.jsonl", _messages())
     ahead, ahead_calls = await _run(tmp_path, "ahead", src)
 
-    async def no_prefetch(self, records) -> int:
+    async def no_prefetch(self, records, extra=None) -> int:
         self._candidates = {}
         return 0
 
