@@ -118,8 +118,7 @@ class EmbeddedRunner:
             records = await self.log.read(DISTILL_RESULTS.name, results, 64)
             if records:
                 results = records[-1].offset + 1
-                graph = self.graph.prefetch_texts(records) if self.graph is not None else []
-                await self.consolidate.prefetch(records, graph)
+                await self.consolidate.prefetch(records)
                 continue
             await asyncio.sleep(0.02)  # nothing new yet: the stages are producing it
 
