@@ -110,8 +110,10 @@ class Worker:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
+        # commits every 0.2 s: the first progress shows while work is left, so a kill can land mid-work
         cmd = [sys.executable, "-m", "memstream.cli_prod", "worker", "--embedder", "none", "--session-timeout",
-               "6", "--within", "0.2", "--batch", str(self.batch), "--loglevel", "info"]  # fmt: skip
+               "6", "--within", "0.2", "--batch", str(self.batch), "--loglevel", "info",
+               "--commit-interval", "0.2"]  # fmt: skip
         self.started += 1
         with (self.logs / f"worker-{self.started}.log").open("ab") as log:
             self.proc = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
@@ -143,19 +145,23 @@ def _remaining(hosts: list[str]) -> int:
 def kill_points(hosts: list[str], worker: Worker, kills: int, rng: random.Random, *, max_delay_s: float,
                 start_timeout_s: float = 90.0, low_water: int = 16) -> list[dict]:  # fmt: skip
     """SIGKILL the running worker ``kills`` times: each incarnation is killed a random 0..``max_delay_s``
-    seconds after it first commits progress, or sooner once no more than ``low_water`` records are left
-    uncommitted (so every kill lands mid-work, however fast the worker has become)."""
-    points = []
-    for _ in range(kills):
+    seconds after it first commits progress, or sooner once the records left uncommitted fall to its share
+    of what the first incarnation found (kill k of n: (n - k) / (n + 1) of it, at least ``low_water``), so
+    every kill lands mid-work and leaves work for the next, however fast the worker has become."""
+    points: list[dict] = []
+    found = None
+    for k in range(kills):
         base, deadline = _progress(hosts), time.monotonic() + start_timeout_s
         while _progress(hosts) == base and _remaining(hosts) and time.monotonic() < deadline:
             if worker.proc.poll() is not None:
                 raise RuntimeError(f"the worker exited ({worker.proc.returncode}); see {worker.logs}")
-            time.sleep(0.1)
+            time.sleep(0.05)
         delay, began = rng.uniform(0.0, max_delay_s), time.monotonic()
         remaining = _remaining(hosts)
-        while time.monotonic() - began < delay and remaining > low_water:  # killed early rather than idle
-            time.sleep(0.05)
+        found = remaining if found is None else found
+        floor = max(low_water, found * (kills - k) // (kills + 1))
+        while time.monotonic() - began < delay and remaining > floor:  # killed early rather than idle
+            time.sleep(0.02)
             remaining = _remaining(hosts)
         status = worker.kill()
         points.append({"after_progress_s": round(time.monotonic() - began, 2), "remaining": remaining,

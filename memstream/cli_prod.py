@@ -74,6 +74,9 @@ def worker(
     within: Annotated[float, typer.Option(help="Seconds to wait for a batch to fill.")] = 0.5,
     exact_offsets: ExactOffsets = False,
     session_timeout: Annotated[float, typer.Option(help="Consumer group session timeout, seconds.")] = 10.0,
+    commit_interval: Annotated[
+        float, typer.Option(help="Seconds between offset commits (what the group's lag reads).", min=0.05)
+    ] = 1.0,
     group: Group = "memstream",
     heartbeat: Annotated[
         Path | None, typer.Option(help="Touch this file every 5 s (container health).")
@@ -99,7 +102,8 @@ def worker(
         raise typer.Exit(2)
     cfg = WorkerConfig(app_id=group, batch=batch, within_s=within, distill_batch=min(batch, 16),
                        consolidate_batch=min(batch, 16), exact_offsets=exact_offsets,
-                       session_timeout_s=session_timeout, heartbeat_path=heartbeat)  # fmt: skip
+                       session_timeout_s=session_timeout, commit_interval_s=commit_interval,
+                       heartbeat_path=heartbeat)  # fmt: skip
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     app = build_app(settings, cfg)
     Worker(app, loglevel=loglevel, redirect_stdouts=False).execute_from_commandline()

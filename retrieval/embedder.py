@@ -21,6 +21,7 @@ import numpy as np
 
 from retrieval.embed_base import _empty, _LazyModelEmbedder, l2_normalise
 from retrieval.protocols import Embedder
+from retrieval.sqlite_util import to_wal
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +104,7 @@ class CachedEmbedder:
             if str(self.cache) != ":memory:":
                 Path(self.cache).parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(str(self.cache), isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
+            to_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA secure_delete=ON")  # a forgotten vector's bytes are zeroed
             conn.execute("CREATE TABLE IF NOT EXISTS embeddings (key BLOB PRIMARY KEY, vec BLOB NOT NULL)")

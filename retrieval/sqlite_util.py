@@ -3,11 +3,27 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence, Sized
 from pathlib import Path
 from typing import Any
 
 from retrieval.scrub import mark_scrubbed
+
+
+def to_wal(db: sqlite3.Connection, timeout_s: float = 30.0) -> None:
+    """Switch to WAL, waiting for the lock it needs. Processes opening one new file at once (``serve
+    --workers``) race for it, and SQLite answers 'database is locked' at once instead of calling the busy
+    handler when a connection would have to upgrade a lock another one shares (about 1 open in 20 here)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def open_sqlite(path: str, schema: str, dim: int | None, label: str) -> tuple[sqlite3.Connection, int | None]:
@@ -19,7 +35,7 @@ def open_sqlite(path: str, schema: str, dim: int | None, label: str) -> tuple[sq
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     fresh = conn.execute("PRAGMA page_count").fetchone()[0] == 0  # never held data written without secure_delete
-    conn.execute("PRAGMA journal_mode=WAL")
+    to_wal(conn)
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA temp_store=MEMORY")
     conn.execute("PRAGMA secure_delete=ON")  # deleted rows' bytes are zeroed (see retrieval.scrub)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol, Self, runtime_checkable
 
 from retrieval.scrub import erase_freed, mark_scrubbed, secure
+from retrieval.sqlite_util import to_wal
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -92,7 +93,7 @@ def open_durable_sqlite(path: Path, schema: str) -> sqlite3.Connection:
     secure_delete on (deleted or rewritten bytes are zeroed, see :mod:`retrieval.scrub`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     db = secure(sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30))
-    db.execute("PRAGMA journal_mode=WAL")
+    to_wal(db, 30.0)
     db.execute("PRAGMA synchronous=FULL")
     db.executescript(schema)
     return db
