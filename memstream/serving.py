@@ -5,8 +5,10 @@
 - the **ingest lane** only appends accepted messages to the durable log (a short transaction);
 - the **processor lane** runs the pipeline in the background: it drains the log's backlog on start and
   after every append, and runs deletions between batches (never inside one);
-- the **embed lane** owns the embedding model; the other lanes reach it through :class:`EmbedderProxy`
-  (one model in memory, its asyncio lock used from one loop only).
+- the **embed lane** owns the embedding model and its vector cache; the other lanes reach it through
+  :class:`EmbedderProxy` (one model in memory; the cache's connection and in-flight table used from one loop
+  only). The forwards run in the model's own threads: a question's beside the pipeline's, not behind them
+  (:mod:`retrieval.embed_base`).
 
 With ``serve --workers N`` (:mod:`memstream.serve_procs`) each of N processes runs these lanes on one shared
 port (``shared``): the process holding the data dir's processing lock runs the processor lane and notices

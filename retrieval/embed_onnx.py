@@ -104,7 +104,11 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
         import onnxruntime as ort
 
         _, path, sessions = model
-        if threads not in sessions:
+        if threads in sessions:
+            return sessions[threads]
+        with self._loading:  # the question thread and the pipeline's may both ask for a new one
+            if threads in sessions:
+                return sessions[threads]
             opts = ort.SessionOptions()
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             opts.intra_op_num_threads = threads

@@ -1,5 +1,6 @@
-"""The model's own thread (retrieval.embed_base): one forward at a time, by priority then arrival, results
-back on each caller's loop, errors handed to the caller, a job nobody waits for skipped."""
+"""The model's own threads (retrieval.embed_base): the pipeline's forwards one at a time, by priority then
+arrival; a question's at once beside them; results back on each caller's loop, errors handed to the caller,
+a job nobody waits for skipped, the model loaded once."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from retrieval.embed_base import AHEAD, NORMAL, _LazyModelEmbedder, embedding_pr
 
 
 class GatedModel(_LazyModelEmbedder):
-    """Batch-independent vectors; every forward is recorded, and each waits for ``gate`` (a thread event)."""
+    """Batch-independent vectors; every forward is recorded, and each but a question's waits for ``gate``."""
 
     name = "gated-model-test"
     dim = 4
@@ -32,7 +33,7 @@ class GatedModel(_LazyModelEmbedder):
     def _encode(self, model: object, texts: list[str], is_query: bool) -> np.ndarray:
         self.calls.append(list(texts))
         self.started.set()
-        if not self.gate.wait(10):
+        if not is_query and not self.gate.wait(10):
             raise TimeoutError("gate never opened")
         if "boom" in texts:
             raise ValueError("boom")
@@ -43,19 +44,19 @@ async def _started(model: GatedModel) -> None:
     assert await asyncio.to_thread(model.started.wait, 10)
 
 
-async def test_jobs_run_by_priority_then_in_arrival_order():
+async def test_jobs_run_by_priority_then_in_arrival_order_and_a_question_at_once():
     model = GatedModel()
     first = asyncio.create_task(model.embed(["first"]))
-    await _started(model)  # holds the model
+    await _started(model)  # holds the pipeline's thread
     with embedding_priority(AHEAD):
         ahead = [asyncio.create_task(model.embed([f"ahead {i}"])) for i in range(2)]
     await asyncio.sleep(0)
     normal = asyncio.create_task(model.embed(["normal"]))
     await asyncio.sleep(0)
-    query = asyncio.create_task(model.embed(["question"], is_query=True))
-    await asyncio.sleep(0)
+    question = await asyncio.wait_for(model.embed(["question"], is_query=True), 10)  # not behind "first"
+    assert question.shape == (1, 4) and not first.done()
     model.gate.set()
-    await asyncio.gather(first, normal, query, *ahead)
+    await asyncio.gather(first, normal, *ahead)
     assert model.calls == [["first"], ["question"], ["normal"], ["ahead 0"], ["ahead 1"]]
     assert model.loads == 1  # loaded once, in the model's thread
     vec = await model.embed(["ae"])
