@@ -35,3 +35,20 @@ async def test_query_calls_use_one_thread_and_give_the_same_vectors():
     for b, a, c in zip(batches, one, every, strict=True):
         assert a.shape == (len(b), 384) and np.array_equal(a, c), b
     assert emb._threads(QUESTIONS * 2, True) == 2 and emb._threads(QUESTIONS, False) == 2
+
+
+@pytest.mark.slow
+async def test_questions_embedded_during_a_passage_forward_get_the_vectors_they_get_alone():
+    """A question's forward runs on its own thread beside the pipeline's (retrieval.embed_base): the two
+    run at once on one model, and neither vector changes."""
+    import asyncio
+
+    emb = OnnxMiniLMEmbedder(threads=2)
+    passages = [f"message {i}: we meet at the cafe on {['Monday', 'Friday'][i % 2]} about budget {i % 7}"
+                for i in range(96)]  # fmt: skip
+    alone_p = await emb.embed(passages)
+    alone_q = [await emb.embed([q], is_query=True) for q in QUESTIONS]
+    together = await asyncio.gather(emb.embed(passages), *(emb.embed([q], is_query=True) for q in QUESTIONS))
+    assert np.array_equal(together[0], alone_p)
+    for q, a, b in zip(QUESTIONS, together[1:], alone_q, strict=True):
+        assert np.array_equal(a, b), q
