@@ -17,9 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.reply_pairs import pair_rows
+
 __all__ = [
     "FEATURES", "PAIR_FEATURES", "SELF_FEATURES", "TOPIC_FEATURES", "LinkMsg", "Threads",
-    "candidate_matrix", "pair_features", "self_features", "text_cues", "topic_features",
+    "candidate_matrix", "pair_rows", "self_features", "text_cues", "topic_features",
 ]  # fmt: skip
 
 _GREETING_RE = re.compile(r"\b(hi|hello|hey|anyone|anybody|somebody|someone|help|question)\b", re.I)
@@ -238,83 +240,6 @@ def _context(msg: LinkMsg, window: list[LinkMsg], cosines: np.ndarray | None) ->
     )
 
 
-def pair_features(
-    msg: LinkMsg, window: list[LinkMsg], i: int, ctx: _Context, cosine: float | None, threads: Threads | None = None
-) -> list[float]:
-    """Features of ``msg`` answering ``window[i]`` (``window`` = the earlier messages, oldest first), in
-    :data:`PAIR_FEATURES` order (a flat list: this runs for every candidate of every message)."""
-    c = window[i]
-    n = len(window)
-    dist = n - 1 - i
-    addr = c.sender in msg.addressees
-    to_me = msg.sender in c.addressees
-    same = c.sender == msg.sender
-    latest_c = ctx.latest_by_sender.get(c.sender, -1)
-    overlap = ctx.overlaps[i]
-    topic = threads.topic_of.get(c.message_id) if threads is not None else None
-    answered_me = not same and c.parent_sender == msg.sender
-    mine = ctx.my_latest
-    replied_by = ctx.replied_by.get(c.message_id, frozenset())
-    return [
-        float(dist == 0),  # prev
-        math.log1p(dist),  # log_dist
-        math.log1p(max(0.0, msg.ts - c.ts) / 60.0),  # log_gap_min
-        float(addr),  # addresses_cand_sender
-        float(addr and latest_c == i),  # addresses_cand_sender_latest
-        float(to_me),  # cand_addresses_sender
-        float(to_me and ctx.latest_to.get(msg.sender) == i),  # cand_addresses_sender_latest
-        float(same),  # same_sender
-        float(same and ctx.last_other < i),  # same_sender_no_other
-        float(latest_c == i),  # cand_sender_latest
-        float(bool(msg.addressees) and not addr),  # addressee_mismatch
-        float(bool(set(msg.addressees) & set(c.addressees)) and not addr and not to_me),  # same_addressee
-        float(c.question),  # cand_question
-        float(not c.addressees),  # cand_no_addressee
-        float(not msg.addressees),  # msg_no_addressee
-        overlap,  # keyword_overlap
-        float(overlap > 0),  # keyword_any
-        0.0 if cosine is None else cosine,  # cosine
-        float(cosine is None),  # no_vector
-        float(ctx.latest_by_sender.get(msg.sender, -1) > i),  # sender_spoke_since
-        float(latest_c > i),  # cand_sender_spoke_since
-        float(ctx.first_by_sender.get(c.sender) == i),  # cand_sender_new
-        float(msg.thanks),  # msg_thanks
-        float(msg.thanks and to_me),  # msg_thanks_x_cand_addresses
-        float(not same and ((c.sender, msg.sender) in ctx.talked or (msg.sender, c.sender) in ctx.talked)),
-        float(ctx.last_addressee.get(c.sender) == msg.sender),  # cand_sender_last_addressed_sender
-        float(ctx.last_addressee.get(msg.sender) == c.sender != msg.sender),  # sender_last_addressed_cand_sender
-        float(ctx.latest_involving == i),  # latest_involving_sender
-        float(c.sender in msg.mentions and not addr),  # mentions_cand_sender
-        float(msg.sender in c.mentions and not to_me),  # cand_mentions_sender
-        float(overlap > 0 and overlap >= ctx.best_keywords),  # keyword_best
-        0.0 if cosine is None else cosine - ctx.best_cosine,  # cosine_gap
-        float(addr and c.question),  # addressed_x_cand_question
-        float(addr and overlap > 0),  # addressed_x_keyword
-        math.log1p(ctx.count_after[i]),  # cand_sender_rank
-        float(dist == 1),
-        float(dist == 2),
-        float(3 <= dist <= 5),
-        float(6 <= dist <= 10),
-        float(latest_c >= n - 5),  # cand_sender_recent
-        c.length,  # cand_long
-        float(c.greeting),  # cand_greeting
-        float(topic is not None and topic == threads.sender_topic),  # same_thread_as_sender
-        float(topic is not None and topic in threads.addressee_topics),  # same_thread_as_addressee
-        float(answered_me),  # cand_answered_sender
-        float(not same and mine is not None and c.parent == mine.message_id),  # cand_answers_my_latest
-        float(mine is not None and mine.parent == c.message_id),  # my_latest_answered_cand
-        float(not same and ((msg.sender, c.sender) in ctx.linked or (c.sender, msg.sender) in ctx.linked)),
-        float(bool(replied_by)),  # cand_has_reply
-        float(msg.sender in replied_by),  # cand_replied_by_sender
-        float(c.parent == c.message_id),  # cand_root
-        float(answered_me and latest_c == i),  # cand_latest_answered_sender
-        float(c.thanks),  # cand_thanks
-        float(c.question and not replied_by),  # cand_open_question
-        float(c.command),  # cand_command
-        min(ctx.rare[i], 3.0),  # rare_overlap
-    ]
-
-
 def self_features(msg: LinkMsg, window: list[LinkMsg], ctx: _Context) -> np.ndarray:
     x = np.zeros(len(FEATURES), dtype=np.float64)
     base = len(PAIR_FEATURES)
@@ -341,12 +266,8 @@ def candidate_matrix(
     ctx = _context(msg, window, cosines)
     x = np.zeros((len(window) + 1, len(FEATURES)), dtype=np.float64)
     if window:
-        x[:-1, : len(PAIR_FEATURES)] = [
-            pair_features(
-                msg, window, i, ctx, None if cosines is None or np.isnan(cosines[i]) else float(cosines[i]), threads
-            )
-            for i in range(len(window))
-        ]
+        cos = [None] * len(window) if cosines is None else [None if v != v else v for v in cosines.tolist()]
+        x[:-1, : len(PAIR_FEATURES)] = pair_rows(msg, window, ctx, cos, threads)
     x[-1] = self_features(msg, window, ctx)
     plain = len(PAIR_FEATURES) + len(SELF_FEATURES)
     if not msg.addressees:

@@ -30,14 +30,14 @@ from agents.reply_features import (
     LinkMsg,
     Threads,
     candidate_matrix,
-    pair_features,
+    pair_rows,
     self_features,
     text_cues,
 )
 
 __all__ = [
     "FEATURES", "PAIR_FEATURES", "SELF_FEATURES", "TOPIC_FEATURES", "HiddenLayer", "LinkMsg", "LinkerWeights",
-    "Threads", "candidate_matrix", "default_weights", "pair_features", "rank", "self_features", "text_cues",
+    "Threads", "candidate_matrix", "default_weights", "pair_rows", "rank", "self_features", "text_cues",
 ]  # fmt: skip
 
 

@@ -55,11 +55,12 @@ class ActiveTopic(BaseModel):
 
     def vectors(self) -> np.ndarray | None:
         """Unit centroid followed by the last-k vectors, as one matrix (cached until the topic changes)."""
-        if self._matrix.value is None and self.centroid is not None:
+        memo = self.__pydantic_private__["_matrix"]  # hot path: pydantic's __getattr__ costs ~2 us a read
+        if memo.value is None and self.centroid is not None:
             mat = np.asarray([self.centroid, *self.recent_vectors], dtype=np.float32)
             mat[0] /= max(float(np.linalg.norm(mat[0])), 1e-9)
-            self._matrix = Memo(mat)  # replaced, never mutated: copies share it safely
-        return self._matrix.value
+            self._matrix = memo = Memo(mat)  # replaced, never mutated: copies share it safely
+        return memo.value
 
     def changed(self) -> None:
         self._matrix = Memo()
