@@ -84,7 +84,7 @@ class _Transport(faust_kafka.Transport):
 
 
 class _App(faust.App):
-    memstream_fetch_wait_ms = 100
+    memstream_fetch_wait_ms: int  # set by create_app from WorkerConfig.fetch_wait_ms
 
     def _new_transport(self) -> _Transport:
         return _Transport(self.conf.broker_consumer, self)

@@ -8,7 +8,6 @@ the last record of each partition, then send those alone (:func:`streams.kafka_l
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections import Counter
 
 import numpy as np
@@ -20,7 +19,6 @@ from memstream.clients import build_clients
 from memstream.kafka_admin import bootstrap_topics, end_offsets, produce, read_topic
 from memstream.ops import ingest
 from memstream.settings import Settings
-from retrieval.embed_base import _LazyModelEmbedder
 from retrieval.embedder import CachedEmbedder
 from streams.kafka_log import KafkaLog, ends_alone, partition_of
 from streams.log import Produce
@@ -30,6 +28,7 @@ from streams.worker_embed import PriorityEmbedder, bulk
 from streams.working_memory import InProcessWorkingMemory
 from tests.helpers import write_jsonl
 from tests.integration import kafka_fixtures
+from tests.unit.retrieval.test_model_thread import GatedModel
 from tests.unit.streams.test_faust_pipeline import Sink, as_records, raw_records
 from tests.unit.streams.test_runner_prefetch import HashingEmbedder, _messages
 
@@ -95,29 +94,6 @@ def test_kafka_log_append_reports_exact_end_offsets(tansu_broker):
 
 
 # ---- the worker's embedding order and read-ahead (streams.worker_embed, streams.worker) ----------------
-
-
-class GatedModel(_LazyModelEmbedder):
-    """Batch-independent vectors on the model's own thread (one forward at a time, by priority); each
-    forward waits for ``gate`` and is recorded."""
-
-    name = "gated-test"
-    dim = 4
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: list[list[str]] = []
-        self.gate = threading.Event()
-        self.started = threading.Event()
-
-    def _load(self) -> object:
-        return object()
-
-    def _encode(self, model: object, texts: list[str], is_query: bool) -> np.ndarray:
-        self.calls.append(list(texts))
-        self.started.set()
-        assert self.gate.wait(10)
-        return np.array([[len(t), t.count("a"), t.count("e"), 1.0] for t in texts], dtype=np.float32)
 
 
 async def test_a_bulk_call_goes_in_chunks_after_every_other_call_and_keeps_its_rows():

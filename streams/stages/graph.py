@@ -37,6 +37,7 @@ class GraphStage:
         self.clients = clients
         self.store = store
         self.cfg = cfg
+        self._ahead: dict[str, list[str]] = {}  # result id -> its texts to embed ahead (prefetch_texts)
 
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()
@@ -52,21 +53,33 @@ class GraphStage:
 
     def prefetch_texts(self, records: list[Record]) -> list[str]:
         """What :meth:`apply_result` will embed for these results, as far as it is known before the merge:
-        the entity names and the edges' sentences under those names (for embedding ahead, in one call)."""
+        the entity names and the edges' sentences under those names (for embedding ahead, in one call).
+        Kept per result: the worker asks when the results are made and again before it applies them."""
+        if len(self._ahead) > 4096:  # results never applied here (another worker's): forget
+            self._ahead = {}
         texts: dict[str, None] = {}
         for item in decode_all(self.source, "graph", records, StageOutput()):  # errors: in process
-            if not isinstance(item, DistillResult):
-                continue
-            triples = graph.triples_from_result(
-                item, mention_edges=self.cfg.mention_edges, max_mentions_per_fact=self.cfg.max_mentions_per_fact
-            )
-            names = {m.key: m.name for m in graph.mentions_from_triples(item, triples)}
-            texts.update(dict.fromkeys(names.values()))
-            for t in triples:
-                subject = names.get(graph.normalise_name(t.subject), t.subject)
-                obj = names.get(graph.normalise_name(t.object or ""), t.object or "")
-                texts[graph.triple_text(subject, t.predicate, obj, t.fact)] = None
+            if isinstance(item, DistillResult):
+                if item.result_id not in self._ahead:
+                    self._ahead[item.result_id] = self._texts_of(item)
+                texts.update(dict.fromkeys(self._ahead[item.result_id]))
         return list(texts)
+
+    def _texts_of(self, result: DistillResult) -> list[str]:
+        triples = self._triples(result)
+        names = {m.key: m.name for m in graph.mentions_from_triples(result, triples)}
+        texts = dict.fromkeys(names.values())
+        for t in triples:
+            subject = names.get(graph.normalise_name(t.subject), t.subject)
+            obj = names.get(graph.normalise_name(t.object or ""), t.object or "")
+            texts[graph.triple_text(subject, t.predicate, obj, t.fact)] = None
+        return list(texts)
+
+    def _triples(self, result: DistillResult) -> list[graph.Triple]:
+        cfg = self.cfg
+        return graph.triples_from_result(
+            result, mention_edges=cfg.mention_edges, max_mentions_per_fact=cfg.max_mentions_per_fact
+        )
 
     async def apply_result(
         self, result: DistillResult, deleted: set[tuple[str, str]] = frozenset()
@@ -80,9 +93,8 @@ class GraphStage:
         if (chat, "*") in deleted:
             return GraphApplyStats()
         senders = await self._senders(result)
-        triples = graph.triples_from_result(
-            result, mention_edges=cfg.mention_edges, max_mentions_per_fact=cfg.max_mentions_per_fact
-        )
+        triples = self._triples(result)
+        self._ahead.pop(result.result_id, None)
         result, triples, by_name = _without_deleted(result, triples, senders, deleted)
         mentions = graph.mentions_from_triples(result, triples, by_name)
         known = await self.store.entities(chat, [m.key for m in mentions])
