@@ -6,7 +6,10 @@ Every pipeline call goes to the first thread's queue, and the thread takes the n
 ends, without waiting for an event loop to hand it over: when the loop is busy with a stage's Python (the
 Kafka worker runs every stage in one loop), the model still works through what is queued. Jobs run by
 priority, then in arrival order: ordinary calls (:data:`NORMAL`), then work queued ahead of the stage that
-needs it (:data:`AHEAD`, set for a block of code with :func:`embedding_priority`).
+needs it (:data:`AHEAD`, set for a block of code with :func:`embedding_priority`). An encoder that cuts a
+call into several forwards lets a job that outranks it run between two of them (:func:`between_forwards`):
+a stage waiting for a few texts waits for one forward, not for a whole batch embedded ahead, and the ahead
+call's forwards (its int8 vectors depend on what shares a forward) stay as they were.
 
 A question (``is_query``: a few short texts) does not queue behind them: under ``serve`` a forward of the
 pipeline's (up to a few hundred turns) holds the model for a third of a second, and a question waiting
@@ -101,23 +104,54 @@ class _ModelThread:
         return fut
 
     def _run(self) -> None:
+        _running.thread = self
         while True:
             try:
-                _, _, work, args, loop, fut = self._jobs.get(timeout=self.IDLE_S)
+                job = self._jobs.get(timeout=self.IDLE_S)
             except queue.Empty:
                 with self._guard:  # no job can be queued meanwhile, so none is left behind
                     if self._jobs.empty():
                         self._thread = None
                         return
                 continue
-            if fut.cancelled():  # nobody waits for it any more
-                continue
-            try:
-                ok, value = True, work(*args)
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller
-                ok, value = False, exc
-            with contextlib.suppress(RuntimeError):  # that loop is closed: nobody to tell
-                loop.call_soon_threadsafe(_deliver, fut, ok, value)
+            self._execute(job)
+
+    def _execute(self, job: tuple) -> None:
+        priority, _, work, args, loop, fut = job
+        if fut.cancelled():  # nobody waits for it any more
+            return
+        outer = getattr(_running, "priority", None)
+        _running.priority = priority
+        try:
+            ok, value = True, work(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            ok, value = False, exc
+        finally:
+            _running.priority = outer
+        with contextlib.suppress(RuntimeError):  # that loop is closed: nobody to tell
+            loop.call_soon_threadsafe(_deliver, fut, ok, value)
+
+    def run_urgent(self, priority: int) -> None:
+        """On this thread, between two forwards of a job at ``priority``: run the queued jobs that come
+        before it (a stage's call arriving while work embedded ahead is under way waits for one forward,
+        not for all of that work). Only this thread takes jobs, so the head cannot move behind the check."""
+        while True:
+            with self._jobs.mutex:
+                if not self._jobs.queue or self._jobs.queue[0][0] >= priority:
+                    return
+            self._execute(self._jobs.get_nowait())
+
+
+_running = threading.local()  # on a model thread: the _ModelThread and the priority of the job it runs
+
+
+def between_forwards() -> None:
+    """Called by an encoder after each forward of a multi-forward call: runs the jobs that outrank the
+    current one (:meth:`_ModelThread.run_urgent`). The current call's forwards, and so its vectors, are the
+    same with or without them. Outside a model thread it does nothing."""
+    thread, priority = getattr(_running, "thread", None), getattr(_running, "priority", None)
+    if thread is not None and priority is not None:
+        thread.run_urgent(priority)
 
 
 class _LazyModelEmbedder:

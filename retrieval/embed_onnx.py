@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.embed_base import DIM, _LazyModelEmbedder
+from retrieval.embed_base import DIM, _LazyModelEmbedder, between_forwards
 
 log = logging.getLogger(__name__)
 
@@ -147,4 +147,5 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
                 "token_type_ids": np.zeros_like(input_ids),
             }
             out[group] = session.run(None, feeds)[0]
+            between_forwards()  # a more urgent call queued meanwhile runs now (these vectors stay the same)
         return out

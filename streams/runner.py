@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from retrieval.embed_base import AHEAD, embedding_priority
 from schemas import ChatMessage
 from streams.clients import Clients
 from streams.config import PipelineConfig
@@ -106,21 +107,22 @@ class EmbeddedRunner:
         being embedded here waits for it (:class:`retrieval.embedder.CachedEmbedder`)."""
         emb = self.clients.embedder
         raw = results = 0
-        while True:
-            raw = max(raw, await self.log.committed(self.segment.group, RAW_MESSAGES.name))
-            records = await self.log.read(RAW_MESSAGES.name, raw, self.batch)
-            if records:
-                raw = records[-1].offset + 1
-                msgs = decode_all(RAW_MESSAGES, "segment", records, StageOutput())
-                await emb.embed([m.text for m in msgs if isinstance(m, ChatMessage) and m.text.strip()])
-                continue
-            results = max(results, await self.log.committed(self.consolidate.group, DISTILL_RESULTS.name))
-            records = await self.log.read(DISTILL_RESULTS.name, results, 64)
-            if records:
-                results = records[-1].offset + 1
-                await self.consolidate.prefetch(records)
-                continue
-            await asyncio.sleep(0.02)  # nothing new yet: the stages are producing it
+        with embedding_priority(AHEAD):  # the stages' own calls go first (between this work's forwards)
+            while True:
+                raw = max(raw, await self.log.committed(self.segment.group, RAW_MESSAGES.name))
+                records = await self.log.read(RAW_MESSAGES.name, raw, self.batch)
+                if records:
+                    raw = records[-1].offset + 1
+                    msgs = decode_all(RAW_MESSAGES, "segment", records, StageOutput())
+                    await emb.embed([m.text for m in msgs if isinstance(m, ChatMessage) and m.text.strip()])
+                    continue
+                results = max(results, await self.log.committed(self.consolidate.group, DISTILL_RESULTS.name))
+                records = await self.log.read(DISTILL_RESULTS.name, results, 64)
+                if records:
+                    results = records[-1].offset + 1
+                    await self.consolidate.prefetch(records)
+                    continue
+                await asyncio.sleep(0.02)  # nothing new yet: the stages are producing it
 
     async def _prefetch(self, stage, ahead: int, window: int = 256) -> int:
         """When ``stage`` has consumed up to ``ahead`` (the end of the last prefetched window), let it
@@ -160,10 +162,15 @@ class EmbeddedRunner:
         return stats
 
     async def _run_all(self, stats: RunStats, progress: Progress | None) -> None:
+        """Round after round: the indexer, one batch of messages through the segmenter, then everything
+        its closed topics produce through the later stages. A backlog flows down in waves of one batch, so the
+        model (in its own thread) embeds the next batch and the new facts while the distiller, consolidator
+        and indexer run (run stage by stage over the whole backlog, their Python ran after the model was done:
+        a quarter of a LoCoMo ingest's wall time with the model idle)."""
         while True:
             moved = await self._run_stage(self.index, batch=self.batch, limit=None, stats=stats, progress=progress)
-            moved += await self._run_stage(
-                self.segment, batch=self.batch, limit=None, stats=stats, progress=progress
+            moved += await self._run_stage(  # one batch, then its topics down the pipeline (below)
+                self.segment, batch=self.batch, limit=1, stats=stats, progress=progress
             )
             moved += await self._run_stage(self.distill, batch=16, limit=None, stats=stats, progress=progress)
             if self.graph is not None:

@@ -42,6 +42,8 @@ class GraphStage:
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()
         deleted = await self.clients.log.deletions()
+        if self.clients.embedder is not None:  # the batch's names and sentences in one call, not two a result
+            await embed(self.clients, self.prefetch_texts(records))
 
         async def handle(result: DistillResult) -> None:
             stats = await self.apply_result(result, deleted)

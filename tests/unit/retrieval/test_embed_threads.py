@@ -52,3 +52,33 @@ async def test_questions_embedded_during_a_passage_forward_get_the_vectors_they_
     assert np.array_equal(together[0], alone_p)
     for q, a, b in zip(QUESTIONS, together[1:], alone_q, strict=True):
         assert np.array_equal(a, b), q
+
+
+@pytest.mark.slow
+async def test_a_call_run_between_the_forwards_of_another_leaves_both_vectors_as_they_are_alone():
+    """Work embedded ahead gives way to a stage's call between two of its forwards (retrieval.embed_base):
+    the ahead call's forwards, and so its int8 vectors (which depend on what shares a forward), do not
+    change, nor do the stage call's."""
+    import asyncio
+    import time
+
+    from retrieval.embed_base import AHEAD, embedding_priority
+
+    emb = OnnxMiniLMEmbedder(threads=2)
+    emb.batch_tokens = 256  # many forwards in one call
+    ahead = [f"turn {i}: the {['train', 'boat', 'bus'][i % 3]} to {'Lisbon ' * (i % 5)}leaves at {i % 12}"
+             for i in range(120)]  # fmt: skip
+    stage = ["what time does the boat leave", "Lisbon again!", "ok"]
+    alone_ahead, alone_stage = await emb.embed(ahead), await emb.embed(stage)
+    with embedding_priority(AHEAD):
+        first = asyncio.create_task(emb.embed(ahead))
+    await asyncio.sleep(0)  # the ahead call is queued...
+
+    def taken() -> None:  # ...and taken by the model's thread: it is running
+        while not emb._worker._jobs.empty():
+            time.sleep(0.001)
+
+    await asyncio.wait_for(asyncio.to_thread(taken), 10)
+    second = await emb.embed(stage)
+    assert not first.done()  # it ran between the ahead call's forwards
+    assert np.array_equal(await first, alone_ahead) and np.array_equal(second, alone_stage)

@@ -10,7 +10,7 @@ import threading
 import numpy as np
 import pytest
 
-from retrieval.embed_base import AHEAD, NORMAL, _LazyModelEmbedder, embedding_priority
+from retrieval.embed_base import AHEAD, NORMAL, _LazyModelEmbedder, between_forwards, embedding_priority
 
 
 class GatedModel(_LazyModelEmbedder):
@@ -108,3 +108,42 @@ def test_one_model_serves_several_loops_in_turn():
     for th in threads:
         th.join(10)
     assert len(out) == 3 and sorted(map(tuple, model.calls)) == [("one",), ("three",), ("two",)]
+
+
+class ForwardsModel(GatedModel):
+    """A call is one forward per text; the first forward of all waits for ``gate``; between forwards the
+    thread runs what outranks the call (retrieval.embed_base.between_forwards)."""
+
+    name = "forwards-model-test"
+
+    def _encode(self, model: object, texts: list[str], is_query: bool) -> np.ndarray:
+        rows = []
+        for text in texts:
+            rows.append(super()._encode(model, [text], is_query))
+            self.gate.set()  # only the first forward waits
+            between_forwards()
+        return np.concatenate(rows)
+
+
+async def test_a_stage_call_runs_between_the_forwards_of_work_embedded_ahead():
+    model = ForwardsModel()
+    with embedding_priority(AHEAD):
+        ahead = asyncio.create_task(model.embed(["a1", "a2", "a3"]))
+        await _started(model)  # the first forward holds the thread
+        later = asyncio.create_task(model.embed(["b1"]))
+    await asyncio.sleep(0)
+    normal = asyncio.create_task(model.embed(["n1", "n2"]))
+    await asyncio.sleep(0.05)
+    model.gate.set()
+    done, _ = await asyncio.wait([ahead, later, normal], timeout=10)
+    assert len(done) == 3
+    # n1, n2 between a1 and a2 (not after a3); the other ahead call still waits for the first to end
+    assert model.calls == [["a1"], ["n1"], ["n2"], ["a2"], ["a3"], ["b1"]]
+    assert np.array_equal((await ahead)[1], (await model.embed(["a2"]))[0])
+
+
+async def test_between_forwards_does_nothing_outside_a_model_thread():
+    model = ForwardsModel()
+    model.gate.set()
+    between_forwards()  # no job runs here: returns at once
+    assert (await model.embed(["x", "y"])).shape == (2, 4) and model.calls == [["x"], ["y"]]
