@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +89,7 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
         self.threads = threads
         self.model_path = model_path
         self.max_tokens = max_tokens
+        self._pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid, helpers of _lanes)
 
     def _load(self) -> Any:
         from tokenizers import Tokenizer
@@ -121,31 +124,75 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
         return sessions[threads]
 
     def _threads(self, texts: list[str], is_query: bool) -> int:
-        """Intra-op threads for one call: a question's few texts run on one thread, with the request's Python
-        work beside it on the other CPU (splitting a forward this small cost ~0.7 ms CPU of ~5.4 in hand-offs
-        and saved no wall time; the vectors are the same bit for bit: tests/unit/retrieval/test_embed_threads.py);
-        batches use every CPU (``threads``)."""
+        """CPUs for one call: a question's few texts run on one thread, with the request's Python work beside
+        it on the other CPU (splitting a forward this small cost ~0.7 ms CPU of ~5.4 in hand-offs and saved no
+        wall time; the vectors are the same bit for bit: tests/unit/retrieval/test_embed_threads.py); batches
+        use every CPU (``threads``), a forward per CPU when there are several (:meth:`_lanes`)."""
         every = self.threads or len(os.sched_getaffinity(0))
         return 1 if is_query and len(texts) <= QUERY_TEXTS else every
 
     def _encode(self, model: Any, texts: list[str], is_query: bool) -> np.ndarray:
-        tok = model[0]
-        session = self._session(model, self._threads(texts, is_query))
-        encodings = tok.encode_batch(texts, add_special_tokens=True)
+        """The call's texts in length-sorted forwards (:func:`length_batches`). With several forwards and
+        several CPUs, the forwards run side by side, one CPU each (:meth:`_lanes`); one forward uses every
+        CPU for itself. Each forward, and so each vector, is the same either way."""
+        encodings = model[0].encode_batch(texts, add_special_tokens=True)
         ids = [e.ids for e in encodings]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for group in length_batches([len(x) for x in ids], self.batch, self.batch_tokens):
-            width = max(len(ids[i]) for i in group)
-            input_ids = np.zeros((len(group), width), dtype=np.int64)
-            mask = np.zeros((len(group), width), dtype=np.int64)
-            for row, i in enumerate(group):
-                input_ids[row, : len(ids[i])] = ids[i]
-                mask[row, : len(ids[i])] = 1
-            feeds = {
-                "input_ids": input_ids,
-                "attention_mask": mask,
-                "token_type_ids": np.zeros_like(input_ids),
-            }
-            out[group] = session.run(None, feeds)[0]
-            between_forwards()  # a more urgent call queued meanwhile runs now (these vectors stay the same)
+        groups = length_batches([len(x) for x in ids], self.batch, self.batch_tokens)
+        threads = self._threads(texts, is_query)
+        if threads < 2 or len(groups) < 2:
+            session = self._session(model, threads)
+            for group in groups:
+                out[group] = session.run(None, _feeds(ids, group))[0]
+                between_forwards()  # a more urgent call queued meanwhile runs now (these vectors stay the same)
+            return out
+        return self._lanes(self._session(model, 1), ids, groups, threads, out)
+
+    def _lanes(self, session: Any, ids: list[list[int]], groups: list[list[int]], lanes: int,
+               out: np.ndarray) -> np.ndarray:  # fmt: skip
+        """Forwards taken in turn by ``lanes`` threads (this one and helpers), each on a one-thread session.
+        Beside the stages' Python on 2 CPUs this embedded 30-50% more texts a second than each forward split
+        over both CPUs, whose halves wait for each other whenever Python holds one of them (measured on
+        LoCoMo turns; alone the two are even). Only this thread runs the urgent calls between forwards."""
+        todo = iter(groups)
+        lock = threading.Lock()
+
+        def take() -> list[int] | None:
+            with lock:
+                return next(todo, None)
+
+        def lane() -> None:
+            while (group := take()) is not None:
+                out[group] = session.run(None, _feeds(ids, group))[0]
+
+        helpers = [self._helpers(lanes - 1).submit(lane) for _ in range(lanes - 1)]
+        try:
+            while (group := take()) is not None:
+                out[group] = session.run(None, _feeds(ids, group))[0]
+                between_forwards()
+        finally:
+            for helper in helpers:  # one not started yet (its threads serve an outer call) has nothing left
+                if not helper.cancel():
+                    helper.result()
         return out
+
+    def _helpers(self, n: int) -> ThreadPoolExecutor:
+        """The helper threads of :meth:`_lanes` (made on first use, again in a forked child)."""
+        pool = self._pool
+        if pool is None or pool[0] != os.getpid() or pool[1]._max_workers < n:
+            with self._loading:
+                pool = self._pool
+                if pool is None or pool[0] != os.getpid() or pool[1]._max_workers < n:
+                    pool = self._pool = (os.getpid(), ThreadPoolExecutor(n, thread_name_prefix="memstream-embed-lane"))
+        return pool[1]
+
+
+def _feeds(ids: list[list[int]], group: list[int]) -> dict[str, np.ndarray]:
+    """One forward's inputs: the group's token ids, zero-padded to its longest."""
+    width = max(len(ids[i]) for i in group)
+    input_ids = np.zeros((len(group), width), dtype=np.int64)
+    mask = np.zeros((len(group), width), dtype=np.int64)
+    for row, i in enumerate(group):
+        input_ids[row, : len(ids[i])] = ids[i]
+        mask[row, : len(ids[i])] = 1
+    return {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}

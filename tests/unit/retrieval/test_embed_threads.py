@@ -82,3 +82,40 @@ async def test_a_call_run_between_the_forwards_of_another_leaves_both_vectors_as
     second = await emb.embed(stage)
     assert not first.done()  # it ran between the ahead call's forwards
     assert np.array_equal(await first, alone_ahead) and np.array_equal(second, alone_stage)
+
+
+@pytest.mark.slow
+def test_forwards_side_by_side_give_the_vectors_each_forward_gives_alone():
+    """A call of several forwards runs them a CPU each, side by side (OnnxMiniLMEmbedder._lanes): every
+    vector is the one its forward gives on a session using both CPUs."""
+    from retrieval.embed_onnx import _feeds, length_batches
+
+    emb = OnnxMiniLMEmbedder(threads=2)
+    emb.batch_tokens = 512
+    texts = [f"{'so ' * (i % 9)}we moved the {['demo', 'launch', 'review'][i % 3]} to {i % 28 + 1} May" for i in range(150)]
+    got = emb._forward(texts, False)
+    model = emb._model
+    ids = [e.ids for e in model[0].encode_batch(texts, add_special_tokens=True)]
+    groups = length_batches([len(x) for x in ids], emb.batch, emb.batch_tokens)
+    assert len(groups) > 4 and sorted(model[2]) == [1]  # side by side, on the one-thread session only
+    both = emb._session(model, 2)
+    want = np.zeros_like(got)
+    for group in groups:
+        want[group] = both.run(None, _feeds(ids, group))[0]
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.slow
+def test_a_failing_forward_side_by_side_reaches_the_caller():
+    from retrieval.embed_onnx import length_batches
+
+    emb = OnnxMiniLMEmbedder(threads=2)
+    emb.batch_tokens = 64
+    emb._forward(["load"], False)
+    ids = [[101, 2000 + i, 102] for i in range(40)]
+    ids[25] = [101, 10**7, 102]  # no such token: onnxruntime refuses that forward
+    groups = length_batches([len(x) for x in ids], emb.batch, emb.batch_tokens)
+    out = np.zeros((len(ids), emb.dim), dtype=np.float32)
+    with pytest.raises(Exception, match="(?i)index|indices|out of"):
+        emb._lanes(emb._session(emb._model, 1), ids, groups, 2, out)
+    assert emb._forward(["still works"], False).shape == (1, 384)
