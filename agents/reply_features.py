@@ -177,7 +177,7 @@ class _Context:
     rare: list[float]  # per window message: shared content words, each weighted 1 / its count in the window
 
 
-def _context(msg: LinkMsg, window: list[LinkMsg], cosines: np.ndarray | None) -> _Context:
+def _context(msg: LinkMsg, window: list[LinkMsg], cos: list[float | None] | None) -> _Context:
     latest_by_sender: dict[str, int] = {}
     latest_to: dict[str, int] = {}
     last_addressee: dict[str, str] = {}
@@ -220,7 +220,7 @@ def _context(msg: LinkMsg, window: list[LinkMsg], cosines: np.ndarray | None) ->
             df[kw] = df.get(kw, 0) + 1
     rare = [sum(1.0 / df[kw] for kw in sh) for sh in shared]
     best_kw = max(overlaps, default=0.0)
-    best_cos = float(np.nanmax(cosines)) if cosines is not None and np.isfinite(cosines).any() else 0.0
+    best_cos = _best(cos) if cos is not None else 0.0
     return _Context(
         latest_by_sender,
         latest_to,
@@ -263,22 +263,30 @@ def candidate_matrix(
 ) -> np.ndarray:
     """One row per candidate: ``window[0..n-1]`` then the message itself (the self-link, last row); the
     :data:`TOPIC_FEATURES` columns stay zero without ``threads`` or with ``topics=False`` (weights that ignore them)."""
-    ctx = _context(msg, window, cosines)
+    cos = None if cosines is None else [None if v != v else v for v in cosines.tolist()]  # NaN: no vector
+    ctx = _context(msg, window, cos)
     x = np.zeros((len(window) + 1, len(FEATURES)), dtype=np.float64)
     if window:
-        cos = [None] * len(window) if cosines is None else [None if v != v else v for v in cosines.tolist()]
-        x[:-1, : len(PAIR_FEATURES)] = pair_rows(msg, window, ctx, cos, threads)
+        x[:-1, : len(PAIR_FEATURES)] = pair_rows(msg, window, ctx, cos or [None] * len(window), threads)
     x[-1] = self_features(msg, window, ctx)
     plain = len(PAIR_FEATURES) + len(SELF_FEATURES)
     if not msg.addressees:
         x[:-1, plain : plain + len(PLAIN_FEATURES)] = x[:-1, : len(PAIR_FEATURES)]
     if window and threads is not None and topics:
-        x[:-1, plain + len(PLAIN_FEATURES) :] = topic_features(msg, window, cosines, threads)
+        x[:-1, plain + len(PLAIN_FEATURES) :] = topic_features(msg, window, cos, threads)
     return x
 
 
-def topic_features(msg: LinkMsg, window: list[LinkMsg], cosines: np.ndarray | None, threads: Threads) -> np.ndarray:
-    """:data:`TOPIC_FEATURES` of every window message (zeros for one whose topic is unknown)."""
+def _best(cos: list[float | None]) -> float:
+    """The largest cosine of ``cos`` (None: no vector), 0.0 when none is finite: ``np.nanmax`` without the
+    per-call cost of numpy on a few dozen values (called per message and per topic)."""
+    known = [v for v in cos if v is not None]
+    return max(known) if any(math.isfinite(v) for v in known) else 0.0
+
+
+def topic_features(msg: LinkMsg, window: list[LinkMsg], cos: list[float | None] | None, threads: Threads) -> np.ndarray:
+    """:data:`TOPIC_FEATURES` of every window message (zeros for one whose topic is unknown); ``cos[i]`` the
+    message's cosine to ``window[i]`` (None: a vector is missing; ``cos`` None: no vectors at all)."""
     n = len(window)
     x = np.zeros((n, len(TOPIC_FEATURES)), dtype=np.float64)
     topic = [threads.topic_of.get(m.message_id) for m in window]
@@ -290,8 +298,7 @@ def topic_features(msg: LinkMsg, window: list[LinkMsg], cosines: np.ndarray | No
     for t, ix in members.items():
         words = set().union(*(window[i].keywords for i in ix))
         shared = len(words & msg.keywords) / max(len(msg.keywords), 2) if msg.keywords else 0.0
-        cos = cosines[ix] if cosines is not None else None
-        best = float(np.nanmax(cos)) if cos is not None and np.isfinite(cos).any() else 0.0
+        best = _best([cos[i] for i in ix]) if cos is not None else 0.0
         senders = {window[i].sender for i in ix}
         facts[t] = (shared, best, msg.sender in senders, any(a in senders for a in msg.addressees))
     top = max((f[1] for f in facts.values()), default=0.0)
@@ -307,10 +314,10 @@ def topic_features(msg: LinkMsg, window: list[LinkMsg], cosines: np.ndarray | No
             math.log1p(len(ix)),
             shared,
             best,
-            best - top if cosines is not None else 0.0,
+            best - top if cos is not None else 0.0,
             float(has_sender),
             float(has_addressee),
             math.log1p(n - 1 - ix[-1]),
-            float(cosines is None),
+            float(cos is None),
         )
     return x

@@ -65,6 +65,10 @@ class ActiveTopic(BaseModel):
     def changed(self) -> None:
         self._matrix = Memo()
 
+    def set_matrix(self, matrix: np.ndarray) -> None:
+        """What :meth:`vectors` would build now, made by the caller from the last one."""
+        self._matrix = Memo(matrix)
+
     def owned_copy(self) -> ActiveTopic:
         """A copy whose containers may be mutated without touching this topic."""
         return self.model_copy(

@@ -256,3 +256,22 @@ def test_soft_membership_weights_a_close_runner_up():
 def test_wrong_chat_is_rejected():
     with pytest.raises(ValueError):
         step(ChatPool(chat_id="other"), msg(0, "alice", "hi"), None, CFG)
+
+
+def test_a_topics_vector_matrix_grown_message_by_message_is_the_one_built_from_its_lists():
+    """The segmenter keeps each topic's matrix (unit centroid, then the recent vectors) up to date as vectors
+    join (segmenter._grow) instead of converting every list again; it must equal, bit for bit, the matrix
+    built from the topic's lists, also past ``recent_k`` and for a message without a vector."""
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal(384)
+    texts = [f"the backup job on server {i % 3} failed with disk errors again" for i in range(14)]
+    vectors = [(base + 0.3 * rng.standard_normal(384)).astype(np.float32) for _ in texts]
+    vectors[5] = None  # a message the model could not embed
+    pool = ChatPool(chat_id="g1")
+    for k, text in enumerate(texts):
+        pool, _ = step(pool, msg(k, ["ann", "bob", "cy"][k % 3], text), vectors[k], CFG)
+        for topic in pool.topics:
+            grown = topic.vectors()
+            topic.changed()
+            assert grown is not None and np.array_equal(grown, topic.vectors()), (k, topic.topic_id)
+    assert max(len(t.recent_vectors) for t in pool.topics) == CFG.recent_k  # the window was passed
