@@ -161,9 +161,9 @@ class EmbeddedRunner:
     async def _run_all(self, stats: RunStats, progress: Progress | None) -> None:
         """Round after round: the indexer, one batch of messages through the segmenter, then everything
         its closed topics produce through the later stages. A backlog flows down in waves of one batch, so the
-        model (in its own thread) embeds the next batch and the new facts while the distiller, consolidator
-        and indexer run (run stage by stage over the whole backlog, their Python ran after the model was done:
-        a quarter of a LoCoMo ingest's wall time with the model idle)."""
+        model (in its own threads) embeds the next batches ahead while the distiller, consolidator and indexer
+        run, and their calls (the facts) go first (run stage by stage over the whole backlog, their Python ran
+        after the model was done: a quarter of a LoCoMo ingest's wall time with the model idle)."""
         while True:
             moved = await self._run_stage(self.index, batch=self.batch, limit=None, stats=stats, progress=progress)
             moved += await self._run_stage(  # one batch, then its topics down the pipeline (below)
