@@ -57,17 +57,24 @@ class ActiveTopic(BaseModel):
         """Unit centroid followed by the last-k vectors, as one matrix (cached until the topic changes)."""
         memo = self.__pydantic_private__["_matrix"]  # hot path: pydantic's __getattr__ costs ~2 us a read
         if memo.value is None and self.centroid is not None:
-            mat = np.asarray([self.centroid, *self.recent_vectors], dtype=np.float32)
-            mat[0] /= max(float(np.linalg.norm(mat[0])), 1e-9)
+            mat = _unit_first(np.asarray([self.centroid, *self.recent_vectors], dtype=np.float32))
             self._matrix = memo = Memo(mat)  # replaced, never mutated: copies share it safely
         return memo.value
 
-    def changed(self) -> None:
-        self._matrix = Memo()
+    def built_vectors(self) -> np.ndarray | None:
+        """The matrix :meth:`vectors` has built since the topic last changed, else None (nothing is built)."""
+        return self.__pydantic_private__["_matrix"].value
 
-    def set_matrix(self, matrix: np.ndarray) -> None:
-        """What :meth:`vectors` would build now, made by the caller from the last one."""
-        self._matrix = Memo(matrix)
+    def changed(self, before: np.ndarray | None = None, grown: bool = False) -> None:
+        """Forget the matrix; or, given ``before`` (:meth:`built_vectors` before the change), keep it as it
+        was (``grown`` False: no vector joined) or grow it by the vector that joined last (``grown``): the
+        new unit centroid, the recent rows still kept, the new row. Row for row what :meth:`vectors` builds
+        from the lists (each row converted alone), without converting every recent list again."""
+        if before is not None and grown:
+            rows = _unit_first(np.asarray([self.centroid, self.recent_vectors[-1]], dtype=np.float32))
+            kept = before[1:][len(before) - len(self.recent_vectors) :]  # the recent rows still in the window
+            before = np.concatenate([rows[:1], kept, rows[1:]])
+        self._matrix = Memo(before)
 
     def owned_copy(self) -> ActiveTopic:
         """A copy whose containers may be mutated without touching this topic."""
@@ -161,6 +168,12 @@ def dump_pools(pools: dict[str, ChatPool]) -> str:
 
 def load_pools(raw: str) -> dict[str, ChatPool]:
     return _POOLS.validate_json(raw)
+
+
+def _unit_first(mat: np.ndarray) -> np.ndarray:
+    """``mat`` with its first row (the centroid) scaled to unit length, in place."""
+    mat[0] /= max(float(np.linalg.norm(mat[0])), 1e-9)
+    return mat
 
 
 def rounded(vec: np.ndarray) -> list[float]:

@@ -228,8 +228,7 @@ def _open(pool: ChatPool, msg: ChatMessage, f: Features, cfg: SegmenterConfig) -
 
 
 def _attach(topic: ActiveTopic, msg: ChatMessage, f: Features, cfg: SegmenterConfig) -> None:
-    before = topic.__pydantic_private__["_matrix"].value  # the vector matrix scored against (see _grow)
-    topic.changed()
+    before = topic.built_vectors()  # the matrix scored against: updated below, not rebuilt from the lists
     topic.message_ids.append(msg.message_id)
     topic.count += 1
     if msg.sender not in topic.participants:
@@ -254,20 +253,7 @@ def _attach(topic: ActiveTopic, msg: ChatMessage, f: Features, cfg: SegmenterCon
             topic.centroid = rounded((np.asarray(topic.centroid, dtype=np.float32) * n + vec) / (n + 1))
             topic.centroid_n = n + 1
         topic.recent_vectors = [*topic.recent_vectors, rounded(vec)][-cfg.recent_k :]
-        if before is not None:
-            _grow(topic, before)
-    elif before is not None:
-        topic.set_matrix(before)  # no new vector: the matrix is as it was
-
-
-def _grow(topic: ActiveTopic, before: np.ndarray) -> None:
-    """The topic's vector matrix after a vector joined, from the one before: the new unit centroid, the
-    recent rows kept, the new row. Row for row what :meth:`ActiveTopic.vectors` builds from the lists (each
-    row converted alone), without converting every recent vector's list again for each message."""
-    rows = np.asarray([topic.centroid, topic.recent_vectors[-1]], dtype=np.float32)
-    rows[0] /= max(float(np.linalg.norm(rows[0])), 1e-9)
-    kept = before[1:][len(before) - len(topic.recent_vectors) :]  # the recent rows still in the window
-    topic.set_matrix(np.concatenate([rows[:1], kept, rows[1:]]))
+    topic.changed(before, grown=f.vector is not None)
 
 
 def _remember(pool: ChatPool, msg: ChatMessage, f: Features, topic: ActiveTopic) -> None:

@@ -140,20 +140,16 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         groups = length_batches([len(x) for x in ids], self.batch, self.batch_tokens)
         threads = self._threads(texts, is_query)
-        if threads < 2 or len(groups) < 2:
-            session = self._session(model, threads)
-            for group in groups:
-                out[group] = session.run(None, _feeds(ids, group))[0]
-                between_forwards()  # a more urgent call queued meanwhile runs now (these vectors stay the same)
-            return out
-        return self._lanes(self._session(model, 1), ids, groups, threads, out)
+        lanes = threads if len(groups) > 1 else 1
+        return self._lanes(self._session(model, 1 if lanes > 1 else threads), ids, groups, lanes, out)
 
     def _lanes(self, session: Any, ids: list[list[int]], groups: list[list[int]], lanes: int,
                out: np.ndarray) -> np.ndarray:  # fmt: skip
-        """Forwards taken in turn by ``lanes`` threads (this one and helpers), each on a one-thread session.
-        Beside the stages' Python on 2 CPUs this embedded 30-50% more texts a second than each forward split
-        over both CPUs, whose halves wait for each other whenever Python holds one of them (measured on
-        LoCoMo turns; alone the two are even). Only this thread runs the urgent calls between forwards."""
+        """Forwards taken in turn by ``lanes`` threads (this one and ``lanes - 1`` helpers); with more than
+        one, each on a one-thread session. Beside the stages' Python on 2 CPUs this embedded 30-50% more texts
+        a second than each forward split over both CPUs, whose halves wait for each other whenever Python
+        holds one of them (measured on LoCoMo turns; alone the two are even). Only this thread runs the urgent
+        calls between forwards (a more urgent call queued meanwhile runs then; these vectors stay the same)."""
         todo = iter(groups)
         lock = threading.Lock()
 
@@ -177,12 +173,13 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
         return out
 
     def _helpers(self, n: int) -> ThreadPoolExecutor:
-        """The helper threads of :meth:`_lanes` (made on first use, again in a forked child)."""
+        """The ``n`` helper threads of :meth:`_lanes` (made on first use, again in a forked child; ``n`` is
+        the same on every call: :meth:`_threads`' CPUs less this one)."""
         pool = self._pool
-        if pool is None or pool[0] != os.getpid() or pool[1]._max_workers < n:
+        if pool is None or pool[0] != os.getpid():
             with self._loading:
                 pool = self._pool
-                if pool is None or pool[0] != os.getpid() or pool[1]._max_workers < n:
+                if pool is None or pool[0] != os.getpid():
                     pool = self._pool = (os.getpid(), ThreadPoolExecutor(n, thread_name_prefix="memstream-embed-lane"))
         return pool[1]
 

@@ -260,7 +260,7 @@ def test_wrong_chat_is_rejected():
 
 def test_a_topics_vector_matrix_grown_message_by_message_is_the_one_built_from_its_lists():
     """The segmenter keeps each topic's matrix (unit centroid, then the recent vectors) up to date as vectors
-    join (segmenter._grow) instead of converting every list again; it must equal, bit for bit, the matrix
+    join (ActiveTopic.changed) instead of converting every list again; it must equal, bit for bit, the matrix
     built from the topic's lists, also past ``recent_k`` and for a message without a vector."""
     rng = np.random.default_rng(7)
     base = rng.standard_normal(384)
