@@ -27,7 +27,7 @@ from pathlib import Path
 
 from memstream.clients import build_clients
 from memstream.devservers import free_port
-from memstream.kafka_admin import bootstrap_topics, lag, produce_file
+from memstream.kafka_admin import LagProbe, bootstrap_topics, produce_file
 from memstream.ops import ingest
 from memstream.settings import Settings
 from retrieval.sqlite_store import SQLiteStore
@@ -81,12 +81,16 @@ async def run_embedded(data: Path, work: Path, embedder: str) -> dict:
             "store": str(work / "embedded" / "memstream.db")}  # fmt: skip
 
 
+# a worker is ready when its consumers are and its model is loaded (the clock starts after both)
+READY = ("Worker]: Ready", "clients open, model loaded")
+
+
 def _wait_ready(logs: list[Path], procs: list[subprocess.Popen], timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if any(p.poll() is not None for p in procs):
             raise RuntimeError(f"a worker exited; see {logs}")
-        if all("Worker]: Ready" in log.read_text(errors="replace") for log in logs):
+        if all(all(mark in log.read_text(errors="replace") for mark in READY) for log in logs):
             return
         time.sleep(0.1)
     raise TimeoutError("workers not ready")
@@ -112,16 +116,17 @@ def run_kafka(data: Path, work: Path, args: argparse.Namespace, hosts: list[str]
     try:
         _wait_ready(logs, procs, 120)
         time.sleep(1.0)  # let a multi-worker group settle its assignment
-        start = time.perf_counter()
-        report = produce_file(hosts, data, exact_offsets=args.exact_offsets)
-        produced = time.perf_counter() - start
-        calm = 0
-        while calm < 2:
-            current = lag(hosts, "memstream")["memstream"]
-            calm = calm + 1 if not any(current.values()) else 0
-            if calm == 1:
-                idle_at = time.perf_counter()
-            time.sleep(0.1)
+        with LagProbe(hosts) as probe:  # its clients opened before the clock starts, kept across polls
+            start = time.perf_counter()
+            report = produce_file(hosts, data, exact_offsets=args.exact_offsets)
+            produced = time.perf_counter() - start
+            calm = 0
+            while calm < 2:
+                current = probe.lag("memstream")["memstream"]
+                calm = calm + 1 if not any(current.values()) else 0
+                if calm == 1:
+                    idle_at = time.perf_counter()
+                time.sleep(0.1)
         seconds = idle_at - start
     finally:
         for p in procs:

@@ -243,3 +243,21 @@ async def test_kafka_log_appends_keyed_records_and_reads_the_ledger(tansu_broker
     got = read_topic(hosts, RAW_MESSAGES.name)
     assert [(r.key, r.record_id, r.value) for r in got] == [(p.key, p.record_id, p.value) for p in items]
     assert read_ledger(hosts) == {("c1", "*"), ("c2", "bob")}
+
+
+def test_lag_probe_reads_fresh_offsets_on_every_call_over_one_pair_of_clients(tansu_broker):
+    """``LagProbe`` (wait_idle, the throughput bench) keeps its clients across polls; each poll still reads the
+    committed and end offsets afresh, and agrees with a one-shot ``lag``."""
+    from memstream.kafka_admin import LagProbe, end_offsets, move_group_offsets
+
+    hosts, group = tansu_broker.hosts, f"probe-{os.getpid()}-{time.time_ns()}"
+    bootstrap_topics(hosts, partitions=2)
+    with LagProbe(hosts) as probe:
+        before = probe.lag(group)[group]
+        assert before == lag(hosts, group)[group]
+        produce(hosts, [Produce(RAW_MESSAGES.name, CHAT, f"probe-{i}", "{}") for i in range(5)], exact_offsets=True)
+        after = probe.lag(group)[group]
+        assert after[RAW_MESSAGES.name] == before.get(RAW_MESSAGES.name, 0) + 5
+        assert after == lag(hosts, group)[group]
+        move_group_offsets(hosts, group, end_offsets(hosts, [RAW_MESSAGES.name]))
+        assert probe.lag(group)[group][RAW_MESSAGES.name] == 0
