@@ -63,13 +63,11 @@ async def _run(args: argparse.Namespace) -> dict:
     from memstream.clients import build_clients
     from memstream.ops import ingest, replay
     from memstream.settings import Settings
+    from retrieval.embed_base import warm_up
 
     settings = Settings(data_dir=args.data_dir, embedder=args.embedder)
     clients = await build_clients(settings, reindex=args.command == "replay")
-    t_load = time.perf_counter()
-    if clients.embedder is not None:  # the model loads outside the clock and the memory baseline
-        await clients.embedder.embed(["warm-up"], is_query=True)
-    load = time.perf_counter() - t_load
+    load = await warm_up(clients.embedder)  # the model loads outside the clock and the memory baseline
     base = _rss_mb()
     samples: list[tuple[int, float]] = []  # (records consumed by every stage so far, RSS MB)
 

@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 from memstream.clients import Clients, build_clients
 from memstream.dirlock import WorkLock, release_processing_lock, try_processing_lock
 from memstream.settings import Settings
+from retrieval.embed_base import warm_up
 
 log = logging.getLogger("memstream.serving")
 T = TypeVar("T")
@@ -164,8 +165,8 @@ class Lanes:
         await self.embed.start()
         self.clients = await self.embed.submit(build_clients(self.settings, embedder=self.embedder_arg))
         emb = self.clients.embedder
-        if emb is not None:  # load the model now, not on the first user's query
-            await self.embed.submit(emb.embed(["warm-up"], is_query=True))
+        if emb is not None:  # load the model now, not on the first user's query or message
+            await self.embed.submit(warm_up(emb))
         proxy = EmbedderProxy(emb, self.embed) if emb is not None else None
         settled = self.clients.settings
 

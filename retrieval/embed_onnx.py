@@ -123,6 +123,13 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
             sessions[threads] = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
         return sessions[threads]
 
+    def _prepare(self, model: Any) -> None:
+        """Both sessions (one thread: questions and side-by-side forwards; every CPU: a lone forward), each
+        run once: their first run allocates what the next ones reuse."""
+        feeds = _feeds([model[0].encode("warm-up", add_special_tokens=True).ids], [0])
+        for threads in dict.fromkeys((1, self.threads or len(os.sched_getaffinity(0)))):
+            self._session(model, threads).run(None, feeds)
+
     def _threads(self, texts: list[str], is_query: bool) -> int:
         """CPUs for one call: a question's few texts run on one thread, with the request's Python work beside
         it on the other CPU (splitting a forward this small cost ~0.7 ms CPU of ~5.4 in hand-offs and saved no

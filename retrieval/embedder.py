@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.embed_base import _empty, _LazyModelEmbedder, l2_normalise
+from retrieval.embed_base import _empty, _LazyModelEmbedder, l2_normalise, warm_up
 from retrieval.protocols import Embedder
 from retrieval.sqlite_util import to_wal
 
@@ -98,6 +98,10 @@ class CachedEmbedder:
         self.misses = 0
         self._conn: sqlite3.Connection | None = None
         self._inflight: dict[bytes, asyncio.Future] = {}  # key -> the vector another call is computing
+
+    async def warm(self) -> None:
+        """The model's :func:`~retrieval.embed_base.warm_up` (nothing is cached)."""
+        await warm_up(self.inner)
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:

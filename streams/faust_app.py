@@ -20,6 +20,7 @@ from typing import Any
 import faust
 from faust.transport.drivers import aiokafka as faust_kafka
 
+from retrieval.embed_base import warm_up
 from streams.clients import Clients
 from streams.config import PipelineConfig
 from streams.kafka_log import BATCH_BYTES, ID_HEADER, send_all
@@ -191,9 +192,12 @@ def create_app(wiring: Wiring) -> faust.App:
     @app.task
     async def open_clients() -> None:  # at start, not when the first batch is already waiting for them
         try:
-            await runtime.ready()
+            pipeline = await runtime.ready()
+            seconds = await warm_up(pipeline.clients.embedder)  # the model too, not on the first batch
         except Exception:  # the first batch tries again (with its retries)
             log.exception("opening the clients failed")
+            return
+        log.info("clients open, model loaded", extra={"model_load_s": round(seconds, 3)})
 
     if cfg.heartbeat_path is not None:
         heartbeat = cfg.heartbeat_path

@@ -119,3 +119,23 @@ def test_a_failing_forward_side_by_side_reaches_the_caller():
     with pytest.raises(Exception, match="(?i)index|indices|out of"):
         emb._lanes(emb._session(emb._model, 1), ids, groups, 2, out)
     assert emb._forward(["still works"], False).shape == (1, 384)
+
+
+@pytest.mark.slow
+async def test_warm_up_loads_the_model_and_both_sessions_and_changes_no_vector():
+    """A worker or server warms its embedder at start (retrieval.embed_base.warm_up): the model and both
+    sessions exist before the first call, nothing is cached, and the vectors are a cold embedder's."""
+    from retrieval.embed_base import warm_up
+    from retrieval.embedder import CachedEmbedder
+
+    passages = [f"we meet at the cafe on {day} about the budget" for day in ("Monday", "Friday", "Sunday")]
+    cold = CachedEmbedder(OnnxMiniLMEmbedder(threads=2))
+    expected = await cold.embed(passages), await cold.embed(QUESTIONS[:2], is_query=True)
+    warm = CachedEmbedder(OnnxMiniLMEmbedder(threads=2))
+    assert warm.inner._model is None
+    seconds = await warm_up(warm)
+    assert seconds > 0 and warm.inner._model is not None and sorted(warm.inner._model[2]) == [1, 2]
+    assert warm.misses == 0 and warm.hits == 0  # the warm-up embedded nothing through the cache
+    assert np.array_equal(await warm.embed(passages), expected[0])
+    assert np.array_equal(await warm.embed(QUESTIONS[:2], is_query=True), expected[1])
+    assert await warm_up(None) >= 0.0  # no embedder: nothing to load
