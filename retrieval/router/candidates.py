@@ -23,13 +23,13 @@ NEG_INF = float("-inf")
 
 
 class SearchSpec(BaseModel):
-    """One store search of a routed request. ``embed_text`` is what the kNN side embeds."""
+    """One store search of a routed request. ``embed_text`` is what the kNN side embeds; None: BM25 alone."""
 
     model_config = ConfigDict(frozen=True)
 
     label: str
     text: str
-    embed_text: str
+    embed_text: str | None
     weight: float = 1.0
     k: int = 40
     candidates: int = 20
@@ -99,7 +99,7 @@ async def embed_specs(embedder: Embedder | None, specs: list[SearchSpec], cache:
     """Embed the distinct ``embed_text`` of the specs not in ``cache`` (one batched call)."""
     if embedder is None:
         return
-    missing = list(dict.fromkeys(s.embed_text for s in specs if s.embed_text not in cache))
+    missing = list(dict.fromkeys(s.embed_text for s in specs if s.embed_text is not None and s.embed_text not in cache))
     if missing:
         vectors = await embedder.embed(missing, is_query=True)
         cache.update({t: v.tolist() for t, v in zip(missing, vectors, strict=True)})
@@ -149,7 +149,7 @@ async def run_specs(
     pool: Pool,
     vectors: dict[str, list[float]],
 ) -> None:
-    if embedder is not None and any(s.embed_text not in vectors for s in specs):
+    if embedder is not None and any(s.embed_text is not None and s.embed_text not in vectors for s in specs):
         await asyncio.gather(embed_specs(embedder, specs, vectors), bm25_ahead(store, chat_id, specs))
     for spec in specs:
         pool.add(spec, await store.search(store_query(chat_id, spec, vectors.get(spec.embed_text))))
