@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from agents.reply_linker import LinkMsg, Threads, default_weights, rank, text_cues
+from agents.text import text_cache
 
 if TYPE_CHECKING:
     from agents.config import SegmenterConfig
@@ -42,7 +42,7 @@ def encode_vec(vec: np.ndarray | None) -> str:
     return "" if vec is None else base64.b64encode(np.asarray(vec, dtype=np.float16).tobytes()).decode()
 
 
-@lru_cache(maxsize=8192)  # the same window entries are read by the next 60 messages
+@text_cache(8192)  # the same window entries are read by the next 60 messages
 def decode_vec(raw: str) -> np.ndarray | None:
     if not raw:
         return None

@@ -9,8 +9,41 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from functools import cache, lru_cache
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+_TEXT_CACHES: list[Any] = []
+
+
+def text_cache(maxsize: int) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """``lru_cache`` for a pure function of what people wrote (messages, memories, names, questions), kept in
+    a registry so that a deletion can empty them all (:func:`clear_text_caches`)."""
+
+    def wrap(fn: Callable[..., T]) -> Callable[..., T]:
+        cached = lru_cache(maxsize=maxsize)(fn)
+        _TEXT_CACHES.append(cached)
+        return cached
+
+    return wrap
+
+
+def text_cache_entries() -> int:
+    """How many entries the :func:`text_cache` caches hold now."""
+    return sum(cached.cache_info().currsize for cached in _TEXT_CACHES)
+
+
+def clear_text_caches() -> int:
+    """Empty every :func:`text_cache` (after a deletion: no erased text or name stays in this process's
+    memory through a cache). Returns how many entries went. They refill on use."""
+    gone = 0
+    for cached in _TEXT_CACHES:
+        gone += cached.cache_info().currsize
+        cached.cache_clear()
+    return gone
 
 
 @cache
@@ -98,7 +131,7 @@ def _has_vowel(stem: str) -> bool:
     return any(c in "aeiouy" for c in stem)
 
 
-@lru_cache(maxsize=1 << 16)  # pure; the same words recur in every message, document and question
+@text_cache(1 << 16)  # pure; the same words recur in every message, document and question
 def stem(word: str) -> str:
     """A light, conservative suffix stemmer for ASCII words: plural s/es/ies, then -ing/-ed, then final e.
 
@@ -155,7 +188,7 @@ def tokenize(text: str) -> list[str]:
     return list(_tokens(text))
 
 
-@lru_cache(maxsize=1 << 13)
+@text_cache(1 << 13)
 def _tokens(text: str) -> tuple[str, ...]:
     if text.isascii():  # NFKC keeps ASCII as is; _TOKEN_RE's words are then _ASCII_WORD_RE's
         return tuple(t for t in map(_word_token, _ASCII_WORD_RE.findall(text.lower())) if t is not None)
@@ -171,7 +204,7 @@ def _tokens(text: str) -> tuple[str, ...]:
     return tuple(tokens)
 
 
-@lru_cache(maxsize=1 << 16)  # pure; the same words recur in every message
+@text_cache(1 << 16)  # pure; the same words recur in every message
 def _word_token(word: str) -> str | None:
     """The BM25 token of one normalised word, None for a stopword or nothing."""
     folded = _fold_word(word)
@@ -192,7 +225,7 @@ def fts_query(text: str, *, max_terms: int = 64) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in seen)
 
 
-@lru_cache(maxsize=1 << 13)  # pure; the router counts the same candidates on every question
+@text_cache(1 << 13)  # pure; the router counts the same candidates on every question
 def count_tokens(text: str) -> int:
     """Approximate LLM (BPE) token count; fast, deterministic, errs slightly high.
 
@@ -222,7 +255,7 @@ def extract_keywords(text: str) -> set[str]:
     return set(_keywords(text))
 
 
-@lru_cache(maxsize=1 << 13)
+@text_cache(1 << 13)
 def _keywords(text: str) -> frozenset[str]:
     keywords: set[str] = set()
     if text.isascii():  # the words of the loop below, added in the same order (set order depends on it)
@@ -241,7 +274,7 @@ def _keywords(text: str) -> frozenset[str]:
     return frozenset(keywords)
 
 
-@lru_cache(maxsize=1 << 16)
+@text_cache(1 << 16)
 def _word_keyword(surface: str) -> str | None:
     """The keyword of one word as written, None when it is not one (stopword, number, short lowercase)."""
     word = _fold_word(surface.lower())

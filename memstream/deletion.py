@@ -31,6 +31,7 @@ from typing import Any
 
 from agents.forget import forget_in_pool_json
 from agents.segment_state import ChatPool, dump_pools, load_pools
+from agents.text import clear_text_caches
 from memstream.clients import Clients
 from retrieval.deletion import Forgotten
 from retrieval.embedder import forget_cached
@@ -127,7 +128,8 @@ async def delete_data(
         report.topics_redistilled = len(jobs)
         await _run_jobs(clients, jobs, file_log)
     _erase_freed(clients)
-    log.info("deleted", extra=report.as_dict())
+    cleared = clear_text_caches()  # nor in this process's memory (other processes: when they see the ledger)
+    log.info("deleted", extra=report.as_dict() | {"text_cache_entries_cleared": cleared})
     return report
 
 

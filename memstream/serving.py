@@ -33,6 +33,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from agents.text import clear_text_caches
 from memstream.clients import Clients, build_clients
 from memstream.dirlock import WorkLock, release_processing_lock, try_processing_lock
 from memstream.settings import Settings
@@ -242,6 +243,7 @@ class Lanes:
         if self._deletions_seen is not None and seen != self._deletions_seen:
             seg = self.runner.segment
             seg.load_state(await self.runner.log.load_state(seg.group))
+            clear_text_caches()  # another process deleted: no erased text stays in this one's caches
         self._deletions_seen = seen
 
     async def _woken(self) -> None:

@@ -14,7 +14,6 @@ import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from agents.graph_model import (
     RelationEdge,
     Subgraph,
 )
-from agents.text import has_cjk
+from agents.text import has_cjk, text_cache
 from retrieval import graph_delete
 from retrieval.graph_sqlite_writes import SCHEMA, close_edge, insert_edge, upsert_node
 from retrieval.sqlite_util import chunks as _chunks
@@ -368,13 +367,13 @@ class GraphSQLiteStore:
         return graph_delete.forget_chat(self, chat_id)
 
 
-@lru_cache(maxsize=1 << 13)
+@text_cache(1 << 13)
 def _node(payload: str) -> EntityNode:
     """A stored node, parsed once per distinct payload (frozen; the related layer reads the same ones often)."""
     return EntityNode.model_validate_json(payload)
 
 
-@lru_cache(maxsize=1 << 13)
+@text_cache(1 << 13)
 def _edge(payload: str) -> RelationEdge:
     """A stored edge, parsed once per distinct payload (frozen)."""
     return RelationEdge.model_validate_json(payload)

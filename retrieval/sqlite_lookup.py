@@ -7,9 +7,9 @@ statement is filtered by ``chat_id``.
 from __future__ import annotations
 
 import sqlite3
-from functools import lru_cache
 from typing import Any
 
+from agents.text import text_cache
 from retrieval.protocols import MemoryFilter
 from retrieval.sqlite_search import until_write
 from schemas import MemoryRecord
@@ -58,7 +58,7 @@ def _find(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list[MemoryR
     return [record(r[0]) for r in rows]
 
 
-@lru_cache(maxsize=1 << 13)
+@text_cache(1 << 13)
 def record(payload: str) -> MemoryRecord:
     """The record a stored payload holds, parsed once per distinct payload (records are frozen; a request
     reads the chat's invalidated facts and profile records, and the next request the same ones again)."""

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.segmenter import ChatPool
+from agents.text import clear_text_caches
 from schemas import ChatMessage, MemoryDecision
 from streams.clients import Clients
 from streams.codec import DecodeError, decode
@@ -112,9 +113,16 @@ class Pipeline:
         self.graph = self.stages.graph
         self._applied: dict[str, None] = {}  # ids of decisions this worker applied itself (the last 100k)
         self._ahead: set[asyncio.Task] = set()  # texts being embedded ahead of the stage that needs them
+        self._deleted: set[tuple[str, str]] | None = None  # the deletion ledger as last read
 
     async def deletions(self) -> set[tuple[str, str]]:
-        return await self.clients.log.deletions()
+        """The deletion ledger; when it grew, the text caches are emptied (no erased text stays in memory)."""
+        deleted = await self.clients.log.deletions()
+        if deleted != self._deleted:
+            if self._deleted is not None:
+                clear_text_caches()
+            self._deleted = set(deleted)
+        return deleted
 
     async def segment_batch(self, records: list[Record], send: Send) -> StageOutput:
         """Load the batch's chats' pools, run the segmenter, send, then save the pools (fenced by offset)."""

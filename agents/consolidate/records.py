@@ -8,9 +8,8 @@ import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from functools import lru_cache
 
-from agents.text import has_cjk, tokenize
+from agents.text import has_cjk, text_cache, tokenize
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryRecord, stable_id
 
 __all__ = [
@@ -41,7 +40,7 @@ def decision_id_for(candidate: CandidateFact) -> str:
     return stable_id("decision", candidate.fact_id)
 
 
-@lru_cache(maxsize=1 << 14)  # pure; a batch compares every candidate with every earlier record
+@text_cache(1 << 14)  # pure; a batch compares every candidate with every earlier record
 def norm_text(text: str | None) -> str:
     return re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", text or "").lower())
 
@@ -82,7 +81,7 @@ def keywords(text: str, subject: str | None) -> set[str]:
     return set(_token_counts(text)) - set(_token_counts(subject or ""))
 
 
-@lru_cache(maxsize=16384)
+@text_cache(16384)
 def _token_counts(text: str) -> Counter[str]:
     return Counter(tokenize(text))  # cached: a batch compares every candidate with every earlier record
 
@@ -97,7 +96,7 @@ def lexical_similarity(a: str, b: str) -> float:
     return dot / norm if norm else 0.0
 
 
-@lru_cache(maxsize=16384)
+@text_cache(16384)
 def _length(text: str) -> float:
     return math.sqrt(sum(v * v for v in _token_counts(text).values()))
 

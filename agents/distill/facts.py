@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 from agents.distill.context import Collected, Draft, Sentence, TopicContext, make_fact
 from agents.distill.qa import answer_part, question_part
@@ -18,7 +17,7 @@ from agents.extract.slot_text import question_slot, short_answer_value, slot_sen
 from agents.extract.slots import SlotMatch, find_slots, is_retraction, states_change
 from agents.extract.tasks import find_task
 from agents.extract.text import cjk_tags, is_filler, is_question, split_sentences
-from agents.text import ENGLISH_STOPWORDS, extract_keywords, has_cjk, tokenize
+from agents.text import ENGLISH_STOPWORDS, extract_keywords, has_cjk, text_cache, tokenize
 from schemas import ChatMessage, Relation
 
 __all__ = ["answer_slot_fact", "distill_message"]
@@ -196,7 +195,7 @@ def _content_tokens(sent: str) -> set[str]:
     return extract_keywords(sent) - GENERIC_WORDS
 
 
-@lru_cache(maxsize=4096)  # asked up to three times a sentence: its score, the keep check, its subject
+@text_cache(4096)  # asked up to three times a sentence: its score, the keep check, its subject
 def _changed(sent: str) -> bool:
     """A change or retraction said without a subject, as Chinese chat says most things ("吉他学不下去了，现在改
     练钢琴", "成都出差取消了，改去重庆") and English corrections do ("Forget the Figma thing, the offer fell

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 
 from agents.extract.dates import MONTHS, WEEKDAYS, ZH_DATE_WORD
 from agents.extract.text import ZH_FILLERS, cjk_tags
 from agents.graph_model import EntityType
-from agents.text import ENGLISH_STOPWORDS, has_cjk
+from agents.text import ENGLISH_STOPWORDS, has_cjk, text_cache
 
 __all__ = [
     "MENTION_RE",
@@ -47,7 +46,7 @@ def find_entities(sent: str, names: frozenset[str]) -> list[str]:
     return list(_find_entities(sent, frozenset(names)))
 
 
-@lru_cache(maxsize=8192)
+@text_cache(8192)
 def _find_entities(sent: str, names: frozenset[str]) -> tuple[str, ...]:
     found: list[str] = [f"@{x}" for x in MENTION_RE.findall(sent)]
     if has_cjk(sent):

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
-from agents.text import has_cjk, jieba
+from agents.text import has_cjk, jieba, text_cache
 
 __all__ = [
     "ZH_FILLERS",
@@ -31,7 +30,7 @@ def split_sentences(text: str) -> list[str]:
     return list(_split_sentences(text))
 
 
-@lru_cache(maxsize=4096)
+@text_cache(4096)
 def _split_sentences(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for piece in _SPLIT_RE.split(text.replace("\u2019", "'")):
@@ -83,7 +82,7 @@ def is_filler(sentence: str, names: frozenset[str] = frozenset(), *, answer: boo
     return _is_filler(sentence, tuple(names), answer)  # names in their iteration order: the CJK removal order
 
 
-@lru_cache(maxsize=8192)  # pure; the distiller and the title ask about the same sentences
+@text_cache(8192)  # pure; the distiller and the title ask about the same sentences
 def _is_filler(sentence: str, names: tuple[str, ...], answer: bool) -> bool:
     bare = _NOT_WORD_RE.sub("", sentence)
     if not bare:
@@ -132,7 +131,7 @@ def is_small_talk_question(sentence: str) -> bool:
 # ----------------------------------------------------------------------------------------------- jieba tags
 
 
-@lru_cache(maxsize=4096)
+@text_cache(4096)
 def cjk_tags(text: str) -> tuple[tuple[str, str], ...]:
     """jieba (word, POS) pairs of ``text``; cached because summary, facts and entities re-tag sentences."""
     return tuple(jieba().tag(text))

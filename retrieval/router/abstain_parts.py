@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from functools import lru_cache
 
-from agents.text import has_cjk, tokenize
+from agents.text import has_cjk, text_cache, tokenize
 from retrieval.router.candidates import Cand
 from retrieval.router.scoring import coverage
 
@@ -46,12 +45,12 @@ def _mentions(text: str, person: str) -> bool:
     return _name_pattern(person).search(text) is not None
 
 
-@lru_cache(maxsize=1024)
+@text_cache(1024)
 def _first_name(person: str) -> re.Pattern[str]:
     return re.compile(rf"\b{re.escape(person.split()[0])}\b")
 
 
-@lru_cache(maxsize=256)
+@text_cache(256)
 def _people(participants: tuple[str, ...]) -> tuple[frozenset[str], re.Pattern[str] | None]:
     """The distinct participants, and the pattern of a part's label (``Name:``, ``Q: Name:``) naming one."""
     people = frozenset(distinct(list(participants)))
@@ -125,14 +124,14 @@ def _record_parts(text: str, who: str, people: frozenset[str]) -> list[tuple[str
     return out
 
 
-@lru_cache(maxsize=1024)
+@text_cache(1024)
 def _name_pattern(person: str) -> re.Pattern[str]:
     if has_cjk(person):
         return re.compile(re.escape(person))
     return _first_name(person)
 
 
-@lru_cache(maxsize=1024)
+@text_cache(1024)
 def _nick(person: str) -> re.Pattern[str]:
     return re.compile(rf"\b{re.escape(person.split()[0][:3])}\w*", re.I)
 

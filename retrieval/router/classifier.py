@@ -13,12 +13,12 @@ from __future__ import annotations
 import math
 import re
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.text import text_cache
 from retrieval.router.timeparse import parse_time
 
 QueryType = Literal["factual_extraction", "temporal_reasoning", "knowledge_update", "multi_hop", "abstention"]
@@ -155,7 +155,7 @@ CUES: dict[str, list[tuple[re.Pattern[str], float]]] = {
 }
 
 
-@lru_cache(maxsize=4096)
+@text_cache(4096)
 def cue_hits(query: str) -> frozenset[tuple[str, int]]:
     """The cue patterns the query matches, as ``(type, index in CUES[type])``. Pure; memoised (the rules and
     the learned model's features both read them)."""
@@ -164,7 +164,7 @@ def cue_hits(query: str) -> frozenset[tuple[str, int]]:
                      if pattern.search(low) or pattern.search(query))  # fmt: skip
 
 
-@lru_cache(maxsize=4096)
+@text_cache(4096)
 def time_cues(query: str) -> dict[str, bool]:
     """The time cues of the query (``asks_when``, ``asks_order``, ``relation``, ``asks_latest``, ``window``).
     Pure; memoised (the rules and the learned model's features both read them): shared, never mutated."""

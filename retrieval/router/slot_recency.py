@@ -16,13 +16,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from agents.extract.clock import find_clocks
 from agents.extract.dates import find_dates
 from agents.extract.event_slots import EN_TIME, ZH_TIME
 from agents.extract.person import looks_like_name
-from agents.text import ENGLISH_STOPWORDS, has_cjk, jieba, tokenize
+from agents.text import ENGLISH_STOPWORDS, has_cjk, jieba, text_cache, tokenize
 from retrieval.protocols import Doc
 from retrieval.router import slot_cues as cue
 from retrieval.router.slot_query import SlotQuery, subject_in_text
@@ -176,7 +175,7 @@ def _about(sq: SlotQuery, attr: str, subjects: Sequence[str], doc: Doc, particip
     return _WEAK if attr in cue.STRONG and not cue.ZH_NAME.search(doc.text) else 0
 
 
-@lru_cache(maxsize=256)
+@text_cache(256)
 def _kin_of(person: str) -> re.Pattern[str]:
     """"我" or ``person`` right before a relative ("我妹妹", "小美的老公"), compiled once per person."""
     return re.compile(f"(?:我们?|{re.escape(person)})(?=" + cue.KIN_AFTER.pattern + ")")

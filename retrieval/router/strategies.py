@@ -15,9 +15,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
 
-from agents.text import count_tokens
+from agents.text import count_tokens, text_cache
 from retrieval.router.candidates import Cand
 from retrieval.router.multihop import person_focus
 from retrieval.router.query import QueryAnalysis
@@ -26,7 +25,7 @@ from retrieval.router.scoring import age_days, coverage, in_window, memory_score
 from retrieval.router.timeparse import TimeWindow
 
 # pure over the text: the same candidates come back question after question (a regex scan of each, each time)
-_mentions_time = lru_cache(maxsize=1 << 14)(mentions_time)
+_mentions_time = text_cache(1 << 14)(mentions_time)
 
 
 @dataclass

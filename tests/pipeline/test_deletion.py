@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from agents.text import text_cache_entries
 from memstream.api import create_app
 from memstream.clients import build_clients
 from memstream.ops import delete, delete_report, ingest, replay
@@ -68,7 +69,9 @@ async def test_deleted_user_is_gone_at_once_physically_and_after_replay(tmp_path
         assert derived, "the chat must have records of others that quote the user (summaries, Q&A...)"
         assert canary_files(data_dir, case) and _cached(data_dir, texts, minilm.cache_name) == len(texts)
 
+        assert text_cache_entries() > 0  # the pipeline's text caches hold what was said
         report = await delete_report(clients, case.chat, case.user)
+        assert text_cache_entries() == 0  # emptied at the end of the deletion, nothing erased stays in memory
         assert report.removed > 0 and report.memories >= len(derived) and report.log_records > 0
         assert report.topics_redistilled >= 1
         for name in ("memstream.db", "graph.db", "log/log.db"):  # checkpointed and truncated, last

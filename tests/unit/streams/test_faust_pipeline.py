@@ -165,3 +165,22 @@ async def test_the_workers_consumer_asks_the_broker_to_hold_an_empty_fetch_at_mo
         assert consumer._fetch_max_wait_ms == 42
     finally:
         await consumer.stop()
+
+
+async def test_a_worker_that_reads_a_new_deletion_empties_its_text_caches(pipeline):
+    """Another process deleted a user (the ledger grew): this worker's text caches are emptied, so no text
+    that deletion erased stays in its memory; reading the same ledger again keeps them."""
+    from agents.text import text_cache_entries, tokenize
+
+    records = raw_records(make_messages(1, 30))
+    await pipeline.segment_batch(records, Sink())
+    assert await pipeline.deletions() == set()
+    assert text_cache_entries() > 0
+    await pipeline.deletions()  # unchanged ledger: the caches stay
+    assert text_cache_entries() > 0
+    await pipeline.clients.log.record_deletion("c0", "u1", "2026-01-01T00:00:00+00:00")
+    assert await pipeline.deletions() == {("c0", "u1")}
+    assert text_cache_entries() == 0
+    tokenize("the caches fill again on use")
+    await pipeline.deletions()
+    assert text_cache_entries() > 0
