@@ -185,9 +185,12 @@ class LagProbe:
     every call either way."""
 
     def __init__(self, brokers: list[str]) -> None:
-        self.brokers = brokers
         self._admin = _admin(brokers)
-        self._consumer = KafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False)
+        try:
+            self._consumer = KafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False)
+        except BaseException:
+            self._admin.close()
+            raise
 
     def __enter__(self) -> LagProbe:
         return self
