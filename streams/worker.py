@@ -237,10 +237,10 @@ class Pipeline:
         deleted = await self.deletions()
         records = [r for r in records if not is_deleted(deleted, r.key)]
         await self.consolidate.prefetch(records, self._graph_texts(records))  # the batch's texts: one call
+        if self.graph is not None:  # the graph stage reads the same results first (idempotent by result id),
+            graphed = await self.graph.process(records)  # the batch at once, as the embedded runner does
+            total.dead += graphed.dead
         for r in records:
-            if self.graph is not None:  # the graph stage reads the same results (idempotent by result id)
-                graphed = await self.graph.process([r])
-                total.dead += graphed.dead
             entry = f"consolidate:{r.record_id}"
             journalled = await self.wm.get_journal(r.key, entry)
             if journalled is not None:
