@@ -22,6 +22,8 @@ def bench_throughput(
     chats_sweep: Annotated[bool, typer.Option(help="Also ingest the turns as one chat per session (rate vs "
                                               "chats, throughput.png).")] = False,  # fmt: skip
     profile: Annotated[bool, typer.Option(help="cProfile the default ingest (OUT/ingest.prof + top functions).")] = False,
+    kafka_pairs: Annotated[int, typer.Option(help="Kafka (1 worker) vs embedded is the median ratio of this many "
+                                             "pairs of runs (1 = the two main runs only).", min=1)] = 3,
 ) -> None:
     """Throughput and latency -> OUT/throughput.json: ingest (default embedder / none), replay, Kafka with
     1/2/4 workers, retrieval p50/p95/p99 at LoCoMo size and in one large chat, CLI query time, RSS, the raw
@@ -35,7 +37,7 @@ def bench_throughput(
     console = Console(stderr=True)
     result = run_throughput(data, out_dir, messages=messages or None, embedder=embedder, large_docs=large_docs,
                             questions=questions, kafka_workers=workers, cli_runs=cli_runs, chats_sweep=chats_sweep,
-                            profile=profile, console=console)  # fmt: skip
+                            profile=profile, kafka_pairs=kafka_pairs, console=console)  # fmt: skip
     keys = ("embed_only_msgs_per_s", "ingest_msgs_per_s", "ingest_msgs_per_s_no_embedder", "replay_msgs_per_s",
             "kafka_msgs_per_s", "retrieval_ms", "cli_query_seconds", "rss_mb_per_100k_msgs", "ratios", "targets")  # fmt: skip
     typer.echo(json.dumps({k: result.get(k) for k in keys}, indent=1))

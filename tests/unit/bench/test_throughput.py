@@ -49,6 +49,13 @@ def test_headline_keys_and_ratios_come_from_the_runs():
     _headline(r)  # the growth once warm, when the run measured it
     assert r["rss_mb_per_100k_msgs"] == 120.0
     assert r["ratios"]["ingest_vs_embed_only_cpu"] == 0.5 and r["ratios"]["ingest_embedded_texts_per_msg"] == 2.5
+    r["kafka_1_pairs"] = [{"embedded": 100.0, "kafka": 120.0, "ratio": 1.2},
+                          {"embedded": 100.0, "kafka": 80.0, "ratio": 0.8},
+                          {"embedded": 100.0, "kafka": None, "ratio": None},
+                          {"embedded": 90.0, "kafka": 81.0, "ratio": 0.9}]  # fmt: skip
+    _headline(r)  # paired runs: their median ratio, an unmeasured pair left out
+    assert r["ratios"]["kafka_1_vs_embedded"] == 0.9
+    assert r["targets"]["kafka (1 worker) >= embedded"] == {"value": 0.9, "bound": 1.0, "pass": False}
 
 
 def test_marginal_rss_is_the_slope_over_the_second_half():
@@ -100,7 +107,7 @@ def test_bench_throughput_runs_tiny_and_writes_every_figure(tmp_path):
 
     out = tmp_path / "out"
     args = ["throughput", "--out", str(out), "--data", str(LOCOMO), "--messages", "30", "--large-docs", "200",
-            "--questions", "4", "--kafka-workers", "1", "--cli-runs", "1"]  # fmt: skip
+            "--questions", "4", "--kafka-workers", "1", "--cli-runs", "1", "--kafka-pairs", "2"]  # fmt: skip
     res = CliRunner().invoke(bench_app, args)
     assert res.exit_code == 0, res.output
     r = json.loads((out / "throughput.json").read_text())
@@ -115,5 +122,8 @@ def test_bench_throughput_runs_tiny_and_writes_every_figure(tmp_path):
             assert 0 < p["p50"] <= p["p95"] <= p["p99"] and p["n"] == 4
     assert r["retrieval"]["large"]["docs"] == 200
     assert r["ratios"]["ingest_vs_embed_only"] == round(r["ingest_msgs_per_s"] / r["embed_only_msgs_per_s"], 3)
+    pairs = r["kafka_1_pairs"]  # the main runs, then one embedded + Kafka pair run back to back
+    assert len(pairs) == 2 and all(p["embedded"] > 0 and p["kafka"] > 0 for p in pairs), pairs
+    assert r["ratios"]["kafka_1_vs_embedded"] == round(sum(p["ratio"] for p in pairs) / 2, 3)
     assert all(isinstance(t["pass"], bool) for t in r["targets"].values())
     assert r["ingest"]["embedded_texts"] >= 30  # every message's text, plus what the stages derived
