@@ -31,6 +31,7 @@ from memstream.kafka_admin import LagProbe, bootstrap_topics, produce_file
 from memstream.ops import ingest
 from memstream.settings import Settings
 from retrieval.sqlite_store import SQLiteStore
+from streams.faust_app import READY_LOG
 
 
 def start_tansu(log_path: Path) -> tuple[subprocess.Popen, str]:
@@ -82,7 +83,7 @@ async def run_embedded(data: Path, work: Path, embedder: str) -> dict:
 
 
 # a worker is ready when its consumers are and its model is loaded (the clock starts after both)
-READY = ("Worker]: Ready", "clients open, model loaded")
+READY = ("Worker]: Ready", READY_LOG)
 
 
 def _wait_ready(logs: list[Path], procs: list[subprocess.Popen], timeout_s: float) -> None:

@@ -17,6 +17,7 @@ import asyncio
 import json
 import os
 import pstats
+import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -48,8 +49,6 @@ def ratio(a: float | None, b: float | None) -> float | None:
 
 def paired_ratio(pairs: list[dict] | None) -> float | None:
     """The median of the pairs' ratios (None without a measured pair)."""
-    import statistics
-
     ratios = [p["ratio"] for p in pairs or () if p.get("ratio") is not None]
     return round(statistics.median(ratios), 3) if ratios else None
 

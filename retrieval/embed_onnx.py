@@ -127,7 +127,7 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
         """Both sessions (one thread: questions and side-by-side forwards; every CPU: a lone forward), each
         run once: their first run allocates what the next ones reuse."""
         feeds = _feeds([model[0].encode("warm-up", add_special_tokens=True).ids], [0])
-        for threads in dict.fromkeys((1, self.threads or len(os.sched_getaffinity(0)))):
+        for threads in dict.fromkeys((1, self._cpus())):
             self._session(model, threads).run(None, feeds)
 
     def _threads(self, texts: list[str], is_query: bool) -> int:
@@ -135,8 +135,11 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
         it on the other CPU (splitting a forward this small cost ~0.7 ms CPU of ~5.4 in hand-offs and saved no
         wall time; the vectors are the same bit for bit: tests/unit/retrieval/test_embed_threads.py); batches
         use every CPU (``threads``), a forward per CPU when there are several (:meth:`_lanes`)."""
-        every = self.threads or len(os.sched_getaffinity(0))
-        return 1 if is_query and len(texts) <= QUERY_TEXTS else every
+        return 1 if is_query and len(texts) <= QUERY_TEXTS else self._cpus()
+
+    def _cpus(self) -> int:
+        """The intra-op threads of a forward that has every CPU (``threads``, else the CPUs this process may use)."""
+        return self.threads or len(os.sched_getaffinity(0))
 
     def _encode(self, model: Any, texts: list[str], is_query: bool) -> np.ndarray:
         """The call's texts in length-sorted forwards (:func:`length_batches`). With several forwards and

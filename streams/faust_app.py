@@ -29,7 +29,9 @@ from streams.topics import ALL_TOPICS, DISTILL_JOBS, DISTILL_RESULTS, MEMORY_DEC
 from streams.worker import Pipeline, WorkerConfig
 from streams.working_memory import WorkingMemory
 
-__all__ = ["Wiring", "create_app", "record_of"]
+__all__ = ["READY_LOG", "Wiring", "create_app", "record_of"]
+
+READY_LOG = "clients open, model loaded"  # logged once the worker's clients are open and its model loaded
 
 log = logging.getLogger("memstream.faust")
 
@@ -197,7 +199,7 @@ def create_app(wiring: Wiring) -> faust.App:
         except Exception:  # the first batch tries again (with its retries)
             log.exception("opening the clients failed")
             return
-        log.info("clients open, model loaded", extra={"model_load_s": round(seconds, 3)})
+        log.info(READY_LOG, extra={"model_load_s": round(seconds, 3)})
 
     if cfg.heartbeat_path is not None:
         heartbeat = cfg.heartbeat_path

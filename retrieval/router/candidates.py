@@ -95,11 +95,16 @@ class Pool:
         return out
 
 
+def _unembedded(specs: list[SearchSpec], cache: dict[str, list[float]]) -> list[str]:
+    """The distinct texts of the specs that search by vector and are not in ``cache`` yet, in order."""
+    return list(dict.fromkeys(s.embed_text for s in specs if s.embed_text is not None and s.embed_text not in cache))
+
+
 async def embed_specs(embedder: Embedder | None, specs: list[SearchSpec], cache: dict[str, list[float]]):
     """Embed the distinct ``embed_text`` of the specs not in ``cache`` (one batched call)."""
     if embedder is None:
         return
-    missing = list(dict.fromkeys(s.embed_text for s in specs if s.embed_text is not None and s.embed_text not in cache))
+    missing = _unembedded(specs, cache)
     if missing:
         vectors = await embedder.embed(missing, is_query=True)
         cache.update({t: v.tolist() for t, v in zip(missing, vectors, strict=True)})
@@ -149,7 +154,7 @@ async def run_specs(
     pool: Pool,
     vectors: dict[str, list[float]],
 ) -> None:
-    if embedder is not None and any(s.embed_text is not None and s.embed_text not in vectors for s in specs):
+    if embedder is not None and _unembedded(specs, vectors):
         await asyncio.gather(embed_specs(embedder, specs, vectors), bm25_ahead(store, chat_id, specs))
     for spec in specs:
         pool.add(spec, await store.search(store_query(chat_id, spec, vectors.get(spec.embed_text))))
