@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from agents.text import text_cache
+from agents.text import parse_json
 from retrieval.protocols import MemoryFilter
 from retrieval.sqlite_search import until_write
 from schemas import MemoryRecord
@@ -55,11 +55,4 @@ def _find(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list[MemoryR
         args += ids
     sql = f"SELECT d.memory FROM {source} WHERE {' AND '.join(where)} ORDER BY d.ts_epoch, d.rid LIMIT ?"
     rows: list[Any] = db.execute(sql, (*args, q.limit)).fetchall()
-    return [record(r[0]) for r in rows]
-
-
-@text_cache(1 << 13)
-def record(payload: str) -> MemoryRecord:
-    """The record a stored payload holds, parsed once per distinct payload (records are frozen; a request
-    reads the chat's invalidated facts and profile records, and the next request the same ones again)."""
-    return MemoryRecord.model_validate_json(payload)
+    return [parse_json(MemoryRecord, r[0]) for r in rows]  # the next request reads the same records again

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.text import parse_json
 from retrieval import sqlite_search
 from retrieval.deletion import Forgotten
 from retrieval.protocols import Hit, MemoryFilter, SearchQuery
@@ -158,7 +159,7 @@ class SQLiteStore:
                     (chat_id, *chunk),
                 ).fetchall()
             )
-        return [ChatMessage.model_validate_json(found[i]) for i in dict.fromkeys(message_ids) if i in found]
+        return [parse_json(ChatMessage, found[i]) for i in dict.fromkeys(message_ids) if i in found]
 
     async def list_messages(
         self, chat_id: str, *, since: datetime | None = None, until: datetime | None = None
@@ -169,7 +170,7 @@ class SQLiteStore:
         if until is not None:
             sql, args = sql + " AND ts_epoch <= ?", [*args, epoch(until)]
         rows = self.db.execute(sql + " ORDER BY ts_epoch, rowid", args).fetchall()
-        return [ChatMessage.model_validate_json(r[0]) for r in rows]
+        return [parse_json(ChatMessage, r[0]) for r in rows]
 
     # ---- memories --------------------------------------------------------------------------------
 
@@ -245,7 +246,7 @@ class SQLiteStore:
             keep &= cv.subjects == subject
         top = cv.top(query, keep, k)
         payloads = sqlite_search.column_by_rid(self.db, chat_id, "memory", [rid for rid, _ in top])
-        return [(MemoryRecord.model_validate_json(payloads[rid]), s) for rid, s in top if payloads.get(rid)]
+        return [(parse_json(MemoryRecord, payloads[rid]), s) for rid, s in top if payloads.get(rid)]
 
     # ---- search ----------------------------------------------------------------------------------
 

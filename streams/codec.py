@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from agents.text import parse_json
 from streams.topics import TopicSpec
 
 
@@ -81,6 +82,8 @@ def decode(spec: TopicSpec, payload: str | bytes) -> BaseModel:
     else:
         model_type = spec.value_types[0]
     try:
+        if spec.read_twice:  # the look-ahead's parse serves its stage too
+            return parse_json(model_type, text)
         return model_type.model_validate_json(text)
     except ValidationError as exc:
         raise DecodeError(f"{model_type.__name__} invalid: {describe(exc)}") from exc

@@ -16,12 +16,13 @@ class TopicSpec:
     value_types: tuple[type[BaseModel], ...]
     partitions: int = 8
     derived: bool = True  # derived topics are recomputed by replay; source topics are never rewritten
+    read_twice: bool = False  # a look-ahead reads it before its stage: the decoded payload is kept for that
 
 
-RAW_MESSAGES = TopicSpec("memstream.raw-messages", (ChatMessage, StreamControl), derived=False)
+RAW_MESSAGES = TopicSpec("memstream.raw-messages", (ChatMessage, StreamControl), derived=False, read_twice=True)
 TOPIC_SEGMENTS = TopicSpec("memstream.topic-segments", (TopicEvent,))
 DISTILL_JOBS = TopicSpec("memstream.distill-jobs", (DistillJob,))
-DISTILL_RESULTS = TopicSpec("memstream.distill-results", (DistillResult,))
+DISTILL_RESULTS = TopicSpec("memstream.distill-results", (DistillResult,), read_twice=True)
 MEMORY_DECISIONS = TopicSpec("memstream.memory-decisions", (MemoryDecision,))
 DEAD_LETTERS = TopicSpec("memstream.dead-letters", (DeadLetter,), partitions=1, derived=False)
 
