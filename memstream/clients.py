@@ -120,6 +120,8 @@ async def open_log(settings: Settings) -> StageLog:
 
 async def open_store(settings: Settings, dim: int | None) -> MemoryStore:
     store: MemoryStore = await open_backend("store", settings.resolved_store_url, dim)  # type: ignore[assignment]
+    if hasattr(store, "vector_cache_bytes"):  # the embedded store keeps chats' vectors in memory
+        store.vector_cache_bytes = settings.vector_cache_mb << 20
     await store.bootstrap()
     return store
 

@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     # Q&A pairs, summaries and titles take the mean vector of their source turns ("sources": no model call;
     # facts and tasks are always embedded) or have their own text embedded ("text"); streams/stages/vectors.py
     derived_vectors: Literal["sources", "text"] = "sources"
+    # the embedded store's per-chat vector matrices, per connection (`serve` has one per lane): past this the
+    # chats searched least recently are dropped from memory and loaded from the file again when next searched
+    vector_cache_mb: int = Field(default=1024, ge=1)
     segmenter: SegmenterConfig = Field(default_factory=SegmenterConfig)
     distiller: DistillerConfig = Field(default_factory=DistillerConfig)
     consolidator: ConsolidatorConfig = Field(default_factory=ConsolidatorConfig)

@@ -29,6 +29,7 @@ from retrieval.sqlite_edit import replace_message as _replace_message
 from retrieval.sqlite_lookup import find_memories as _find_memories
 from retrieval.sqlite_schema import SCHEMA, chat_token, epoch, turn_body
 from retrieval.sqlite_util import chunks, marks, open_sqlite
+from retrieval.sqlite_vectors import DEFAULT_MAX_BYTES as _MAX_BYTES
 from retrieval.sqlite_vectors import Caches as _Caches
 from retrieval.sqlite_vectors import bump as _bump
 from retrieval.sqlite_writes import close_memory, insert_memory, put_doc
@@ -40,12 +41,22 @@ from schemas import ChatMessage, DecisionOp, MemoryDecision, MemoryRecord, Topic
 class SQLiteStore:
     """``MemoryStore`` over one SQLite file (or ``":memory:"``). Call :meth:`bootstrap` before use."""
 
-    def __init__(self, path: str | Path, dim: int | None = None) -> None:
+    def __init__(self, path: str | Path, dim: int | None = None, *, vector_cache_bytes: int = _MAX_BYTES) -> None:
         self.path = str(path)
         self.dim = dim
         self._conn: sqlite3.Connection | None = None
-        self._vectors = _Caches()
+        self._vectors = _Caches(vector_cache_bytes)
         self._dim_recorded = False
+
+    @property
+    def vector_cache_bytes(self) -> int:
+        """How much memory this connection's per-chat vector matrices may take before the chats used least
+        recently are dropped (and loaded again on their next search); ``Settings.vector_cache_mb``."""
+        return self._vectors.max_bytes
+
+    @vector_cache_bytes.setter
+    def vector_cache_bytes(self, value: int) -> None:
+        self._vectors.max_bytes = int(value)
 
     # ---- lifecycle -------------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ import numpy as np
 from retrieval.sqlite_schema import chat_token
 from retrieval.vector_cache import ChatVectors, Columns, Effects
 
-__all__ = ["Caches", "Version", "bump"]
+__all__ = ["DEFAULT_MAX_BYTES", "Caches", "Version", "bump"]
 
 Version = tuple[int, int, int]  # (appends, closes, rewrites) of one chat
 
@@ -95,41 +95,68 @@ class _Entry:
     vectors: ChatVectors
     version: Version  # the chat's version the vectors reflect (at least)
     checked: int  # PRAGMA data_version when that was last checked
+    nbytes: int = 0  # ``vectors.nbytes`` when last counted
+
+
+DEFAULT_MAX_BYTES = 1 << 30
 
 
 class Caches:
-    """One connection's vector caches, by chat."""
+    """One connection's vector caches, by chat, least recently used first. Past ``max_bytes`` the chats used
+    least recently are dropped (never the one just used): a chat dropped is loaded again on its next search,
+    so a process serving many chats keeps a bounded memory instead of every vector it ever wrote."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self._chats: dict[str, _Entry] = {}
+        self.max_bytes = max_bytes
+        self.nbytes = 0  # the cached chats' vectors, as last counted
         self.loads = 0  # full loads of a chat's matrix (a rewrite, or the first use)
         self.catch_ups = 0  # incremental loads of rows another connection appended
+        self.evictions = 0  # chats dropped to stay under max_bytes
 
     def clear(self) -> None:
         self._chats.clear()
+        self.nbytes = 0
 
     def get(self, db: sqlite3.Connection, chat_id: str, dim: int) -> ChatVectors:
         """The chat's vectors as committed now (inside a transaction: as this transaction sees them, not cached)."""
         if db.in_transaction:  # what it wrote may still be rolled back
             return ChatVectors.empty(dim).extend(load(db, chat_id, dim))
         seen = db.execute("PRAGMA data_version").fetchone()[0]  # before the version: see the module docstring
-        entry = self._chats.get(chat_id)
+        entry = self._chats.pop(chat_id, None)  # put back last: the most recently used
         if entry is not None and entry.checked == seen:
-            return entry.vectors  # no other connection committed since the last check
+            self._chats[chat_id] = entry
+            return self._counted(chat_id, entry).vectors  # no other connection committed since the last check
         now = version(db, chat_id)
         if entry is None or entry.version[2] != now[2]:
             self.loads += 1
-            entry = self._chats[chat_id] = _Entry(
-                ChatVectors.empty(dim).extend(load(db, chat_id, dim)), now, seen
-            )
-            return entry.vectors
+            if entry is not None:
+                self.nbytes -= entry.nbytes
+            entry = _Entry(ChatVectors.empty(dim).extend(load(db, chat_id, dim)), now, seen)
+            self._chats[chat_id] = entry
+            return self._counted(chat_id, entry).vectors
+        self._chats[chat_id] = entry
         if entry.version[0] != now[0]:
             self.catch_ups += 1
             entry.vectors.extend(load(db, chat_id, dim, after=entry.vectors.last_rid))
         if entry.version[1] != now[1]:
             entry.vectors.set_closed(closed_rids(db, chat_id))
         entry.version, entry.checked = now, seen
-        return entry.vectors
+        return self._counted(chat_id, entry).vectors
+
+    def _counted(self, chat_id: str, entry: _Entry) -> _Entry:
+        """Count ``entry``'s bytes again (its rows or its int8 copy may have grown), then drop the least
+        recently used other chats while the total is over the limit."""
+        size = entry.vectors.nbytes
+        self.nbytes += size - entry.nbytes
+        entry.nbytes = size
+        while self.nbytes > self.max_bytes and len(self._chats) > 1:
+            oldest = next(iter(self._chats))
+            if oldest == chat_id:
+                break
+            self.nbytes -= self._chats.pop(oldest).nbytes
+            self.evictions += 1
+        return entry
 
     def committed(self, fx: Effects, bumped: dict[str, tuple[Version, Version]]) -> None:
         """After this connection's commit: apply its effects to the caches they are exact for."""
@@ -138,7 +165,7 @@ class Caches:
             if entry is None:
                 continue
             if chat in fx.stale:
-                del self._chats[chat]
+                self.nbytes -= self._chats.pop(chat).nbytes
             elif entry.version != before:  # another connection wrote this chat since: catch up on next use
                 entry.checked = -1
             else:
@@ -147,3 +174,4 @@ class Caches:
                 if closed := [rid for c, rid in fx.closed if c == chat]:
                     entry.vectors.set_closed(closed, reset=False)
                 entry.version = after
+                self._counted(chat, entry)

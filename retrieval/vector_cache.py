@@ -106,6 +106,14 @@ class ChatVectors:
         return np.array(self.kind_names or [""], dtype=str)[self.codes]
 
     @property
+    def nbytes(self) -> int:
+        """What this chat's vectors hold in memory, roughly: the filled rows of every column (a buffer's spare
+        rows are never touched, so they cost no memory) and the int8 copy."""
+        row = sum(b.itemsize * (b.shape[1] if b.ndim == 2 else 1) for b in self.buffers.values())
+        index = self.index
+        return self.size * row + (0 if index is None else index.rows * (self.buffers["matrix"].shape[1] + 4))
+
+    @property
     def last_rid(self) -> int:
         return int(self.rids[-1]) if self.size else -1
 
