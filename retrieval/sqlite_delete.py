@@ -35,18 +35,21 @@ class _Store(Protocol):
     def _write(self) -> AbstractContextManager[tuple[sqlite3.Connection, Effects]]: ...
 
 
-def delete_docs(db: sqlite3.Connection, chat_id: str, where: str, args: Sequence[Any]) -> int:
-    """Remove matching docs of one chat with their FTS rows and vectors; returns how many."""
+def delete_docs(
+    db: sqlite3.Connection, chat_id: str, where: str, args: Sequence[Any], *, keyed: bool = False
+) -> int:
+    """Remove matching docs of one chat with their FTS rows and vectors; returns how many. ``keyed``: ``where``
+    names the docs by id, and the chat's filter is written ``+chat_id`` (:func:`retrieval.sqlite_util.marks`)."""
     rows = db.execute(
-        f"SELECT rid, doc_id FROM docs WHERE chat_id = ? AND ({where})", (chat_id, *args)
+        f"SELECT rid, doc_id FROM docs WHERE {'+' if keyed else ''}chat_id = ? AND ({where})", (chat_id, *args)
     ).fetchall()
     for chunk in _chunks(rows):
         rids, doc_ids = [r[0] for r in chunk], [r[1] for r in chunk]
         db.execute(f"DELETE FROM docs_fts WHERE rowid IN ({_marks(rids)})", rids)
         db.execute(
-            f"DELETE FROM vectors WHERE chat_id = ? AND doc_id IN ({_marks(doc_ids)})", (chat_id, *doc_ids)
+            f"DELETE FROM vectors WHERE +chat_id = ? AND doc_id IN ({_marks(doc_ids)})", (chat_id, *doc_ids)
         )
-        db.execute(f"DELETE FROM docs WHERE chat_id = ? AND rid IN ({_marks(rids)})", (chat_id, *rids))
+        db.execute(f"DELETE FROM docs WHERE +chat_id = ? AND rid IN ({_marks(rids)})", (chat_id, *rids))
     return len(rows)
 
 
@@ -115,7 +118,7 @@ async def forget_user(
         fx.stale.add(chat_id)
         out.removed += delete_docs(db, chat_id, "kind = 'turn' AND sender = ?", (sender,))
         out.removed += sum(
-            delete_docs(db, chat_id, f"doc_id IN ({_marks(c)})", c) for c in _chunks(sorted(doomed))
+            delete_docs(db, chat_id, f"doc_id IN ({_marks(c)})", c, keyed=True) for c in _chunks(sorted(doomed))
         )
         out.removed += sum(
             delete_docs(db, chat_id, "EXISTS (SELECT 1 FROM json_each(docs.source_message_ids) j"
@@ -123,7 +126,7 @@ async def forget_user(
             for c in _chunks(ids)
         )  # fmt: skip
         out.memories = _in(
-            db, "DELETE FROM memories WHERE chat_id = ? AND memory_id IN ({marks})", chat_id, doomed
+            db, "DELETE FROM memories WHERE +chat_id = ? AND memory_id IN ({marks})", chat_id, doomed
         )
         _in(db, "DELETE FROM decisions WHERE chat_id = ? AND memory_id IN ({marks})", chat_id, doomed)
         for r in back:
@@ -167,7 +170,7 @@ def _turn_vectors(store: _Store, chat_id: str, message_ids: Collection[str]) -> 
     prefix = f"turn:{chat_id}:"
     for chunk in _chunks([prefix + m for m in sorted(message_ids)]):
         rows = store.db.execute(
-            f"SELECT doc_id, vec FROM vectors WHERE chat_id = ? AND doc_id IN ({_marks(chunk)})",
+            f"SELECT doc_id, vec FROM vectors WHERE +chat_id = ? AND doc_id IN ({_marks(chunk)})",
             (chat_id, *chunk),
         ).fetchall()
         out.update((d[len(prefix) :], np.frombuffer(v, dtype=np.float32).tolist()) for d, v in rows)

@@ -292,7 +292,7 @@ class SQLiteStore:
             )
             for chunk in chunks(doc_ids):
                 db.execute(
-                    f"UPDATE docs SET topic_id = ? WHERE chat_id = ? AND doc_id IN ({marks(chunk)})",
+                    f"UPDATE docs SET topic_id = ? WHERE +chat_id = ? AND doc_id IN ({marks(chunk)})",
                     (topic.topic_id, topic.chat_id, *chunk),
                 )
 

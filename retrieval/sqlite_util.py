@@ -59,5 +59,10 @@ def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
 
 
 def marks(items: Sized) -> str:
-    """``?,?,…`` — one placeholder per item."""
+    """``?,?,…`` — one placeholder per item.
+
+    A query that names rows by key (``doc_id IN (…)``, ``rid IN (…)``) writes its chat filter ``+chat_id = ?``:
+    the files keep no table statistics, and from about ten keys on SQLite then prefers the chat's index and
+    reads every row of the chat (a topic's ``UPDATE docs`` took 7 ms at 9,000 docs in the chat, 0.2 ms keyed).
+    The filter still holds, on each row found."""
     return ",".join("?" * len(items))
