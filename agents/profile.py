@@ -21,7 +21,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 from agents.profile_lexicon import classes_of
-from agents.text import has_cjk, tokenize
+from agents.text import has_cjk, text_cache, tokenize
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord, stable_id
 
 __all__ = [
@@ -118,15 +118,20 @@ def render_lines(lines: Iterable[ProfileLine]) -> str:
 
 def parse_lines(record: MemoryRecord) -> list[ProfileLine]:
     """A stored profile's lines with their messages (line ``i`` is ``source_message_ids[i]``). Pure."""
+    return list(_parsed(record.text, tuple(record.source_message_ids), record.valid_from))
+
+
+@text_cache(1 << 10)  # every consolidation that touches a person re-reads their profiles (up to 400 lines)
+def _parsed(text: str, ids: tuple[str, ...], valid_from: datetime) -> tuple[ProfileLine, ...]:
     out = []
-    for mid, raw in zip(record.source_message_ids, record.text.split("\n"), strict=False):
-        day, _, text = raw.partition(" ")
+    for mid, raw in zip(ids, text.split("\n"), strict=False):
+        day, _, line = raw.partition(" ")
         try:
-            at = datetime.fromisoformat(day).replace(tzinfo=record.valid_from.tzinfo)
+            at = datetime.fromisoformat(day).replace(tzinfo=valid_from.tzinfo)
         except ValueError:
-            at, text = record.valid_from, raw
-        out.append(ProfileLine(message_id=mid, at=at, text=text))
-    return out
+            at, line = valid_from, raw
+        out.append(ProfileLine(message_id=mid, at=at, text=line))
+    return tuple(out)
 
 
 def merge_lines(

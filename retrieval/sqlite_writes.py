@@ -9,7 +9,7 @@ from datetime import datetime
 
 import numpy as np
 
-from agents.text import tokenize
+from agents.text import tokenize_lines
 from retrieval.sqlite_schema import INSERT_DOC, chat_token, iso
 from retrieval.vector_cache import Effects
 from schemas import MemoryRecord
@@ -57,7 +57,7 @@ def insert_memory(db: sqlite3.Connection, fx: Effects, r: MemoryRecord, vec: np.
     row = (r.memory_id, r.chat_id, r.kind.value, r.text, r.speaker, r.speaker, r.valid_from.isoformat(),
            r.valid_from.timestamp(), iso(r.valid_to), r.topic_id, json.dumps(r.source_message_ids),
            json.dumps(r.entities), payload)  # fmt: skip
-    put_doc(db, fx, row, " ".join(tokenize(f"{r.text} {r.speaker or ''}")), vec, r.subject)
+    put_doc(db, fx, row, " ".join(tokenize_lines(f"{r.text}\n{r.speaker or ''}")), vec, r.subject)
 
 
 def close_memory(

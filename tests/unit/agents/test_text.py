@@ -4,7 +4,7 @@ import sqlite3
 
 import pytest
 
-from agents.text import count_tokens, extract_keywords, fts_query, has_cjk, stem, tokenize
+from agents.text import count_tokens, extract_keywords, fts_query, has_cjk, stem, tokenize, tokenize_lines
 
 
 def test_latin_tokens_lowercase_split_stopwords_and_numbers():
@@ -106,3 +106,16 @@ def test_extract_keywords():
     assert not kw & {"and", "in", "2023", "我", "了"}
     assert "went" in kw  # non-stopword latin of length >= 3
     assert extract_keywords("it is on") == set()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2023-05-01 went to a LGBTQ support group\n2023-05-07 painted a sunrise; the lake at dawn\nCaroline",
+        "2024-03-02 老家在成都，喜欢吃火锅\n2024-03-09 搬到上海了\n小李",
+        "Café naïve ﬁne\n北京 Beijing trip\n\n2024 ｆｕｌｌ-width ＡＢＣ 東京",
+        "single line, no break",
+    ],
+)
+def test_tokenize_lines_is_tokenize_of_the_whole_text(text):
+    assert tokenize_lines(text) == tokenize(text) == tokenize(text.replace("\n", " "))
