@@ -17,11 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.reply_pairs import pair_rows
+from agents.reply_pairs import PairFacts, among, later_than, log1p_ints, pair_columns, topic_codes
+from agents.reply_window import WindowCols
 
 __all__ = [
     "FEATURES", "PAIR_FEATURES", "SELF_FEATURES", "TOPIC_FEATURES", "LinkMsg", "Threads",
-    "candidate_matrix", "pair_rows", "self_features", "text_cues", "topic_features",
+    "candidate_matrix", "pair_columns", "self_features", "text_cues", "topic_columns",
 ]  # fmt: skip
 
 _GREETING_RE = re.compile(r"\b(hi|hello|hey|anyone|anybody|somebody|someone|help|question)\b", re.I)
@@ -156,91 +157,7 @@ class Threads:
     addressee_topics: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True, slots=True)
-class _Context:
-    """Per-message facts about the window, computed once for all candidates."""
-
-    latest_by_sender: dict[str, int]  # sender -> index in the window of their latest message
-    latest_to: dict[str, int]  # sender -> index of the latest message addressing them
-    last_addressee: dict[str, str]  # sender -> whom their latest addressed message addressed
-    talked: frozenset[tuple[str, str]]  # (a, b): a addressed b in the window
-    count_after: list[int]  # messages by the same sender after each window message
-    overlaps: list[float]  # keyword overlap of the message with each window message
-    best_keywords: float
-    best_cosine: float
-    latest_involving: int
-    last_other: int  # index of the latest message not by the message's sender
-    first_by_sender: dict[str, int]
-    my_latest: LinkMsg | None  # the sender's latest message in the window
-    replied_by: dict[str, frozenset[str]]  # message id -> senders who answered it in the window
-    linked: frozenset[tuple[str, str]]  # (a, b): a answered b in the window
-    rare: list[float]  # per window message: shared content words, each weighted 1 / its count in the window
-
-
-def _context(msg: LinkMsg, window: list[LinkMsg], cos: list[float | None] | None) -> _Context:
-    latest_by_sender: dict[str, int] = {}
-    latest_to: dict[str, int] = {}
-    last_addressee: dict[str, str] = {}
-    talked: set[tuple[str, str]] = set()
-    involving = -1
-    for i, m in enumerate(window):
-        latest_by_sender[m.sender] = i
-        for a in m.addressees:
-            latest_to[a] = i
-            talked.add((m.sender, a))
-        if m.addressees:
-            last_addressee[m.sender] = m.addressees[0]
-        if m.sender == msg.sender or msg.sender in m.addressees:
-            involving = i
-    last_other = max((i for i, m in enumerate(window) if m.sender != msg.sender), default=-1)
-    first_by_sender: dict[str, int] = {}
-    for i, m in enumerate(window):
-        first_by_sender.setdefault(m.sender, i)
-    seen: dict[str, int] = {}
-    count_after = [0] * len(window)
-    for i in range(len(window) - 1, -1, -1):
-        s = window[i].sender
-        count_after[i] = seen.get(s, 0)
-        seen[s] = count_after[i] + 1
-    replied: dict[str, set[str]] = {}
-    linked: set[tuple[str, str]] = set()
-    for m in window:
-        if m.parent is not None and m.parent != m.message_id:
-            replied.setdefault(m.parent, set()).add(m.sender)
-            if m.parent_sender is not None:
-                linked.add((m.sender, m.parent_sender))
-    mine = latest_by_sender.get(msg.sender)
-    shared = [m.keywords & msg.keywords for m in window]  # content words in common, once per candidate
-    overlaps = [
-        len(sh) / len(m.keywords | msg.keywords) if sh else 0.0 for sh, m in zip(shared, window, strict=True)
-    ]
-    df: dict[str, int] = {}
-    for sh in shared:
-        for kw in sh:
-            df[kw] = df.get(kw, 0) + 1
-    rare = [sum(1.0 / df[kw] for kw in sh) for sh in shared]
-    best_kw = max(overlaps, default=0.0)
-    best_cos = _best(cos) if cos is not None else 0.0
-    return _Context(
-        latest_by_sender,
-        latest_to,
-        last_addressee,
-        frozenset(talked),
-        count_after,
-        overlaps,
-        best_kw,
-        best_cos,
-        involving,
-        last_other,
-        first_by_sender,
-        None if mine is None else window[mine],
-        {k: frozenset(v) for k, v in replied.items()},
-        frozenset(linked),
-        rare,
-    )
-
-
-def self_features(msg: LinkMsg, window: list[LinkMsg], ctx: _Context) -> np.ndarray:
+def self_features(msg: LinkMsg, window: list[LinkMsg], facts: PairFacts) -> np.ndarray:
     x = np.zeros(len(FEATURES), dtype=np.float64)
     base = len(PAIR_FEATURES)
     prev_ts = window[-1].ts if window else msg.ts
@@ -249,9 +166,9 @@ def self_features(msg: LinkMsg, window: list[LinkMsg], ctx: _Context) -> np.ndar
         float(bool(msg.addressees)),
         float(msg.question),
         float(msg.greeting),
-        float(msg.sender not in ctx.latest_by_sender),
+        float(not facts.sender_known),
         msg.length,
-        float(msg.sender in ctx.latest_to),
+        float(facts.sender_addressed),
         math.log1p(max(0.0, msg.ts - prev_ts) / 60.0),
     )
     x[base : base + len(values)] = values
@@ -259,65 +176,83 @@ def self_features(msg: LinkMsg, window: list[LinkMsg], ctx: _Context) -> np.ndar
 
 
 def candidate_matrix(
-    msg: LinkMsg, window: list[LinkMsg], cosines: np.ndarray | None, threads: Threads | None = None, topics: bool = True
+    msg: LinkMsg,
+    window: list[LinkMsg],
+    cosines: np.ndarray | None,
+    threads: Threads | None = None,
+    topics: bool = True,
+    cols: WindowCols | None = None,
 ) -> np.ndarray:
     """One row per candidate: ``window[0..n-1]`` then the message itself (the self-link, last row); the
-    :data:`TOPIC_FEATURES` columns stay zero without ``threads`` or with ``topics=False`` (weights that ignore them)."""
-    cos = None if cosines is None else [None if v != v else v for v in cosines.tolist()]  # NaN: no vector
-    ctx = _context(msg, window, cos)
+    :data:`TOPIC_FEATURES` columns stay zero without ``threads`` or with ``topics=False`` (weights that ignore
+    them). ``cols``: the window's columns when the caller keeps them (else they are built here)."""
     x = np.zeros((len(window) + 1, len(FEATURES)), dtype=np.float64)
+    cos = None if cosines is None else np.asarray(cosines, dtype=np.float64)
+    facts = PairFacts(False, False)
     if window:
-        x[:-1, : len(PAIR_FEATURES)] = pair_rows(msg, window, ctx, cos or [None] * len(window), threads)
-    x[-1] = self_features(msg, window, ctx)
+        if cols is None or len(cols) != len(window) or cols.window[0] is not window[0] or cols.window[-1] is not window[-1]:
+            cols = WindowCols.build(window)
+        words = msg.keywords
+        shared = [k & words for k in cols.keywords] if words else [frozenset()] * len(window)
+        topic_ids = topic_codes(cols.ids, threads.topic_of) if threads is not None else None
+        pairs, facts = pair_columns(msg, cols, shared, cos, threads, topic_ids)
+        x[:-1, : len(PAIR_FEATURES)] = pairs.T
+    x[-1] = self_features(msg, window, facts)
     plain = len(PAIR_FEATURES) + len(SELF_FEATURES)
     if not msg.addressees:
         x[:-1, plain : plain + len(PLAIN_FEATURES)] = x[:-1, : len(PAIR_FEATURES)]
     if window and threads is not None and topics:
-        x[:-1, plain + len(PLAIN_FEATURES) :] = topic_features(msg, window, cos, threads)
+        x[:-1, plain + len(PLAIN_FEATURES) :] = topic_columns(msg, cols, shared, cos, topic_ids).T
     return x
 
 
-def _best(cos: list[float | None]) -> float:
-    """The largest cosine of ``cos`` (None: no vector), 0.0 when none is finite: ``np.nanmax`` without the
-    per-call cost of numpy on a few dozen values (called per message and per topic)."""
-    known = [v for v in cos if v is not None]
-    return max(known) if any(math.isfinite(v) for v in known) else 0.0
-
-
-def topic_features(msg: LinkMsg, window: list[LinkMsg], cos: list[float | None] | None, threads: Threads) -> np.ndarray:
-    """:data:`TOPIC_FEATURES` of every window message (zeros for one whose topic is unknown); ``cos[i]`` the
-    message's cosine to ``window[i]`` (None: a vector is missing; ``cos`` None: no vectors at all)."""
-    n = len(window)
-    x = np.zeros((n, len(TOPIC_FEATURES)), dtype=np.float64)
-    topic = [threads.topic_of.get(m.message_id) for m in window]
-    members: dict[str, list[int]] = {}
-    for i, t in enumerate(topic):
-        if t is not None:
-            members.setdefault(t, []).append(i)
-    facts: dict[str, tuple[float, float, bool, bool]] = {}
-    for t, ix in members.items():
-        words = set().union(*(window[i].keywords for i in ix))
-        shared = len(words & msg.keywords) / max(len(msg.keywords), 2) if msg.keywords else 0.0
-        best = _best([cos[i] for i in ix]) if cos is not None else 0.0
-        senders = {window[i].sender for i in ix}
-        facts[t] = (shared, best, msg.sender in senders, any(a in senders for a in msg.addressees))
-    top = max((f[1] for f in facts.values()), default=0.0)
-    for i, t in enumerate(topic):
-        if t is None:
-            continue
-        ix = members[t]
-        later = len(ix) - 1 - ix.index(i)
-        shared, best, has_sender, has_addressee = facts[t]
-        x[i] = (
-            float(later == 0),
-            math.log1p(later),
-            math.log1p(len(ix)),
-            shared,
-            best,
-            best - top if cos is not None else 0.0,
-            float(has_sender),
-            float(has_addressee),
-            math.log1p(n - 1 - ix[-1]),
-            float(cos is None),
-        )
+def topic_columns(
+    msg: LinkMsg,
+    cols: WindowCols,
+    shared: list[frozenset[str]],
+    cos: np.ndarray | None,
+    topics: tuple[np.ndarray, dict[str, int]],
+) -> np.ndarray:
+    """:data:`TOPIC_FEATURES` of every window message, one row per feature (zeros for a message whose topic is
+    unknown); ``shared[i]`` the content words of the message in the i-th, ``cos[i]`` its cosine to it (NaN: a
+    vector is missing; ``cos`` None: no vectors at all)."""
+    n = len(cols)
+    x = np.zeros((len(TOPIC_FEATURES), n), dtype=np.float64)
+    t, codes = topics
+    if not codes:
+        return x
+    k, tl = len(codes), t.tolist()
+    rows = np.flatnonzero(t >= 0)
+    tk = t[rows]
+    later = ((t[:, None] == t) & later_than(n)).sum(1)[rows]  # messages of the same topic after it
+    member = t[:, None] == np.arange(k)  # [i, topic]
+    share = np.zeros(k)
+    if msg.keywords:
+        words: list[set[str]] = [set() for _ in range(k)]
+        for i, sh in enumerate(shared):
+            if sh and tl[i] >= 0:
+                words[tl[i]] |= sh
+        share = np.asarray([len(w) for w in words]) / max(len(msg.keywords), 2)
+    best = np.zeros(k)
+    if cos is not None:
+        best = np.full(k, np.nan)
+        np.fmax.at(best, tk, cos[rows])  # the topic's largest cosine (NaN: none known)
+        best[np.isnan(best)] = 0.0
+    codes_of = cols.codes
+    has_sender = np.zeros(k, dtype=bool)
+    has_sender[t[(cols.sender == codes_of.get(msg.sender, -2)) & (t >= 0)]] = True
+    has_addressee = np.zeros(k, dtype=bool)
+    has_addressee[t[among(cols.sender, [codes_of[a] for a in msg.addressees if a in codes_of]) & (t >= 0)]] = True
+    logs = log1p_ints(n + 1)
+    x[0, rows] = later == 0  # topic_latest
+    x[1, rows] = logs[later]  # topic_later
+    x[2, rows] = logs[member.sum(0)][tk]  # topic_size
+    x[3, rows] = share[tk]  # topic_keywords
+    x[4, rows] = best[tk]  # topic_cosine
+    if cos is not None:
+        x[5, rows] = (best - best.max())[tk]  # topic_cosine_gap
+    x[6, rows] = has_sender[tk]  # topic_has_sender
+    x[7, rows] = has_addressee[tk]  # topic_has_addressee
+    x[8, rows] = logs[member[::-1].argmax(0)][tk]  # topic_idle: messages after the topic's latest
+    x[9, rows] = cos is None  # topic_no_vector
     return x

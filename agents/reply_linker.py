@@ -30,14 +30,15 @@ from agents.reply_features import (
     LinkMsg,
     Threads,
     candidate_matrix,
-    pair_rows,
+    pair_columns,
     self_features,
     text_cues,
 )
+from agents.reply_window import WindowCols
 
 __all__ = [
     "FEATURES", "PAIR_FEATURES", "SELF_FEATURES", "TOPIC_FEATURES", "HiddenLayer", "LinkMsg", "LinkerWeights",
-    "Threads", "candidate_matrix", "default_weights", "pair_rows", "rank", "self_features", "text_cues",
+    "Threads", "candidate_matrix", "default_weights", "pair_columns", "rank", "self_features", "text_cues",
 ]  # fmt: skip
 
 
@@ -109,16 +110,18 @@ def rank(
     cosines: np.ndarray | None = None,
     weights: LinkerWeights | None = None,
     threads: Threads | None = None,
+    cols: WindowCols | None = None,
 ) -> list[tuple[str, float]]:
     """Candidates (message ids; ``msg.message_id`` = a new conversation) with softmax probabilities, best
     first. ``window`` holds the earlier messages of the same chat, oldest first; ``cosines[i]`` is the
     embedding cosine of ``msg`` to ``window[i]`` when vectors exist; ``threads`` the segmenter's topics (the
-    shipped weights were fitted with them: without, the topic features read as zero, which training never saw)."""
+    shipped weights were fitted with them: without, the topic features read as zero, which training never saw);
+    ``cols`` the window's columns when the caller keeps them (:meth:`agents.segment_state.ChatPool.link_cols`)."""
     weights = weights or default_weights()
     window = window[-weights.window :]
     if cosines is not None:
         cosines = np.asarray(cosines)[-len(window) :] if window else None
-    scores = weights.scores(candidate_matrix(msg, window, cosines, threads, weights.uses_topics()))
+    scores = weights.scores(candidate_matrix(msg, window, cosines, threads, weights.uses_topics(), cols))
     probs = np.exp(scores - scores.max())
     probs /= probs.sum()
     ids = [w.message_id for w in window] + [msg.message_id]

@@ -1,116 +1,230 @@
-"""The reply linker's pair features (:data:`agents.reply_features.PAIR_FEATURES`, in that order): one row per
-candidate parent of a message, the linker's hot loop (every message scores every window message).
+"""The reply linker's pair features (:data:`agents.reply_features.PAIR_FEATURES`, in that order), computed a
+column at a time over the whole window: the linker's hot path (every message scores every window message).
 
-What depends on the message alone is read once per message, not once per candidate.
+One pass over the window collects what each candidate says (its sender as a small integer code, its time,
+who it addressed, its parent); each feature is then one numpy expression over those arrays, and the senders'
+facts (who talked to whom, who was named) are read once per sender, not once per candidate. Every value is
+the one a per-candidate loop would give, bit for bit: booleans are exact, ``log1p`` of an integer comes from
+a table of :func:`math.log1p` values, and the time gap is still :func:`math.log1p` of the same float.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-__all__ = ["pair_rows"]
+import numpy as np
 
-_EMPTY: frozenset[str] = frozenset()
+from agents.reply_window import WindowCols
+
+__all__ = ["PairFacts", "among", "best_cosine", "later_than", "log1p_ints", "pair_columns", "topic_codes"]
+
+N_PAIR = 56  # len(PAIR_FEATURES)
 
 
-def pair_rows(msg: Any, window: list[Any], ctx: Any, cosines: list[float | None], threads: Any = None) -> list[list[float]]:
-    """The features of ``msg`` answering each ``window[i]`` (``LinkMsg``s; ``window`` = the earlier messages,
-    oldest first; ``ctx`` their ``_Context``; ``cosines[i]`` None when either vector is missing; ``threads``
-    the segmenter's ``Threads`` or None), one flat list per candidate. The types are
-    :mod:`agents.reply_features`', which imports this module."""
-    n = len(window)
-    sender = msg.sender
-    m_addr = frozenset(msg.addressees)
-    has_m_addr = bool(msg.addressees)
-    no_m_addr = float(not msg.addressees)
-    thanks = msg.thanks
-    mentions = msg.mentions
-    ts = msg.ts
-    latest_by_sender, latest_to, last_addressee = ctx.latest_by_sender, ctx.latest_to, ctx.last_addressee
-    talked, linked, replied = ctx.talked, ctx.linked, ctx.replied_by
-    overlaps, rare, count_after = ctx.overlaps, ctx.rare, ctx.count_after
-    latest_sender = latest_by_sender.get(sender, -1)
-    latest_to_sender = latest_to.get(sender)
-    last_addr_of_sender = last_addressee.get(sender)
-    mine = ctx.my_latest
-    mine_id = None if mine is None else mine.message_id
-    mine_parent = None if mine is None else mine.parent
-    best_kw, best_cos = ctx.best_keywords, ctx.best_cosine
-    involving, last_other, first_by_sender = ctx.latest_involving, ctx.last_other, ctx.first_by_sender
-    topic_of = threads.topic_of if threads is not None else None
-    sender_topic = threads.sender_topic if threads is not None else None
-    addressee_topics = threads.addressee_topics if threads is not None else _EMPTY
-    rows = []
-    for i, c in enumerate(window):
-        cosine = cosines[i]
-        dist = n - 1 - i
-        cs = c.sender
-        addr = cs in m_addr
-        to_me = sender in c.addressees
-        same = cs == sender
-        latest_c = latest_by_sender.get(cs, -1)
-        overlap = overlaps[i]
-        topic = topic_of.get(c.message_id) if topic_of is not None else None
-        answered_me = not same and c.parent_sender == sender
-        replied_by = replied.get(c.message_id, _EMPTY)
-        question = c.question
-        rows.append([
-            float(dist == 0),  # prev
-            math.log1p(dist),  # log_dist
-            math.log1p(max(0.0, ts - c.ts) / 60.0),  # log_gap_min
-            float(addr),  # addresses_cand_sender
-            float(addr and latest_c == i),  # addresses_cand_sender_latest
-            float(to_me),  # cand_addresses_sender
-            float(to_me and latest_to_sender == i),  # cand_addresses_sender_latest
-            float(same),  # same_sender
-            float(same and last_other < i),  # same_sender_no_other
-            float(latest_c == i),  # cand_sender_latest
-            float(has_m_addr and not addr),  # addressee_mismatch
-            float(bool(m_addr.intersection(c.addressees)) and not addr and not to_me),  # same_addressee
-            float(question),  # cand_question
-            float(not c.addressees),  # cand_no_addressee
-            no_m_addr,  # msg_no_addressee
-            overlap,  # keyword_overlap
-            float(overlap > 0),  # keyword_any
-            0.0 if cosine is None else cosine,  # cosine
-            float(cosine is None),  # no_vector
-            float(latest_sender > i),  # sender_spoke_since
-            float(latest_c > i),  # cand_sender_spoke_since
-            float(first_by_sender.get(cs) == i),  # cand_sender_new
-            float(thanks),  # msg_thanks
-            float(thanks and to_me),  # msg_thanks_x_cand_addresses
-            float(not same and ((cs, sender) in talked or (sender, cs) in talked)),
-            float(last_addressee.get(cs) == sender),  # cand_sender_last_addressed_sender
-            float(last_addr_of_sender == cs != sender),  # sender_last_addressed_cand_sender
-            float(involving == i),  # latest_involving_sender
-            float(cs in mentions and not addr),  # mentions_cand_sender
-            float(sender in c.mentions and not to_me),  # cand_mentions_sender
-            float(overlap > 0 and overlap >= best_kw),  # keyword_best
-            0.0 if cosine is None else cosine - best_cos,  # cosine_gap
-            float(addr and question),  # addressed_x_cand_question
-            float(addr and overlap > 0),  # addressed_x_keyword
-            math.log1p(count_after[i]),  # cand_sender_rank
-            float(dist == 1),
-            float(dist == 2),
-            float(3 <= dist <= 5),
-            float(6 <= dist <= 10),
-            float(latest_c >= n - 5),  # cand_sender_recent
-            c.length,  # cand_long
-            float(c.greeting),  # cand_greeting
-            float(topic is not None and topic == sender_topic),  # same_thread_as_sender
-            float(topic is not None and topic in addressee_topics),  # same_thread_as_addressee
-            float(answered_me),  # cand_answered_sender
-            float(not same and mine is not None and c.parent == mine_id),  # cand_answers_my_latest
-            float(mine is not None and mine_parent == c.message_id),  # my_latest_answered_cand
-            float(not same and ((sender, cs) in linked or (cs, sender) in linked)),
-            float(bool(replied_by)),  # cand_has_reply
-            float(sender in replied_by),  # cand_replied_by_sender
-            float(c.parent == c.message_id),  # cand_root
-            float(answered_me and latest_c == i),  # cand_latest_answered_sender
-            float(c.thanks),  # cand_thanks
-            float(question and not replied_by),  # cand_open_question
-            float(c.command),  # cand_command
-            min(rare[i], 3.0),  # rare_overlap
-        ])
+@dataclass(frozen=True, slots=True)
+class PairFacts:
+    """What the self-link row needs to know about the window (read while the pair columns are built)."""
+
+    sender_known: bool  # the message's sender wrote a window message
+    sender_addressed: bool  # a window message addressed the message's sender
+
+
+@cache
+def log1p_ints(n: int) -> np.ndarray:
+    """``math.log1p(k)`` for ``k`` in ``0..n-1`` (read-only): the same floats as the scalar calls."""
+    table = np.asarray([math.log1p(k) for k in range(n)], dtype=np.float64)
+    table.setflags(write=False)
+    return table
+
+
+@cache
+def _dist_rows(n: int) -> np.ndarray:
+    """The rows of :data:`_DIST_ROWS` for a window of ``n`` (they depend on the distance alone)."""
+    dist = np.arange(n - 1, -1, -1)
+    rows = np.asarray(
+        [dist == 0, log1p_ints(n + 1)[dist], dist == 1, dist == 2, (dist >= 3) & (dist <= 5), (dist >= 6) & (dist <= 10)],
+        dtype=np.float64,
+    )
+    rows.setflags(write=False)
     return rows
+
+
+@cache
+def later_than(n: int) -> np.ndarray:
+    """``[i, j]``: j comes after i."""
+    idx = np.arange(n)
+    out = idx > idx[:, None]
+    out.setflags(write=False)
+    return out
+
+
+_DIST_ROWS = [0, 1, 35, 36, 37, 38]  # prev, log_dist, dist_1, dist_2, dist_3_5, dist_6_10
+_STATIC_ROWS = [12, 13, 40, 41, 50, 52, 54]  # the window columns' STATIC, in that order
+
+
+def topic_codes(ids: list[str], topic_of: dict[str, str]) -> tuple[np.ndarray, dict[str, int]]:
+    """Each message's topic as a code (-1 unknown), and the codes."""
+    codes: dict[str, int] = {}
+    t = [-1 if tid is None else codes.setdefault(tid, len(codes)) for tid in map(topic_of.get, ids)]
+    return np.asarray(t, dtype=np.intp), codes
+
+
+def pair_columns(
+    msg: Any,
+    cols: WindowCols,
+    shared: list[frozenset[str]],
+    cosines: np.ndarray | None,
+    threads: Any = None,
+    topics: tuple[np.ndarray, dict[str, int]] | None = None,
+) -> tuple[np.ndarray, PairFacts]:
+    """The pair features of ``msg`` answering each message of the window ``cols`` describes, one row per
+    feature (``(N_PAIR, len(cols))``); ``shared[i]`` the content words ``msg`` shares with the i-th,
+    ``cosines[i]`` their cosine (NaN when either vector is missing; ``cosines`` None: no vectors);
+    ``threads`` the segmenter's ``Threads`` or None, ``topics`` its :func:`topic_codes` for the window."""
+    n = len(cols)
+    codes = cols.codes
+    me = codes.get(msg.sender, -2)  # -1 pads the code arrays: nobody
+    m_codes = [codes[a] for a in msg.addressees if a in codes]
+    s = cols.sender
+    idx = np.arange(n)
+    logs = log1p_ints(n + 1)
+    same_sender = s[:, None] == s  # [i, j]: window messages i and j have one sender
+    latest_c = n - 1 - same_sender[:, ::-1].argmax(1)  # each candidate's sender's latest message
+    count_after = (same_sender & later_than(n)).sum(1)
+    same = s == me
+    not_same = ~same
+    addr = among(s, m_codes)
+    ad = cols.addressed
+    has_addr = ad[:, 0] >= 0
+    to_me = (ad == me).any(1)
+    last_other = _last(not_same)
+    latest_to_sender = _last(to_me)
+    is_latest = latest_c == idx
+    question = cols.static[0] > 0
+    overlap, rare = _overlaps(msg.keywords, cols.keywords, shared)
+    kw_any = overlap > 0
+    best_kw = float(overlap.max())
+    if cosines is None:
+        no_vec = np.ones(n, dtype=bool)
+        cosine = gap = np.zeros(n)
+    else:
+        cos = np.asarray(cosines, dtype=np.float64)
+        no_vec = np.isnan(cos)
+        cosine = np.where(no_vec, 0.0, cos)
+        gap = np.where(no_vec, 0.0, cos - best_cosine(cos))
+    mine = _last(same)  # the sender's latest message, -1 none
+    parent = cols.parent_at - cols.base  # index in the window (negative: none, or outside)
+    answers = cols.answers & (parent >= 0)
+    has_reply = np.zeros(n, dtype=bool)
+    has_reply[parent[answers]] = True
+    replied_by_sender = np.zeros(n, dtype=bool)
+    replied_by_sender[parent[answers & same]] = True
+    ps = cols.parent_sender
+    answered_me = not_same & (ps == me)
+    linked = cols.answers & (ps >= 0)
+    linked_codes = {*ps[linked & same].tolist(), *s[linked & (ps == me)].tolist()}
+    talked_codes = {*s[to_me].tolist(), *ad[same].ravel().tolist()}
+    addressed_last = same_sender & has_addr  # [i, j]: j is by i's sender and addresses someone
+    last_addressed = n - 1 - addressed_last[:, ::-1].argmax(1)  # meaningful where addressed_last[i].any()
+    my_addressed = _last(same & has_addr)
+    d = msg.ts - cols.ts
+    ts_gap = np.where(d > 0.0, d, 0.0) / 60.0  # max(0.0, d) as Python has it (0.0 for NaN and -0.0)
+    x = np.zeros((N_PAIR, n), dtype=np.float64)
+    static = cols.static
+    x[_DIST_ROWS] = _dist_rows(n)
+    x[_STATIC_ROWS] = static  # cand_question, cand_no_addressee, cand_long, cand_greeting, cand_root, ...
+    x[2] = list(map(math.log1p, ts_gap.tolist()))  # log_gap_min
+    x[3] = addr  # addresses_cand_sender
+    x[4] = addr & is_latest  # addresses_cand_sender_latest
+    x[5] = to_me  # cand_addresses_sender
+    x[6] = to_me & (idx == latest_to_sender)  # cand_addresses_sender_latest
+    x[7] = same  # same_sender
+    x[8] = same & (last_other < idx)  # same_sender_no_other
+    x[9] = is_latest  # cand_sender_latest
+    if msg.addressees:
+        x[10] = ~addr  # addressee_mismatch
+        x[11] = among(ad, m_codes).any(1) & ~addr & ~to_me  # same_addressee
+    x[14] = not msg.addressees  # msg_no_addressee
+    x[15] = overlap  # keyword_overlap
+    x[16] = kw_any  # keyword_any
+    x[17] = cosine  # cosine
+    x[18] = no_vec  # no_vector
+    x[19] = mine > idx  # sender_spoke_since
+    x[20] = latest_c > idx  # cand_sender_spoke_since
+    x[21] = same_sender.argmax(1) == idx  # cand_sender_new
+    x[22] = msg.thanks  # msg_thanks
+    if msg.thanks:
+        x[23] = to_me  # msg_thanks_x_cand_addresses
+    x[24] = not_same & among(s, talked_codes)  # pair_talked
+    x[25] = addressed_last.any(1) & (ad[last_addressed, 0] == me)  # cand_sender_last_addressed_sender
+    if my_addressed >= 0:  # sender_last_addressed_cand_sender
+        x[26] = not_same & (s == ad[my_addressed, 0])
+    x[27] = idx == _last(same | to_me)  # latest_involving_sender
+    x[28] = among(s, [codes[a] for a in msg.mentions if a in codes]) & ~addr  # mentions_cand_sender
+    x[29] = (cols.mentioned == me).any(1) & ~to_me  # cand_mentions_sender
+    x[30] = kw_any & (overlap >= best_kw)  # keyword_best
+    x[31] = gap  # cosine_gap
+    x[32] = addr & question  # addressed_x_cand_question
+    x[33] = addr & kw_any  # addressed_x_keyword
+    x[34] = logs[count_after]  # cand_sender_rank
+    x[39] = latest_c >= n - 5  # cand_sender_recent
+    if threads is not None:
+        t, tcodes = topics if topics is not None else topic_codes(cols.ids, threads.topic_of)
+        if threads.sender_topic in tcodes:
+            x[42] = t == tcodes[threads.sender_topic]  # same_thread_as_sender
+        x[43] = among(t, [tcodes[a] for a in threads.addressee_topics if a in tcodes])  # same_thread_as_addressee
+    x[44] = answered_me  # cand_answered_sender
+    if mine >= 0:
+        x[45] = not_same & (parent == mine)  # cand_answers_my_latest
+        x[46] = idx == parent[mine]  # my_latest_answered_cand
+    x[47] = not_same & among(s, linked_codes)  # linked_pair
+    x[48] = has_reply  # cand_has_reply
+    x[49] = replied_by_sender  # cand_replied_by_sender
+    x[51] = answered_me & is_latest  # cand_latest_answered_sender
+    x[53] = question & ~has_reply  # cand_open_question
+    x[55] = np.minimum(rare, 3.0)  # rare_overlap
+    return x, PairFacts(mine >= 0, latest_to_sender >= 0)
+
+
+def best_cosine(cos: np.ndarray) -> float:
+    """The largest cosine of ``cos`` (NaN: no vector), 0.0 when none is finite: ``np.nanmax`` as Python's
+    ``max`` gives it (called per message and per topic)."""
+    known = cos[~np.isnan(cos)]
+    return max(known.tolist()) if np.isfinite(known).any() else 0.0
+
+
+def _overlaps(
+    words: frozenset[str], keywords: list[frozenset[str]], shared: list[frozenset[str]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per candidate: the Jaccard of its content words with the message's, and its shared words each weighted
+    1 / the number of candidates sharing it (summed in the order the shared set gives them)."""
+    n = len(shared)
+    overlap, rare = np.zeros(n), np.zeros(n)
+    hits = [i for i, sh in enumerate(shared) if sh]
+    if hits:
+        df: dict[str, int] = {}
+        for i in hits:
+            for kw in shared[i]:
+                df[kw] = df.get(kw, 0) + 1
+        size = len(words)
+        overlap[hits] = [len(shared[i]) / (len(keywords[i]) + size - len(shared[i])) for i in hits]
+        rare[hits] = [sum(1.0 / df[kw] for kw in shared[i]) for i in hits]
+    return overlap, rare
+
+
+def among(a: np.ndarray, codes: list[int] | set[int]) -> np.ndarray:
+    """Where ``a`` holds one of ``codes`` (a few: a loop of comparisons beats ``np.isin``)."""
+    out = np.zeros(a.shape, dtype=bool)
+    for c in codes:
+        if c >= 0:
+            out |= a == c
+    return out
+
+
+def _last(mask: np.ndarray) -> int:
+    """The index of the last True of ``mask``, -1 when none."""
+    last = len(mask) - 1 - int(mask[::-1].argmax())
+    return last if mask[last] else -1

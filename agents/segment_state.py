@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter
 
 from agents.reply_linker import LinkMsg
+from agents.reply_window import WindowCols
 
 __all__ = ["ActiveTopic", "ChatPool", "Memo", "SenderSeen", "absorb", "dump_pools", "load_pools", "rounded"]
 
@@ -116,6 +117,23 @@ class ChatPool(BaseModel):
     last_at: datetime | None = None
     counters: dict[str, int] = Field(default_factory=dict)
     _seen_set: set[str] | None = PrivateAttr(default=None)
+    _cols: Memo = PrivateAttr(default_factory=Memo)  # the window's columns (WindowCols), kept step to step
+
+    def link_cols(self) -> WindowCols:
+        """The linker window's columns: kept from the step that made the window, else built from it."""
+        cols = self.__pydantic_private__["_cols"].value
+        if cols is None or cols.window is not self.window:
+            cols = WindowCols.build(self.window)
+            self._cols = Memo(cols)
+        return cols
+
+    def push_link(self, lm: LinkMsg, vector: str, keep: int) -> None:
+        """Append ``lm`` (its vector base64 float16, "" for none) to the linker's window, keeping the last
+        ``keep``; the window's columns follow it."""
+        cols = self.link_cols()
+        self.window = [*self.window, lm][-keep:]
+        self.window_vectors = [*self.window_vectors, vector][-keep:]
+        self._cols = Memo(cols.appended(lm, self.window))
 
     def topic(self, topic_id: str) -> ActiveTopic | None:
         return next((t for t in self.topics if t.topic_id == topic_id), None)

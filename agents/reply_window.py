@@ -1,0 +1,139 @@
+"""The reply linker's window as columns: what each window message says, as numpy arrays aligned with the
+window, so that the pair features of a new message are a few array expressions
+(:mod:`agents.reply_pairs`) rather than a loop over the candidates.
+
+Built once from a window (:meth:`WindowCols.build`), then extended by one message per step
+(:meth:`WindowCols.appended`), which costs about what one candidate did before. People (senders, the people
+they address or name) are small integer codes; a code never changes meaning, so an extended copy may share
+the code table with the copy it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["STATIC", "WindowCols"]
+
+# per-message facts that go into the features as they are, one row each of WindowCols.static
+STATIC = ("question", "no_addressee", "length", "greeting", "root", "thanks", "command")
+_CODES_MAX = 4096  # past this many people the code table is rebuilt from the window
+
+
+@dataclass(frozen=True, slots=True)
+class WindowCols:
+    """Columns of ``window`` (``LinkMsg``s, oldest first). ``base`` is the position of ``window[0]`` in the
+    chat's stream of linked messages, so a parent is named by its position (``parent_at``: -1 none or
+    outside the window when it was linked; a message that starts a conversation is its own parent)."""
+
+    window: list[Any]
+    codes: dict[str, int]
+    base: int
+    sender: np.ndarray  # code per message
+    ts: np.ndarray
+    addressed: np.ndarray  # (n, width): codes of the people addressed, -1 padded
+    mentioned: np.ndarray  # (n, width): codes of the people named
+    parent_at: np.ndarray  # the parent's position in the stream (see above)
+    parent_sender: np.ndarray  # its sender's code, -1 unknown
+    answers: np.ndarray  # bool: the message answers another one (not None, not itself)
+    static: np.ndarray  # (len(STATIC), n) float64
+    ids: list[str]
+    keywords: list[frozenset[str]]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def build(cls, window: list[Any]) -> WindowCols:
+        codes: dict[str, int] = {}
+        rows = [_entry(m, codes, window[:k], 0) for k, m in enumerate(window)]
+        return cls._of(window, codes, 0, rows)
+
+    def appended(self, msg: Any, window: list[Any]) -> WindowCols:
+        """These columns with ``msg`` added last and the oldest dropped so that they match ``window`` (the new
+        window: the old one's tail, then ``msg``)."""
+        drop = len(self.window) + 1 - len(window)
+        if len(self.codes) > _CODES_MAX or drop < 0 or window[-1] is not msg:
+            return WindowCols.build(window)
+        sender, ts, addressed, mentioned, parent_at, parent_sender, answers, static, mid, words = _entry(
+            msg, self.codes, self.window, self.base
+        )
+        return WindowCols(
+            window,
+            self.codes,
+            self.base + drop,
+            np.append(self.sender[drop:], sender),
+            np.append(self.ts[drop:], ts),
+            _append_row(self.addressed[drop:], addressed),
+            _append_row(self.mentioned[drop:], mentioned),
+            np.append(self.parent_at[drop:], parent_at),
+            np.append(self.parent_sender[drop:], parent_sender),
+            np.append(self.answers[drop:], answers),
+            np.concatenate([self.static[:, drop:], np.asarray(static, dtype=np.float64)[:, None]], axis=1),
+            [*self.ids[drop:], mid],
+            [*self.keywords[drop:], words],
+        )
+
+    @classmethod
+    def _of(cls, window: list[Any], codes: dict[str, int], base: int, rows: list[tuple]) -> WindowCols:
+        n = len(rows)
+        sender, ts, addressed, mentioned, parent_at, parent_sender, answers, static, ids, keywords = (
+            zip(*rows, strict=True) if rows else ((),) * 10
+        )
+        return cls(
+            window,
+            codes,
+            base,
+            np.asarray(sender, dtype=np.intp),
+            np.asarray(ts, dtype=np.float64),
+            _padded(addressed),
+            _padded(mentioned),
+            np.asarray(parent_at, dtype=np.intp),
+            np.asarray(parent_sender, dtype=np.intp),
+            np.asarray(answers, dtype=bool),
+            np.asarray(static, dtype=np.float64).reshape(n, len(STATIC)).T.copy(),
+            list(ids),
+            list(keywords),
+        )
+
+
+def _entry(m: Any, codes: dict[str, int], before: list[Any], base: int) -> tuple:
+    """One message's values (``before`` the window messages preceding it, the first at position ``base``)."""
+    code = codes.setdefault
+    parent_at = -1
+    if m.parent == m.message_id:
+        parent_at = base + len(before)
+    elif m.parent is not None:
+        at = next((k for k in range(len(before) - 1, -1, -1) if before[k].message_id == m.parent), None)
+        parent_at = -1 if at is None else base + at
+    ps = -1 if m.parent_sender is None else code(m.parent_sender, len(codes))
+    return (
+        code(m.sender, len(codes)),
+        m.ts,
+        [code(a, len(codes)) for a in m.addressees],
+        [code(a, len(codes)) for a in m.mentions],
+        parent_at,
+        ps,
+        m.parent is not None and m.parent != m.message_id,
+        (m.question, not m.addressees, m.length, m.greeting, m.parent == m.message_id, m.thanks, m.command),
+        m.message_id,
+        m.keywords,
+    )
+
+
+def _padded(lists: tuple[list[int], ...]) -> np.ndarray:
+    width = max([1, *(len(x) for x in lists)])
+    out = np.full((len(lists), width), -1, dtype=np.intp)
+    for i, x in enumerate(lists):
+        out[i, : len(x)] = x
+    return out
+
+
+def _append_row(a: np.ndarray, codes: list[int]) -> np.ndarray:
+    """``a`` (codes, -1 padded) with one more row, widened if ``codes`` is longer than its rows."""
+    out = np.full((a.shape[0] + 1, max(a.shape[1], len(codes))), -1, dtype=np.intp)
+    out[:-1, : a.shape[1]] = a
+    out[-1, : len(codes)] = codes
+    return out
