@@ -121,7 +121,7 @@ def parse_lines(record: MemoryRecord) -> list[ProfileLine]:
     return list(_parsed(record.text, tuple(record.source_message_ids), record.valid_from))
 
 
-@text_cache(1 << 10)  # every consolidation that touches a person re-reads their profiles (up to 400 lines)
+@text_cache(256)  # every consolidation that touches a person re-reads their profiles (up to 400 lines, ~40 KB)
 def _parsed(text: str, ids: tuple[str, ...], valid_from: datetime) -> tuple[ProfileLine, ...]:
     out = []
     for mid, raw in zip(ids, text.split("\n"), strict=False):

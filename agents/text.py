@@ -49,12 +49,22 @@ def clear_text_caches() -> int:
 M = TypeVar("M")
 
 
-@text_cache(maxsize=4096)
+PARSE_CACHE_MAX_CHARS = 8192  # longer payloads (a profile of hundreds of lines) are parsed every time
+
+
 def parse_json(model: type[M], payload: str) -> M:
     """``model.model_validate_json(payload)``, kept for the next read of the same payload: a stored memory is
     read back by every consolidation it is a candidate in (~10 parses per stored memory in a LoCoMo ingest)
     and a log record by each stage that reads its topic. Only for frozen contracts (:class:`schemas.base.
-    Contract`): every reader shares the one object. A payload that fails validation raises each time."""
+    Contract`): every reader shares the one object. A payload that fails validation raises each time. Payloads
+    over :data:`PARSE_CACHE_MAX_CHARS` are not kept: 4,096 of them could hold hundreds of MB."""
+    if len(payload) > PARSE_CACHE_MAX_CHARS:
+        return model.model_validate_json(payload)  # type: ignore[attr-defined]
+    return _parse_json(model, payload)
+
+
+@text_cache(maxsize=4096)
+def _parse_json(model: type[M], payload: str) -> M:
     return model.model_validate_json(payload)  # type: ignore[attr-defined]
 
 

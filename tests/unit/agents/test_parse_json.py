@@ -42,3 +42,13 @@ def test_only_topics_read_twice_keep_their_decoded_records():
     assert RAW_MESSAGES.read_twice and not MEMORY_DECISIONS.read_twice
     payload = encode(message("see you at noon"))
     assert decode(RAW_MESSAGES, payload) is decode(RAW_MESSAGES, payload)
+
+
+def test_a_long_payload_is_parsed_every_time_not_kept():
+    from agents.text import PARSE_CACHE_MAX_CHARS
+
+    payload = encode(message("x" * (PARSE_CACHE_MAX_CHARS + 1)))
+    clear_text_caches()
+    first = parse_json(ChatMessage, payload)
+    assert parse_json(ChatMessage, payload) == first and parse_json(ChatMessage, payload) is not first
+    assert text_cache_entries() == 0
