@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from retrieval import sqlite_sources as doc_sources
 from retrieval.deletion import Forgotten, affected_topics, doomed_memories, reopened, trim_topic
 from retrieval.scrub import erase_freed
 from retrieval.sqlite_util import chunks as _chunks
@@ -49,6 +50,7 @@ def delete_docs(
         db.execute(
             f"DELETE FROM vectors WHERE +chat_id = ? AND doc_id IN ({_marks(doc_ids)})", (chat_id, *doc_ids)
         )
+        doc_sources.remove(db, rids)
         db.execute(f"DELETE FROM docs WHERE +chat_id = ? AND rid IN ({_marks(rids)})", (chat_id, *rids))
     return len(rows)
 

@@ -12,6 +12,8 @@ from typing import Any
 from agents.text import parse_json
 from retrieval.protocols import MemoryFilter
 from retrieval.sqlite_search import until_write
+from retrieval.sqlite_sources import UNINDEXED_KINDS, rids_citing
+from retrieval.sqlite_util import chunks, marks
 from schemas import MemoryRecord
 
 __all__ = ["find_memories"]
@@ -32,6 +34,8 @@ def find_memories(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list
 
 
 def _find(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list[MemoryRecord]:
+    if q.message_ids is not None and q.attribute is None:
+        return _citing(db, chat_id, q)
     where, args = ["d.chat_id = ?", "d.kind != 'turn'", "d.memory IS NOT NULL"], [chat_id]
     if q.kinds is not None:
         where.append(f"d.kind IN ({','.join('?' * len(q.kinds))})")
@@ -56,3 +60,27 @@ def _find(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list[MemoryR
     sql = f"SELECT d.memory FROM {source} WHERE {' AND '.join(where)} ORDER BY d.ts_epoch, d.rid LIMIT ?"
     rows: list[Any] = db.execute(sql, (*args, q.limit)).fetchall()
     return [parse_json(MemoryRecord, r[0]) for r in rows]  # the next request reads the same records again
+
+
+def _citing(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list[MemoryRecord]:
+    """:func:`_find` by source messages: the indexed docs by key (:mod:`retrieval.sqlite_sources`), the chat's
+    profiles by their sources' JSON; the same records in the same order as one scan of the chat's docs."""
+    ids = list(dict.fromkeys(q.message_ids or ()))[:900]
+    kinds = None if q.kinds is None else [k for k in q.kinds if k != "turn"]
+    state = {"live": " AND d.valid_to IS NULL", "invalidated": " AND d.valid_to IS NOT NULL"}.get(q.state, "")
+    rows: list[tuple[float, int, str]] = []
+    indexed = [k for k in kinds if k not in UNINDEXED_KINDS] if kinds is not None else None
+    if indexed is None or indexed:
+        rids = sorted(rids_citing(db, chat_id, ids))
+        only = "" if indexed is None else f" AND d.kind IN ({marks(indexed)})"
+        for chunk in chunks(rids):
+            sql = (f"SELECT d.ts_epoch, d.rid, d.memory FROM docs d WHERE d.rid IN ({marks(chunk)}) AND +d.chat_id = ?"
+                   f" AND d.kind NOT IN ('turn', 'profile') AND d.memory IS NOT NULL{state}{only}")  # fmt: skip
+            rows += db.execute(sql, (*chunk, chat_id, *(indexed or ()))).fetchall()
+    if kinds is None or "profile" in kinds:
+        sql = ("SELECT d.ts_epoch, d.rid, d.memory FROM docs d WHERE d.chat_id = ? AND d.kind = 'profile'"
+               f" AND d.memory IS NOT NULL{state} AND EXISTS (SELECT 1 FROM json_each(d.source_message_ids) j"
+               f" WHERE j.value IN ({marks(ids)})) ORDER BY d.ts_epoch, d.rid LIMIT ?")  # fmt: skip
+        rows += db.execute(sql, (chat_id, *ids, q.limit)).fetchall()
+    rows.sort(key=lambda r: (r[0], r[1]))
+    return [parse_json(MemoryRecord, r[2]) for r in rows[: q.limit]]

@@ -47,6 +47,11 @@ CREATE TABLE IF NOT EXISTS decisions (
     decision_id TEXT PRIMARY KEY, chat_id TEXT NOT NULL, op TEXT NOT NULL, memory_id TEXT,
     applied TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS decisions_by_chat ON decisions (chat_id);
+CREATE INDEX IF NOT EXISTS docs_live_profiles ON docs (chat_id, ts_epoch) WHERE kind = 'profile' AND valid_to IS NULL;
+CREATE TABLE IF NOT EXISTS doc_sources (
+    chat_id TEXT NOT NULL, message_id TEXT NOT NULL, rid INTEGER NOT NULL,
+    PRIMARY KEY (chat_id, message_id, rid)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS doc_sources_by_rid ON doc_sources (rid);
 CREATE TABLE IF NOT EXISTS topics (
     chat_id TEXT NOT NULL, topic_id TEXT NOT NULL, started_epoch REAL NOT NULL, payload TEXT NOT NULL,
     PRIMARY KEY (chat_id, topic_id));

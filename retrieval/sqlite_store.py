@@ -22,6 +22,7 @@ import numpy as np
 
 from agents.text import parse_json
 from retrieval import sqlite_search
+from retrieval import sqlite_sources as doc_sources
 from retrieval.deletion import Forgotten
 from retrieval.protocols import Hit, MemoryFilter, SearchQuery
 from retrieval.sqlite_delete import forget_chat, forget_user
@@ -64,6 +65,7 @@ class SQLiteStore:
         if self._conn is not None:
             return
         conn, recorded = open_sqlite(self.path, SCHEMA, self.dim, "store")
+        doc_sources.ensure(conn)  # a file written before the sources index: filled once
         if recorded is not None:
             self.dim, self._dim_recorded = recorded, True
         self._conn = conn

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from datetime import datetime
 
 import numpy as np
 
 from agents.text import tokenize_lines
+from retrieval import sqlite_sources as doc_sources
 from retrieval.sqlite_schema import INSERT_DOC, chat_token, iso
 from retrieval.vector_cache import Effects
 from schemas import MemoryRecord
@@ -24,8 +26,10 @@ def put_doc(
     body: str,
     vec: np.ndarray | None,
     subject: str | None = None,
+    sources: Sequence[str] = (),
 ) -> None:
-    """Insert a doc unless it exists (FTS-indexing only new ones) and its vector unless it has one."""
+    """Insert a doc unless it exists (FTS-indexing only new ones, and indexing their ``sources``,
+    :mod:`retrieval.sqlite_sources`) and its vector unless it has one."""
     doc_id, chat_id, kind, ts_epoch = row[0], row[1], row[2], row[7]
     cur = db.execute(INSERT_DOC, row)
     rid = cur.lastrowid if cur.rowcount == 1 else None
@@ -33,6 +37,7 @@ def put_doc(
         db.execute(
             "INSERT INTO docs_fts (rowid, body, chat) VALUES (?,?,?)", (rid, body, chat_token(chat_id))
         )
+        doc_sources.add(db, rid, chat_id, kind, sources)
     if vec is None:
         return
     cur = db.execute(
@@ -57,7 +62,8 @@ def insert_memory(db: sqlite3.Connection, fx: Effects, r: MemoryRecord, vec: np.
     row = (r.memory_id, r.chat_id, r.kind.value, r.text, r.speaker, r.speaker, r.valid_from.isoformat(),
            r.valid_from.timestamp(), iso(r.valid_to), r.topic_id, json.dumps(r.source_message_ids),
            json.dumps(r.entities), payload)  # fmt: skip
-    put_doc(db, fx, row, " ".join(tokenize_lines(f"{r.text}\n{r.speaker or ''}")), vec, r.subject)
+    body = " ".join(tokenize_lines(f"{r.text}\n{r.speaker or ''}"))
+    put_doc(db, fx, row, body, vec, r.subject, r.source_message_ids)
 
 
 def close_memory(
