@@ -125,5 +125,6 @@ def rank(
     probs = np.exp(scores - scores.max())
     probs /= probs.sum()
     ids = [w.message_id for w in window] + [msg.message_id]
-    order = np.argsort(-probs, kind="stable")
-    return [(ids[k], float(probs[k])) for k in order]
+    order = np.argsort(-probs, kind="stable").tolist()
+    p = probs.tolist()
+    return [(ids[k], p[k]) for k in order]

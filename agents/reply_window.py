@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["STATIC", "WindowCols"]
+__all__ = ["STATIC", "WindowCols", "WindowVecs"]
 
 # per-message facts that go into the features as they are, one row each of WindowCols.static
 STATIC = ("question", "no_addressee", "length", "greeting", "root", "thanks", "command")
@@ -97,6 +97,47 @@ class WindowCols:
             list(ids),
             list(keywords),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class WindowVecs:
+    """The window's vectors as one float32 matrix, a row per message (NaN: no vector, or one of another size
+    than the newest), so that a message's cosines to the window are one batched product. ``raw`` is the list
+    of encoded vectors it was built from (the pool's, compared by identity)."""
+
+    raw: list[str]
+    mat: np.ndarray  # (n, dim), read-only; dim 0 when no vector is known
+
+    @classmethod
+    def build(cls, raw: list[str], vecs: list[np.ndarray | None]) -> WindowVecs:
+        dim = next((len(v) for v in reversed(vecs) if v is not None), 0)
+        mat = np.full((len(vecs), dim), np.nan, dtype=np.float32)
+        for i, v in enumerate(vecs):
+            if v is not None and len(v) == dim:
+                mat[i] = v
+        mat.setflags(write=False)
+        return cls(raw, mat)
+
+    def appended(self, raw: list[str], vec: np.ndarray | None, decode: Any) -> WindowVecs:
+        """These rows with ``vec`` added last and the oldest dropped to match ``raw`` (the new encoded list: the
+        old one's tail, then ``vec``'s); ``decode`` turns an encoded vector back into an array (a rebuild)."""
+        drop = len(self.raw) + 1 - len(raw)
+        dim = self.mat.shape[1]
+        if drop < 0 or (vec is not None and len(vec) != dim):
+            return WindowVecs.build(raw, [decode(r) for r in raw])
+        row = np.full((1, dim), np.nan, dtype=np.float32) if vec is None else vec.reshape(1, dim)
+        mat = np.concatenate([self.mat[drop:], row])
+        mat.setflags(write=False)
+        return WindowVecs(raw, mat)
+
+    def cosines(self, vec: np.ndarray, n: int) -> np.ndarray | None:
+        """``vec``'s dot with each of the last ``n`` rows (NaN: no vector there), as float64; each the value
+        ``row.dot(vec)`` gives (a batch of vector products: a matrix-vector product rounds differently).
+        None when the rows cannot say (another size or type, fewer rows than ``n``)."""
+        mat = self.mat
+        if vec.dtype != np.float32 or vec.ndim != 1 or len(vec) != mat.shape[1] or len(mat) < n or not n:
+            return None
+        return np.matmul(mat[len(mat) - n :, None, :], vec[:, None])[:, 0, 0].astype(np.float64)
 
 
 def _entry(m: Any, codes: dict[str, int], before: list[Any], base: int) -> tuple:

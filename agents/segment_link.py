@@ -77,11 +77,12 @@ def read_links(pool: ChatPool, lm: LinkMsg, f: Features, cfg: SegmenterConfig) -
         return LinkView()
     cosines = None
     if f.vector is not None and window:
-        vecs = [decode_vec(v) for v in pool.window_vectors[-len(window) :]]
         vec = f.vector
-        cosines = np.asarray(  # one dot per row: a matrix product rounds differently
-            [v.dot(vec) if v is not None and v.shape == vec.shape else np.nan for v in vecs], dtype=np.float64
-        )
+        if len(pool.window_vectors) < len(window) or (cosines := pool.link_vectors(decode_vec).cosines(vec, len(window))) is None:
+            vecs = [decode_vec(v) for v in pool.window_vectors[-len(window) :]]
+            cosines = np.asarray(  # one dot per row: a matrix product rounds differently
+                [v.dot(vec) if v is not None and v.shape == vec.shape else np.nan for v in vecs], dtype=np.float64
+            )
     ranking = rank(lm, window, cosines, weights, threads(pool, lm), pool.link_cols())
     view = LinkView(ranking=ranking)
     view.parent, view.parent_p = ranking[0]
@@ -109,4 +110,4 @@ def remember(
     if parent is not None:
         sender = next((m.sender for m in reversed(pool.window) if m.message_id == parent), None)
         lm = lm.model_copy(update={"parent": parent, "parent_sender": sender})
-    pool.push_link(lm, encode_vec(vector), default_weights(cfg.linker_weights).window)
+    pool.push_link(lm, encode_vec(vector), default_weights(cfg.linker_weights).window, decode_vec)

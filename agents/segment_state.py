@@ -4,13 +4,14 @@ was given)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 import numpy as np
 from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter
 
 from agents.reply_linker import LinkMsg
-from agents.reply_window import WindowCols
+from agents.reply_window import WindowCols, WindowVecs
 
 __all__ = ["ActiveTopic", "ChatPool", "Memo", "SenderSeen", "absorb", "dump_pools", "load_pools", "rounded"]
 
@@ -118,6 +119,7 @@ class ChatPool(BaseModel):
     counters: dict[str, int] = Field(default_factory=dict)
     _seen_set: set[str] | None = PrivateAttr(default=None)
     _cols: Memo = PrivateAttr(default_factory=Memo)  # the window's columns (WindowCols), kept step to step
+    _vecs: Memo = PrivateAttr(default_factory=Memo)  # the window's vectors (WindowVecs), kept step to step
 
     def link_cols(self) -> WindowCols:
         """The linker window's columns: kept from the step that made the window, else built from it."""
@@ -127,13 +129,27 @@ class ChatPool(BaseModel):
             self._cols = Memo(cols)
         return cols
 
-    def push_link(self, lm: LinkMsg, vector: str, keep: int) -> None:
+    def link_vectors(self, decode: Callable[[str], np.ndarray | None]) -> WindowVecs:
+        """The linker window's vectors as a matrix (``decode``: an encoded vector to its array): kept from the
+        step that made the window, else built."""
+        vecs = self.__pydantic_private__["_vecs"].value
+        if vecs is None or vecs.raw is not self.window_vectors:
+            vecs = WindowVecs.build(self.window_vectors, [decode(v) for v in self.window_vectors])
+            self._vecs = Memo(vecs)
+        return vecs
+
+    def push_link(
+        self, lm: LinkMsg, vector: str, keep: int, decode: Callable[[str], np.ndarray | None] | None = None
+    ) -> None:
         """Append ``lm`` (its vector base64 float16, "" for none) to the linker's window, keeping the last
-        ``keep``; the window's columns follow it."""
+        ``keep``; the window's columns follow it, and its vector matrix when ``decode`` is given."""
         cols = self.link_cols()
+        old, before = self.__pydantic_private__["_vecs"].value, self.window_vectors
         self.window = [*self.window, lm][-keep:]
-        self.window_vectors = [*self.window_vectors, vector][-keep:]
+        self.window_vectors = [*before, vector][-keep:]
         self._cols = Memo(cols.appended(lm, self.window))
+        if decode is not None and old is not None and old.raw is before:
+            self._vecs = Memo(old.appended(self.window_vectors, decode(vector), decode))
 
     def topic(self, topic_id: str) -> ActiveTopic | None:
         return next((t for t in self.topics if t.topic_id == topic_id), None)
