@@ -13,7 +13,9 @@ from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter
 from agents.reply_linker import LinkMsg
 from agents.reply_window import WindowCols, WindowVecs
 
-__all__ = ["ActiveTopic", "ChatPool", "Memo", "SenderSeen", "absorb", "dump_pools", "load_pools", "rounded"]
+__all__ = [
+    "ActiveTopic", "ChatPool", "Memo", "SenderSeen", "absorb", "dump_pools", "load_pools", "rounded", "rounded_array",
+]  # fmt: skip
 
 SEEN_MAX = 5000
 
@@ -67,13 +69,18 @@ class ActiveTopic(BaseModel):
         """The matrix :meth:`vectors` has built since the topic last changed, else None (nothing is built)."""
         return self.__pydantic_private__["_matrix"].value
 
-    def changed(self, before: np.ndarray | None = None, grown: bool = False) -> None:
+    def changed(
+        self, before: np.ndarray | None = None, grown: bool = False, last: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> None:
         """Forget the matrix; or, given ``before`` (:meth:`built_vectors` before the change), keep it as it
         was (``grown`` False: no vector joined) or grow it by the vector that joined last (``grown``): the
         new unit centroid, the recent rows still kept, the new row. Row for row what :meth:`vectors` builds
-        from the lists (each row converted alone), without converting every recent list again."""
+        from the lists (each row converted alone), without converting every recent list again. ``last``:
+        the centroid and the new recent vector as the float64 arrays their lists were made from (a double
+        converts to float32 alike from either)."""
         if before is not None and grown:
-            rows = _unit_first(np.asarray([self.centroid, self.recent_vectors[-1]], dtype=np.float32))
+            both = np.stack(last) if last is not None else [self.centroid, self.recent_vectors[-1]]
+            rows = _unit_first(np.asarray(both, dtype=np.float32))
             kept = before[1:][len(before) - len(self.recent_vectors) :]  # the recent rows still in the window
             before = np.concatenate([rows[:1], kept, rows[1:]])
         self._matrix = Memo(before)
@@ -211,7 +218,12 @@ def _unit_first(mat: np.ndarray) -> np.ndarray:
 
 
 def rounded(vec: np.ndarray) -> list[float]:
-    return np.round(np.asarray(vec, dtype=np.float64), 5).tolist()  # compact JSON checkpoints
+    return rounded_array(vec).tolist()  # compact JSON checkpoints
+
+
+def rounded_array(vec: np.ndarray) -> np.ndarray:
+    """``vec`` as float64 rounded to 5 decimals (what :func:`rounded` lists)."""
+    return np.round(np.asarray(vec, dtype=np.float64), 5)
 
 
 def absorb(keep: ActiveTopic, gone: ActiveTopic, arrival: list[str]) -> None:

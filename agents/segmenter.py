@@ -24,7 +24,15 @@ from agents.config import SegmenterConfig
 from agents.segment_link import decode_vec, link_msg, read_links, remember
 from agents.segment_shift import CONTEXT, default_shift_weights, is_dyadic, shift_features, shift_p
 from agents.segment_signals import Features, effective_threshold, features, score_topic, slow_scale
-from agents.segment_state import ActiveTopic, ChatPool, SenderSeen, absorb, dump_pools, load_pools, rounded
+from agents.segment_state import (
+    ActiveTopic,
+    ChatPool,
+    SenderSeen,
+    absorb,
+    dump_pools,
+    load_pools,
+    rounded_array,
+)
 from schemas import ChatMessage, TopicEvent, TopicEventKind, stable_id
 
 __all__ = [
@@ -95,8 +103,7 @@ def step(
         _attach(topic, msg, f, cfg)
         _remember(pool, msg, f, topic)
         reason = max(_SIGNALS, key=lambda k: parts[k] * _weight(cfg, k))  # the largest contribution
-        ev = _event(pool, msg, TopicEventKind.EXTENDED, topic, [msg.message_id], score, reason)
-        events.append(ev.model_copy(update={"parent_message_id": parent}))
+        events.append(_event(pool, msg, TopicEventKind.EXTENDED, topic, [msg.message_id], score, reason, parent=parent))
         pool.bump("extended")
         events += _soft_members(pool, msg, others, threshold, score, cfg)
         events += _maybe_merge(pool, msg, topic, cfg)
@@ -106,9 +113,9 @@ def step(
         best = scored[0][0][0] if scored else None
         related = [replied] if replied else []  # a reply to a topic that is already closed
         reason = "reply-to-closed" if replied else "new"
-        ev = _event(pool, msg, TopicEventKind.OPENED, topic, [msg.message_id], best, reason, None, related)
         parent = msg.reply_to or msg.message_id
-        events.append(ev.model_copy(update={"parent_message_id": parent}))
+        kind = TopicEventKind.OPENED
+        events.append(_event(pool, msg, kind, topic, [msg.message_id], best, reason, None, related, parent))
         pool.bump("opened")
     remember(pool, lm, f.vector, cfg, parent)
     if pool.last_at is not None:
@@ -171,6 +178,7 @@ def _event(
     reason: str,
     weights: dict[str, float] | None = None,
     related: list[str] | None = None,
+    parent: str | None = None,
 ) -> TopicEvent:
     return TopicEvent(
         event_id=stable_id(pool.chat_id, msg.message_id, kind.value, topic.topic_id, prefix="te-"),
@@ -185,6 +193,7 @@ def _event(
         reason=reason,
         segmentation_version=pool.segmentation_version,
         at=msg.ts,
+        parent_message_id=parent,
     )
 
 
@@ -244,16 +253,20 @@ def _attach(topic: ActiveTopic, msg: ChatMessage, f: Features, cfg: SegmenterCon
     if len(topic.keywords) > KEYWORDS_MAX:  # keep the most used, newest first among ties
         keep = sorted(topic.keywords.items(), key=lambda kv: kv[1], reverse=True)[: KEYWORDS_MAX * 3 // 4]
         topic.keywords = dict(keep)
-    if f.vector is not None:
-        vec = f.vector
-        if topic.centroid is None:
-            topic.centroid, topic.centroid_n = rounded(vec), 1
-        else:
-            n = topic.centroid_n
-            topic.centroid = rounded((np.asarray(topic.centroid, dtype=np.float32) * n + vec) / (n + 1))
-            topic.centroid_n = n + 1
-        topic.recent_vectors = [*topic.recent_vectors, rounded(vec)][-cfg.recent_k :]
-    topic.changed(before, grown=f.vector is not None)
+    if f.vector is None:
+        topic.changed(before)
+        return
+    vec = f.vector
+    if topic.centroid is None:
+        centroid, topic.centroid_n = rounded_array(vec), 1
+    else:
+        n = topic.centroid_n
+        centroid = rounded_array((np.asarray(topic.centroid, dtype=np.float32) * n + vec) / (n + 1))
+        topic.centroid_n = n + 1
+    row = rounded_array(vec)
+    topic.centroid = centroid.tolist()
+    topic.recent_vectors = [*topic.recent_vectors, row.tolist()][-cfg.recent_k :]
+    topic.changed(before, grown=True, last=(centroid, row))
 
 
 def _remember(pool: ChatPool, msg: ChatMessage, f: Features, topic: ActiveTopic) -> None:
