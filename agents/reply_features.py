@@ -224,7 +224,7 @@ def topic_columns(
     k, tl = len(codes), t.tolist()
     rows = np.flatnonzero(t >= 0)
     tk = t[rows]
-    later = ((t[:, None] == t) & later_than(n)).sum(1)[rows]  # messages of the same topic after it
+    later = np.add.reduce((t[:, None] == t) & later_than(n), 1)[rows]  # messages of the same topic after it
     member = t[:, None] == np.arange(k)  # [i, topic]
     share = np.zeros(k)
     if msg.keywords:
@@ -246,11 +246,11 @@ def topic_columns(
     logs = log1p_ints(n + 1)
     x[0, rows] = later == 0  # topic_latest
     x[1, rows] = logs[later]  # topic_later
-    x[2, rows] = logs[member.sum(0)][tk]  # topic_size
+    x[2, rows] = logs[np.add.reduce(member, 0)][tk]  # topic_size
     x[3, rows] = share[tk]  # topic_keywords
     x[4, rows] = best[tk]  # topic_cosine
     if cos is not None:
-        x[5, rows] = (best - best.max())[tk]  # topic_cosine_gap
+        x[5, rows] = (best - np.maximum.reduce(best))[tk]  # topic_cosine_gap
     x[6, rows] = has_sender[tk]  # topic_has_sender
     x[7, rows] = has_addressee[tk]  # topic_has_addressee
     x[8, rows] = logs[member[::-1].argmax(0)][tk]  # topic_idle: messages after the topic's latest

@@ -68,7 +68,8 @@ class LinkerWeights(BaseModel):
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
         """``(w, W1, b1, v)`` in :data:`FEATURES` order (the last three None for a linear model)."""
-        if self._arrays is None:
+        private = self.__pydantic_private__  # hot path: pydantic's __getattr__ costs ~2 us a read
+        if private["_arrays"] is None:
             h = self.hidden
             if h is None or not h.v:
                 self._arrays = (self.vector(), None, None, None)
@@ -76,15 +77,16 @@ class LinkerWeights(BaseModel):
                 zero = [0.0] * len(h.v)
                 w1 = np.asarray([h.w1.get(name, zero) for name in FEATURES], dtype=np.float64)
                 self._arrays = (self.vector(), w1, np.asarray(h.b1, dtype=np.float64), np.asarray(h.v))
-        return self._arrays
+        return private["_arrays"]
 
     def uses_topics(self) -> bool:
         """Whether any weight reads a :data:`TOPIC_FEATURES` column (else they need not be computed)."""
-        if self._topics is None:
+        private = self.__pydantic_private__
+        if private["_topics"] is None:
             w, w1, _, _ = self.arrays()
             cols = [FEATURES.index(name) for name in TOPIC_FEATURES]
             self._topics = bool(np.any(w[cols]) or (w1 is not None and np.any(w1[cols])))
-        return self._topics
+        return private["_topics"]
 
     def scores(self, x: np.ndarray) -> np.ndarray:
         """One score per row of a :func:`candidate_matrix`."""
@@ -122,8 +124,8 @@ def rank(
     if cosines is not None:
         cosines = np.asarray(cosines)[-len(window) :] if window else None
     scores = weights.scores(candidate_matrix(msg, window, cosines, threads, weights.uses_topics(), cols))
-    probs = np.exp(scores - scores.max())
-    probs /= probs.sum()
+    probs = np.exp(scores - np.maximum.reduce(scores))  # scores.max(), .sum() without their Python wrappers
+    probs /= np.add.reduce(probs)
     ids = [w.message_id for w in window] + [msg.message_id]
     order = np.argsort(-probs, kind="stable").tolist()
     p = probs.tolist()

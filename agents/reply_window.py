@@ -64,13 +64,13 @@ class WindowCols:
             window,
             self.codes,
             self.base + drop,
-            np.append(self.sender[drop:], sender),
-            np.append(self.ts[drop:], ts),
+            _append(self.sender[drop:], sender),
+            _append(self.ts[drop:], ts),
             _append_row(self.addressed[drop:], addressed),
             _append_row(self.mentioned[drop:], mentioned),
-            np.append(self.parent_at[drop:], parent_at),
-            np.append(self.parent_sender[drop:], parent_sender),
-            np.append(self.answers[drop:], answers),
+            _append(self.parent_at[drop:], parent_at),
+            _append(self.parent_sender[drop:], parent_sender),
+            _append(self.answers[drop:], answers),
             np.concatenate([self.static[:, drop:], np.asarray(static, dtype=np.float64)[:, None]], axis=1),
             [*self.ids[drop:], mid],
             [*self.keywords[drop:], words],
@@ -162,6 +162,14 @@ def _entry(m: Any, codes: dict[str, int], before: list[Any], base: int) -> tuple
         m.message_id,
         m.keywords,
     )
+
+
+def _append(a: np.ndarray, value: object) -> np.ndarray:
+    """``a`` with ``value`` added last, in ``a``'s dtype (``np.append`` without its Python overhead)."""
+    out = np.empty(len(a) + 1, dtype=a.dtype)
+    out[:-1] = a
+    out[-1] = value
+    return out
 
 
 def _padded(lists: tuple[list[int], ...]) -> np.ndarray:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from agents.reply_linker import LinkMsg, Threads, default_weights, rank, text_cues
+from agents.reply_window import WindowCols
 from agents.text import text_cache
 
 if TYPE_CHECKING:
@@ -73,7 +74,8 @@ def read_links(pool: ChatPool, lm: LinkMsg, f: Features, cfg: SegmenterConfig) -
         return LinkView()
     weights = default_weights(cfg.linker_weights)
     window = pool.window[-weights.window :]
-    if len({lm.sender, *(m.sender for m in window)}) < 3:
+    cols = pool.link_cols()
+    if speakers(lm, window, cols) < 3:
         return LinkView()
     cosines = None
     if f.vector is not None and window:
@@ -83,7 +85,7 @@ def read_links(pool: ChatPool, lm: LinkMsg, f: Features, cfg: SegmenterConfig) -
             cosines = np.asarray(  # one dot per row: a matrix product rounds differently
                 [v.dot(vec) if v is not None and v.shape == vec.shape else np.nan for v in vecs], dtype=np.float64
             )
-    ranking = rank(lm, window, cosines, weights, threads(pool, lm), pool.link_cols())
+    ranking = rank(lm, window, cosines, weights, threads(pool, lm), cols)
     view = LinkView(ranking=ranking)
     view.parent, view.parent_p = ranking[0]
     for mid, p in ranking:
@@ -92,6 +94,15 @@ def read_links(pool: ChatPool, lm: LinkMsg, f: Features, cfg: SegmenterConfig) -
         elif (tid := pool.msg_topic.get(mid)) is not None:
             view.topic_mass[tid] = view.topic_mass.get(tid, 0.0) + p
     return view
+
+
+def speakers(lm: LinkMsg, window: list[LinkMsg], cols: WindowCols) -> int:
+    """How many people wrote ``lm`` or a ``window`` message (read from the codes of ``cols`` when they are
+    the window's)."""
+    if len(cols) != len(window) or (window and cols.window[0] is not window[0]):
+        return len({lm.sender, *(m.sender for m in window)})
+    codes = set(cols.sender.tolist())
+    return len(codes) + (cols.codes.get(lm.sender, -1) not in codes)
 
 
 def threads(pool: ChatPool, lm: LinkMsg) -> Threads:

@@ -225,7 +225,7 @@ def semantic_signal(topic: ActiveTopic, vector: np.ndarray | None, cfg: Segmente
     mat = topic.vectors() if vector is not None else None
     if mat is None or mat.shape[1] != vector.shape[0]:
         return 0.0
-    best = float((mat @ vector).max())
+    best = float(np.maximum.reduce(mat @ vector))  # .max() without its Python wrapper
     return min(1.0, max(0.0, (best - cfg.semantic_floor) / (1.0 - cfg.semantic_floor)))
 
 

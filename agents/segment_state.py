@@ -162,16 +162,21 @@ class ChatPool(BaseModel):
         return next((t for t in self.topics if t.topic_id == topic_id), None)
 
     def has_seen(self, message_id: str) -> bool:
-        if self._seen_set is None:
-            self._seen_set = set(self.seen)
-        return message_id in self._seen_set
+        return message_id in self._seen()
 
     def mark_seen(self, message_id: str) -> None:
-        self.has_seen(message_id)
+        seen = self._seen()
         self.seen.append(message_id)
-        self._seen_set.add(message_id)  # type: ignore[union-attr]
+        seen.add(message_id)
         if len(self.seen) > SEEN_MAX:
-            self._seen_set.discard(self.seen.pop(0))  # type: ignore[union-attr]
+            seen.discard(self.seen.pop(0))
+
+    def _seen(self) -> set[str]:
+        """``seen`` as a set, built on first use (read past pydantic's __getattr__: ~2 us a read)."""
+        private = self.__pydantic_private__
+        if private["_seen_set"] is None:
+            self._seen_set = set(self.seen)
+        return private["_seen_set"]
 
     def bump(self, counter: str, n: int = 1) -> None:
         self.counters[counter] = self.counters.get(counter, 0) + n
@@ -190,7 +195,8 @@ class ChatPool(BaseModel):
                 "counters": dict(self.counters),
             }
         )
-        new._seen_set = set(self._seen_set) if self._seen_set is not None else None
+        seen = self.__pydantic_private__["_seen_set"]
+        new._seen_set = set(seen) if seen is not None else None
         return new
 
     def own(self, topic: ActiveTopic) -> ActiveTopic:
