@@ -215,44 +215,39 @@ def topic_columns(
 ) -> np.ndarray:
     """:data:`TOPIC_FEATURES` of every window message, one row per feature (zeros for a message whose topic is
     unknown); ``shared[i]`` the content words of the message in the i-th, ``cos[i]`` its cosine to it (NaN: a
-    vector is missing; ``cos`` None: no vectors at all)."""
+    vector is missing; ``cos`` None: no vectors at all). Each topic's values are computed once, in a column
+    per topic (and a last column of zeros for the unknown one), and spread to the messages in one gather."""
     n = len(cols)
-    x = np.zeros((len(TOPIC_FEATURES), n), dtype=np.float64)
     t, codes = topics
     if not codes:
-        return x
+        return np.zeros((len(TOPIC_FEATURES), n), dtype=np.float64)
     k, tl = len(codes), t.tolist()
-    rows = np.flatnonzero(t >= 0)
-    tk = t[rows]
-    later = np.add.reduce((t[:, None] == t) & later_than(n), 1)[rows]  # messages of the same topic after it
+    known = t >= 0
+    tt = np.where(known, t, k)  # the unknown topic: the zero column
+    logs = log1p_ints(n + 1)
     member = t[:, None] == np.arange(k)  # [i, topic]
-    share = np.zeros(k)
-    if msg.keywords:
+    per = np.zeros((len(TOPIC_FEATURES), k + 1), dtype=np.float64)
+    per[2, :k] = logs[np.add.reduce(member, 0)]  # topic_size
+    if msg.keywords:  # topic_keywords
         words: list[set[str]] = [set() for _ in range(k)]
         for i, sh in enumerate(shared):
             if sh and tl[i] >= 0:
                 words[tl[i]] |= sh
-        share = np.asarray([len(w) for w in words]) / max(len(msg.keywords), 2)
-    best = np.zeros(k)
+        per[3, :k] = np.asarray([len(w) for w in words]) / max(len(msg.keywords), 2)
     if cos is not None:
         best = np.full(k, np.nan)
-        np.fmax.at(best, tk, cos[rows])  # the topic's largest cosine (NaN: none known)
+        np.fmax.at(best, t[known], cos[known])  # the topic's largest cosine (NaN: none known)
         best[np.isnan(best)] = 0.0
+        per[4, :k] = best  # topic_cosine
+        per[5, :k] = best - np.maximum.reduce(best)  # topic_cosine_gap
     codes_of = cols.codes
-    has_sender = np.zeros(k, dtype=bool)
-    has_sender[t[(cols.sender == codes_of.get(msg.sender, -2)) & (t >= 0)]] = True
-    has_addressee = np.zeros(k, dtype=bool)
-    has_addressee[t[among(cols.sender, [codes_of[a] for a in msg.addressees if a in codes_of]) & (t >= 0)]] = True
-    logs = log1p_ints(n + 1)
-    x[0, rows] = later == 0  # topic_latest
-    x[1, rows] = logs[later]  # topic_later
-    x[2, rows] = logs[np.add.reduce(member, 0)][tk]  # topic_size
-    x[3, rows] = share[tk]  # topic_keywords
-    x[4, rows] = best[tk]  # topic_cosine
-    if cos is not None:
-        x[5, rows] = (best - np.maximum.reduce(best))[tk]  # topic_cosine_gap
-    x[6, rows] = has_sender[tk]  # topic_has_sender
-    x[7, rows] = has_addressee[tk]  # topic_has_addressee
-    x[8, rows] = logs[member[::-1].argmax(0)][tk]  # topic_idle: messages after the topic's latest
-    x[9, rows] = cos is None  # topic_no_vector
+    per[6, t[(cols.sender == codes_of.get(msg.sender, -2)) & known]] = 1.0  # topic_has_sender
+    addressed = among(cols.sender, [codes_of[a] for a in msg.addressees if a in codes_of])
+    per[7, t[addressed & known]] = 1.0  # topic_has_addressee
+    per[8, :k] = logs[member[::-1].argmax(0)]  # topic_idle: messages after the topic's latest
+    per[9, :k] = cos is None  # topic_no_vector
+    x = per[:, tt]
+    later = np.add.reduce((t[:, None] == t) & later_than(n), 1)  # messages of the same topic after it
+    x[0] = (later == 0) & known  # topic_latest
+    x[1] = logs[later] * known  # topic_later (log1p >= 0: times 0 is +0.0)
     return x
