@@ -195,8 +195,10 @@ class ChatPool(BaseModel):
                 "counters": dict(self.counters),
             }
         )
-        seen = self.__pydantic_private__["_seen_set"]
-        new._seen_set = set(seen) if seen is not None else None
+        # the seen set is a cache of ``seen``: handed to the copy (which extends it) rather than copied (up to
+        # SEEN_MAX ids a step); this pool rebuilds its own from its list if it is read again
+        new._seen_set = self.__pydantic_private__["_seen_set"]
+        self._seen_set = None
         return new
 
     def own(self, topic: ActiveTopic) -> ActiveTopic:

@@ -275,3 +275,15 @@ def test_a_topics_vector_matrix_grown_message_by_message_is_the_one_built_from_i
             topic.changed()
             assert grown is not None and np.array_equal(grown, topic.vectors()), (k, topic.topic_id)
     assert max(len(t.recent_vectors) for t in pool.topics) == CFG.recent_k  # the window was passed
+
+
+def test_a_forked_pool_still_knows_what_it_saw_and_only_that():
+    """fork hands the seen set to the copy: the pool it came from rebuilds its own from its list."""
+    pool, _ = run([msg(0, "alice", "ci is red on main"), msg(1, "bob", "alice: which job?")])
+    assert pool.has_seen("m1")
+    later, _ = step(pool, msg(2, "cyd", "the arm64 one"), None, CFG)
+    assert later.has_seen("m2") and later.has_seen("m0")
+    assert pool.has_seen("m1") and not pool.has_seen("m2")  # the given pool kept what it saw, nothing more
+    other, events = step(pool, msg(2, "cyd", "the arm64 one"), None, CFG)  # the same step again: same result
+    assert events and other.model_dump() == later.model_dump() and other.has_seen("m2")
+    assert not pool.has_seen("m2")
