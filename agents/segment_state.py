@@ -231,7 +231,7 @@ def rounded(vec: np.ndarray) -> list[float]:
 
 def rounded_array(vec: np.ndarray) -> np.ndarray:
     """``vec`` as float64 rounded to 5 decimals (what :func:`rounded` lists)."""
-    return np.round(np.asarray(vec, dtype=np.float64), 5)
+    return np.asarray(vec, dtype=np.float64).round(5)  # np.round without its Python wrapper
 
 
 def absorb(keep: ActiveTopic, gone: ActiveTopic, arrival: list[str]) -> None:
