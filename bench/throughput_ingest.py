@@ -56,6 +56,15 @@ def _rss_mb() -> float:
 
 
 def _peak_mb() -> float:
+    """This process's own RSS high-water mark (VmHWM). ``getrusage(RUSAGE_SELF).ru_maxrss`` is not: Linux
+    carries it across fork + exec, so a child of a big bench parent reported the parent's peak."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

@@ -66,6 +66,23 @@ def test_marginal_rss_is_the_slope_over_the_second_half():
     assert marginal_rss(warm, messages=100) is None  # too few samples to tell
 
 
+def test_peak_rss_is_the_run_processes_own_not_its_parents():
+    """The bench parent holds big buffers; a run it starts must not report the parent's high-water mark
+    (``ru_maxrss`` is carried across fork + exec on Linux)."""
+    import resource
+    import subprocess
+    import sys
+
+    ballast = b"x" * (300 * 2**20)  # touched pages: the parent's peak is now >= 300 MB
+    parent_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out = subprocess.run([sys.executable, "-c", "from bench.throughput_ingest import _peak_mb; print(_peak_mb())"],
+                         capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[3])  # fmt: skip
+    del ballast
+    child = float(out.stdout)
+    assert parent_peak >= 300
+    assert 5 < child < parent_peak - 200
+
+
 def test_profile_buckets_split_the_embedder_from_the_stages(tmp_path):
     loop = "MainThread;run (asyncio/runners.py:190);BaseEventLoop._run_once (asyncio/base_events.py:1922)"
     stage = "MainThread;_run_stage (streams/runner.py:82);ConsolidateStage.process (streams/stages/consolidate.py:52)"
