@@ -17,8 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-
-from pydantic import BaseModel, ConfigDict
+from typing import NamedTuple
 
 from agents.profile_lexicon import classes_of
 from agents.text import has_cjk, text_cache, tokenize
@@ -28,6 +27,7 @@ __all__ = [
     "PREFIX",
     "ProfileLine",
     "class_of",
+    "classes_touched",
     "fact_lines",
     "merge_lines",
     "parse_lines",
@@ -41,10 +41,9 @@ MAX_LINES = 400  # per record: the oldest lines go first beyond this
 _WORD = re.compile(r"\S+")
 
 
-class ProfileLine(BaseModel):
-    """One message's statement of one class about one person."""
-
-    model_config = ConfigDict(frozen=True)
+class ProfileLine(NamedTuple):
+    """One message's statement of one class about one person (a tuple: a long chat's consolidation reads
+    hundreds of lines per profile it updates; a pydantic model cost 2 us a line to build)."""
 
     message_id: str
     at: datetime
@@ -112,6 +111,11 @@ def fact_lines(
     return out
 
 
+def classes_touched(facts: Iterable[CandidateFact | MemoryRecord], participants: Iterable[str]) -> set[str]:
+    """The classes whose profiles :func:`profile_decisions` would add lines to for these facts. Pure."""
+    return {cls for _, cls in fact_lines(facts, participants)}
+
+
 def render_lines(lines: Iterable[ProfileLine]) -> str:
     return "\n".join(f"{ln.at:%Y-%m-%d} {ln.text}" for ln in lines)
 
@@ -124,13 +128,16 @@ def parse_lines(record: MemoryRecord) -> list[ProfileLine]:
 @text_cache(256)  # every consolidation that touches a person re-reads their profiles (up to 400 lines, ~40 KB)
 def _parsed(text: str, ids: tuple[str, ...], valid_from: datetime) -> tuple[ProfileLine, ...]:
     out = []
+    days: dict[str, datetime] = {}  # a person's lines share days
     for mid, raw in zip(ids, text.split("\n"), strict=False):
         day, _, line = raw.partition(" ")
-        try:
-            at = datetime.fromisoformat(day).replace(tzinfo=valid_from.tzinfo)
-        except ValueError:
-            at, line = valid_from, raw
-        out.append(ProfileLine(message_id=mid, at=at, text=line))
+        at = days.get(day)
+        if at is None:
+            try:
+                at = days[day] = datetime.fromisoformat(day).replace(tzinfo=valid_from.tzinfo)
+            except ValueError:
+                at, line = valid_from, raw
+        out.append(ProfileLine(mid, at, line))
     return tuple(out)
 
 

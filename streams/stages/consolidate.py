@@ -120,15 +120,26 @@ class ConsolidateStage:
     ) -> list[MemoryDecision]:
         """Add/update the participants' profile records with this topic's facts (:mod:`agents.profile`). The
         versions this stage emitted in the current batch stand in for what they replace (the indexer has not
-        applied them yet); the next batch reads the store again (a deletion in between is seen)."""
+        applied them yet); the next batch reads the store again (a deletion in between is seen). Only the
+        profiles of the classes the facts add to are read (and those quoting edited messages): reading all of
+        a long chat's live profiles (~25 of up to 400 lines each) for every topic was a third of the growth
+        in a batch's cost as the chat grew (bench.long_chat). So two live versions of one profile (written by
+        consolidators that did not see each other's) merge when a later topic adds to that class."""
         if not self.cfg.profiles:
             return []
         chat = result.chat_id
         if self.deleted:  # a fact said by a user deleted while its topic was in flight: no line of theirs
             candidates = [c for c in candidates if not is_deleted(self.deleted, chat, c.speaker or "")]
-        stored = await self.clients.store.find_memories(chat, MemoryFilter(kinds=["profile"], limit=10_000))
+        store = self.clients.store
+        stored: dict[str, MemoryRecord] = {}  # only the classes these facts add to, and profiles quoting edits
+        for cls in sorted(profile.classes_touched(candidates, result.participants)):
+            query = MemoryFilter(kinds=["profile"], attribute=profile.PREFIX + cls, limit=10_000)
+            stored.update((r.memory_id, r) for r in await store.find_memories(chat, query))
+        if result.edited_message_ids:
+            query = MemoryFilter(kinds=["profile"], message_ids=result.edited_message_ids, limit=10_000)
+            stored.update((r.memory_id, r) for r in await store.find_memories(chat, query))
         current: dict[tuple[str, str], list[MemoryRecord]] = {}
-        for r in stored:
+        for r in stored.values():
             if r.memory_id not in self._profiles_replaced:
                 current.setdefault((r.subject or "", profile.class_of(r.attribute) or ""), []).append(r)
         for r in self._profiles.values():

@@ -34,6 +34,10 @@ async def test_find_memories_by_slot_source_and_state(store):
 
     slot = await store.find_memories("A", MemoryFilter(attribute="lives_in", kinds=["fact"]))
     assert [r.memory_id for r in slot] == ["mem2"]
+    history = MemoryFilter(attribute="lives_in", kinds=["fact"], state="invalidated")
+    assert [r.memory_id for r in await store.find_memories("A", history)] == ["mem1"]
+    both = MemoryFilter(attribute="lives_in", kinds=["fact"], state="all")
+    assert [r.memory_id for r in await store.find_memories("A", both)] == ["mem1", "mem2"]
     from_m1 = await store.find_memories("A", MemoryFilter(message_ids=["m1"]))
     assert [r.memory_id for r in from_m1] == ["sum1"]  # live only: the Paris fact is superseded
     stale = await store.find_memories("A", MemoryFilter(kinds=["fact"], state="invalidated"))
