@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import NamedTuple
 
 from agents.profile_lexicon import classes_of
-from agents.text import has_cjk, text_cache, tokenize
+from agents.text import TextMap, has_cjk, tokenize
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord, stable_id
 
 __all__ = [
@@ -122,11 +122,20 @@ def render_lines(lines: Iterable[ProfileLine]) -> str:
 
 def parse_lines(record: MemoryRecord) -> list[ProfileLine]:
     """A stored profile's lines with their messages (line ``i`` is ``source_message_ids[i]``). Pure."""
-    return list(_parsed(record.text, tuple(record.source_message_ids), record.valid_from))
+    key = (record.text, tuple(record.source_message_ids), record.valid_from)
+    lines = _LINES.get(key)
+    if lines is None:
+        lines = _parse(*key)
+        _LINES.put(key, lines)
+    return list(lines)
 
 
-@text_cache(256)  # every consolidation that touches a person re-reads their profiles (up to 400 lines, ~40 KB)
-def _parsed(text: str, ids: tuple[str, ...], valid_from: datetime) -> tuple[ProfileLine, ...]:
+# every consolidation that adds to a person's class re-reads that profile (up to 400 lines, ~40 KB): the
+# version it reads was written by the previous one, which puts its lines here (:func:`_remember`)
+_LINES: TextMap[tuple[str, tuple[str, ...], datetime], tuple[ProfileLine, ...]] = TextMap(256)
+
+
+def _parse(text: str, ids: tuple[str, ...], valid_from: datetime) -> tuple[ProfileLine, ...]:
     out = []
     days: dict[str, datetime] = {}  # a person's lines share days
     for mid, raw in zip(ids, text.split("\n"), strict=False):
@@ -139,6 +148,22 @@ def _parsed(text: str, ids: tuple[str, ...], valid_from: datetime) -> tuple[Prof
                 at, line = valid_from, raw
         out.append(ProfileLine(mid, at, line))
     return tuple(out)
+
+
+def _remember(record: MemoryRecord, lines: Sequence[ProfileLine]) -> None:
+    """Hand :func:`parse_lines` what it will read back from ``record`` (rendered from ``lines``): each line at
+    its day, in the record's zone. Not for years before 1000 (``%Y`` does not pad them, so they parse as
+    text) nor lines holding a newline."""
+    if any(ln.at.year < 1000 or "\n" in ln.text for ln in lines):
+        return
+    tz = record.valid_from.tzinfo
+    parsed = []
+    for ln in lines:
+        at = ln.at
+        if at.hour or at.minute or at.second or at.microsecond or at.tzinfo is not tz:  # else: read back as is
+            ln = ProfileLine(ln.message_id, datetime(at.year, at.month, at.day, tzinfo=tz), ln.text)
+        parsed.append(ln)
+    _LINES.put((record.text, tuple(record.source_message_ids), record.valid_from), tuple(parsed))
 
 
 def merge_lines(
@@ -194,6 +219,7 @@ def profile_decisions(
             version=old.version + 1 if old else 1, source_message_ids=[ln.message_id for ln in lines],
             source_event_id=source_event_id,
         )  # fmt: skip
+        _remember(record, lines)
         op = DecisionOp.UPDATE if old is not None else DecisionOp.ADD
         out.append(_decision(op, chat_id, old, record, source_event_id, at))
     return out

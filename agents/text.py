@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from functools import cache, lru_cache
-from typing import Any, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 
 _TEXT_CACHES: list[Any] = []
@@ -29,6 +31,39 @@ def text_cache(maxsize: int) -> Callable[[Callable[..., T]], Callable[..., T]]:
         return cached
 
     return wrap
+
+
+class _Size(NamedTuple):
+    currsize: int
+
+
+class TextMap(Generic[K, T]):
+    """A bounded LRU map of texts to what they parse to, registered like :func:`text_cache` (a deletion
+    empties it), for values the code that wrote a text can hand in before its first read: a profile's
+    lines are known when it is rendered (:func:`agents.profile.parse_lines`)."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._items: OrderedDict[K, T] = OrderedDict()
+        _TEXT_CACHES.append(self)
+
+    def get(self, key: K) -> T | None:
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: T) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        if len(self._items) > self.maxsize:
+            self._items.popitem(last=False)
+
+    def cache_info(self) -> _Size:
+        return _Size(len(self._items))
+
+    def cache_clear(self) -> None:
+        self._items.clear()
 
 
 def text_cache_entries() -> int:

@@ -204,7 +204,10 @@ class ConsolidateStage:
             sources = sorted({m for st in stale for m in st.sources})
             stored = await store.find_memories(chat_id, MemoryFilter(message_ids=sources))
             out += derived_invalidations(stale, [r for r in stored + written if r.memory_id not in replaced])
-        derived = [r for r in written if r.kind != MemoryKind.FACT and r.memory_id not in replaced]
+        # not profiles: derived_invalidations leaves them to profile_decisions, and asking which facts their
+        # hundreds of sources stated read ~1,000 docs per topic in a long chat (bench.long_chat)
+        derived = [r for r in written if r.kind not in (MemoryKind.FACT, MemoryKind.PROFILE)
+                   and r.memory_id not in replaced]  # fmt: skip
         if derived:
             query = MemoryFilter(
                 kinds=["fact"],

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from agents.profile import PREFIX, class_of, fact_lines, parse_lines, profile_decisions
 from agents.profile_lexicon import asked_classes, classes_of
-from agents.text import tokenize
+from agents.text import clear_text_caches, tokenize
 from schemas import CandidateFact, DecisionOp, MemoryKind
 
 
@@ -101,3 +101,24 @@ def test_two_live_versions_merge_into_the_newest():
     (upd,) = [d for d in out if d.op == DecisionOp.UPDATE]
     assert [d.target_memory_id for d in deleted] == [a.memory_id] and upd.target_memory_id == b.memory_id
     assert upd.record.source_message_ids == ["m1", "m2"]
+
+
+def test_a_written_profile_reads_back_as_parsing_it_would():
+    """profile_decisions hands parse_lines the lines of each version it writes; they must be what parsing the
+    stored text gives (days in the record's zone), so a reader sees the same lines either way."""
+    from datetime import timedelta, timezone
+
+    from agents import profile
+    from schemas import MemoryRecord
+
+    east = timezone(timedelta(hours=8))
+    facts = [_fact(i, f"Ann read book number {i} late at night.", "Ann", 1 + i % 9) for i in range(12)]
+    facts = [f.model_copy(update={"event_time": f.event_time.astimezone(east) + timedelta(hours=i)})
+             for i, f in enumerate(facts)]  # fmt: skip
+    for d in profile_decisions("c", facts, ["Ann"], {}, "r1", datetime(2024, 3, 9, 23, tzinfo=east)):
+        handed = parse_lines(d.record)
+        stored = MemoryRecord.model_validate_json(d.record.model_dump_json())  # as the store gives it back
+        clear_text_caches()
+        assert parse_lines(stored) == handed == list(profile._parse(d.record.text, tuple(d.record.source_message_ids),
+                                                                   d.record.valid_from))  # fmt: skip
+        assert [ln.message_id for ln in handed] == d.record.source_message_ids
