@@ -135,8 +135,8 @@ async def forget_user(
             payload = r.model_dump_json()
             db.execute("UPDATE memories SET valid_to = NULL, superseded_by = NULL, record = ?"
                        " WHERE chat_id = ? AND memory_id = ?", (payload, chat_id, r.memory_id))  # fmt: skip
-            db.execute("UPDATE docs SET valid_to = NULL, memory = ? WHERE chat_id = ? AND doc_id = ?",
-                       (payload, chat_id, r.memory_id))  # fmt: skip
+            db.execute("UPDATE docs SET valid_to = NULL, memory = NULL WHERE chat_id = ? AND doc_id = ?",
+                       (chat_id, r.memory_id))  # fmt: skip
         out.reopened = len(back)
         _trim_topics(db, chat_id, out)
         out.removed += _in(

@@ -11,6 +11,7 @@ from typing import Any
 
 from agents.text import parse_json
 from retrieval.protocols import MemoryFilter
+from retrieval.sqlite_schema import RECORD
 from retrieval.sqlite_search import until_write
 from retrieval.sqlite_sources import UNINDEXED_KINDS, rids_citing
 from retrieval.sqlite_util import chunks, marks
@@ -36,7 +37,7 @@ def find_memories(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list
 def _find(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list[MemoryRecord]:
     if q.message_ids is not None and q.attribute is None:
         return _citing(db, chat_id, q)
-    where, args = ["d.chat_id = ?", "d.kind != 'turn'", "d.memory IS NOT NULL"], [chat_id]
+    where, args = ["d.chat_id = ?", "d.kind != 'turn'"], [chat_id]
     if q.kinds is not None:
         where.append(f"d.kind IN ({','.join('?' * len(q.kinds))})")
         args += list(q.kinds)
@@ -44,7 +45,7 @@ def _find(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list[MemoryR
         where.append("d.valid_to IS NULL")
     elif q.state == "invalidated":
         where.append("d.valid_to IS NOT NULL")
-    source = "docs d"
+    source = f"docs d {RECORD}"
     if q.attribute is not None:  # the chat's memories with the attribute, then their docs: scanning the chat's
         # docs and probing memories for each cost 4x as much (68 vs 16 ms for 50k facts in one chat)
         source = "memories m CROSS JOIN docs d ON d.doc_id = m.memory_id"
@@ -61,7 +62,7 @@ def _find(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list[MemoryR
             f"WHERE j.value IN ({','.join('?' * len(ids))}))"
         )
         args += ids
-    sql = f"SELECT d.memory FROM {source} WHERE {' AND '.join(where)} ORDER BY d.ts_epoch, d.rid LIMIT ?"
+    sql = f"SELECT m.record FROM {source} WHERE {' AND '.join(where)} ORDER BY d.ts_epoch, d.rid LIMIT ?"
     rows: list[Any] = db.execute(sql, (*args, q.limit)).fetchall()
     return [parse_json(MemoryRecord, r[0]) for r in rows]  # the next request reads the same records again
 
@@ -78,12 +79,12 @@ def _citing(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list[Memor
         rids = sorted(rids_citing(db, chat_id, ids))
         only = "" if indexed is None else f" AND d.kind IN ({marks(indexed)})"
         for chunk in chunks(rids):
-            sql = (f"SELECT d.ts_epoch, d.rid, d.memory FROM docs d WHERE d.rid IN ({marks(chunk)}) AND +d.chat_id = ?"
-                   f" AND d.kind NOT IN ('turn', 'profile') AND d.memory IS NOT NULL{state}{only}")  # fmt: skip
+            sql = (f"SELECT d.ts_epoch, d.rid, m.record FROM docs d {RECORD} WHERE d.rid IN ({marks(chunk)})"
+                   f" AND +d.chat_id = ? AND d.kind NOT IN ('turn', 'profile'){state}{only}")  # fmt: skip
             rows += db.execute(sql, (*chunk, chat_id, *(indexed or ()))).fetchall()
     if kinds is None or "profile" in kinds:
-        sql = ("SELECT d.ts_epoch, d.rid, d.memory FROM docs d WHERE d.chat_id = ? AND d.kind = 'profile'"
-               f" AND d.memory IS NOT NULL{state} AND EXISTS (SELECT 1 FROM json_each(d.source_message_ids) j"
+        sql = (f"SELECT d.ts_epoch, d.rid, m.record FROM docs d {RECORD} WHERE d.chat_id = ? AND d.kind = 'profile'"
+               f"{state} AND EXISTS (SELECT 1 FROM json_each(d.source_message_ids) j"
                f" WHERE j.value IN ({marks(ids)})) ORDER BY d.ts_epoch, d.rid LIMIT ?")  # fmt: skip
         rows += db.execute(sql, (chat_id, *ids, q.limit)).fetchall()
     rows.sort(key=lambda r: (r[0], r[1]))

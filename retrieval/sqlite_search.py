@@ -17,10 +17,10 @@ from agents.text import fts_query
 from retrieval import sqlite_bm25
 from retrieval.fusion import rrf
 from retrieval.protocols import Doc, Hit, SearchQuery
-from retrieval.sqlite_schema import DOC_COLS, chat_token, epoch, row_to_doc
+from retrieval.sqlite_schema import DOC_COLS, RECORD, chat_token, epoch, row_to_doc
 from retrieval.sqlite_util import chunks, marks
 
-__all__ = ["bm25", "column_by_rid", "search", "until_write"]
+__all__ = ["bm25", "records_by_rid", "search", "until_write"]
 
 Ranked = list[tuple[int, float]]  # (doc rowid, score), best first
 
@@ -238,10 +238,10 @@ def _docs_by_rid(db: sqlite3.Connection, chat_id: str, rids: list[int]) -> dict[
     return {rid: doc for rid in rids if (doc := entry.docs.get(rid)) is not None and doc.chat_id == chat_id}
 
 
-def column_by_rid(db: sqlite3.Connection, chat_id: str, column: str, rids: list[int]) -> dict[int, Any]:
-    """One column of the chat's docs by rowid."""
-    out: dict[int, Any] = {}
+def records_by_rid(db: sqlite3.Connection, chat_id: str, rids: list[int]) -> dict[int, str]:
+    """The memory record JSON of the chat's memory docs by rowid (turns have none)."""
+    out: dict[int, str] = {}
     for chunk in chunks(rids):
-        sql = f"SELECT rid, {column} FROM docs WHERE +chat_id = ? AND rid IN ({marks(chunk)})"
+        sql = f"SELECT d.rid, m.record FROM docs d {RECORD} WHERE +d.chat_id = ? AND d.rid IN ({marks(chunk)})"
         out.update(db.execute(sql, (chat_id, *chunk)).fetchall())
     return out

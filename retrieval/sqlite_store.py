@@ -258,7 +258,7 @@ class SQLiteStore:
         if subject is not None:
             keep &= cv.subjects == subject
         top = cv.top(query, keep, k)
-        payloads = sqlite_search.column_by_rid(self.db, chat_id, "memory", [rid for rid, _ in top])
+        payloads = sqlite_search.records_by_rid(self.db, chat_id, [rid for rid, _ in top])
         return [(parse_json(MemoryRecord, payloads[rid]), s) for rid, s in top if payloads.get(rid)]
 
     # ---- search ----------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ def insert_memory(db: sqlite3.Connection, fx: Effects, r: MemoryRecord, vec: np.
     )  # fmt: skip
     row = (r.memory_id, r.chat_id, r.kind.value, r.text, r.speaker, r.speaker, r.valid_from.isoformat(),
            r.valid_from.timestamp(), iso(r.valid_to), r.topic_id, json.dumps(r.source_message_ids),
-           json.dumps(r.entities), payload)  # fmt: skip
+           json.dumps(r.entities), None)  # fmt: skip: the record is read from memories (see schema)
     body = " ".join(tokenize_lines(f"{r.text}\n{r.speaker or ''}"))
     put_doc(db, fx, row, body, vec, r.subject, r.source_message_ids)
 
@@ -83,7 +83,7 @@ def close_memory(
         (at.isoformat(), by, payload, chat_id, memory_id),
     )
     rids = db.execute(
-        "UPDATE docs SET valid_to = ?, memory = ? WHERE chat_id = ? AND doc_id = ? RETURNING rid",
-        (at.isoformat(), payload, chat_id, memory_id),
+        "UPDATE docs SET valid_to = ?, memory = NULL WHERE chat_id = ? AND doc_id = ? RETURNING rid",
+        (at.isoformat(), chat_id, memory_id),
     ).fetchall()
     fx.closed.extend((chat_id, rid) for (rid,) in rids)
