@@ -50,7 +50,10 @@ class TextMap(Generic[K, T]):
     def get(self, key: K) -> T | None:
         value = self._items.get(key)
         if value is not None:
-            self._items.move_to_end(key)
+            try:
+                self._items.move_to_end(key)
+            except KeyError:  # dropped meanwhile by another thread's put
+                pass
         return value
 
     def put(self, key: K, value: T) -> None:

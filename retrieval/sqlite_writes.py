@@ -61,7 +61,7 @@ def insert_memory(db: sqlite3.Connection, fx: Effects, r: MemoryRecord, vec: np.
     )  # fmt: skip
     row = (r.memory_id, r.chat_id, r.kind.value, r.text, r.speaker, r.speaker, r.valid_from.isoformat(),
            r.valid_from.timestamp(), iso(r.valid_to), r.topic_id, json.dumps(r.source_message_ids),
-           json.dumps(r.entities), None)  # fmt: skip: the record is read from memories (see schema)
+           json.dumps(r.entities), None)  # fmt: skip  # docs.memory: the record is read from memories (RECORD)
     body = " ".join(tokenize_lines(f"{r.text}\n{r.speaker or ''}"))
     put_doc(db, fx, row, body, vec, r.subject, r.source_message_ids)
 
