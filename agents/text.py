@@ -164,8 +164,9 @@ CHINESE_STOPWORDS: frozenset[str] = frozenset(
 
 
 def has_cjk(text: str) -> bool:
-    """True if ``text`` contains any Chinese/Japanese/Korean character."""
-    return _CJK_RE.search(text) is not None
+    """True if ``text`` contains any Chinese/Japanese/Korean character (an ASCII string, known to be one in
+    O(1), holds none: ~100k calls per 2,000 English turns skip the scan)."""
+    return not text.isascii() and _CJK_RE.search(text) is not None
 
 
 def _normalise(text: str) -> str:
