@@ -55,6 +55,12 @@ def _find(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list[MemoryR
         # profile's doc is ~40 KB, and its valid_to lies past the text in overflow pages (a profile:<class>
         # read walked ~200 superseded versions' pages, 1.3 ms at 24k messages in the chat)
         where += {"live": ["m.valid_to IS NULL"], "invalidated": ["m.valid_to IS NOT NULL"]}.get(q.state, [])
+    if q.kinds == ["profile"] and q.state == "live" and q.attribute is None and q.message_ids is None:
+        # a chat's live profiles (retrieval's set questions) through their partial index: without statistics
+        # SQLite takes docs_by_chat (chat, kind) and reads every superseded version (2.5 vs 0.25 ms at ~1,700
+        # versions in one chat)
+        source = f"docs d INDEXED BY docs_live_profiles {RECORD}"
+        where, args = ["d.chat_id = ?", "d.kind = 'profile'", "d.valid_to IS NULL"], [chat_id]
     if q.message_ids is not None:
         ids = list(dict.fromkeys(q.message_ids))[:900]
         where.append(

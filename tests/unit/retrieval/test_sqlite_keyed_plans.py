@@ -54,3 +54,38 @@ async def test_a_topic_and_a_users_deletion_find_their_rows_by_key(tmp_path):
         assert [m.message_id for m in await store.list_messages("A")] == [f"m{i}" for i in range(1, n, 2)]
     finally:
         await store.close()
+
+
+async def test_a_chats_live_profiles_are_read_through_their_partial_index(tmp_path):
+    """Retrieval's set questions read every live profile of the chat; a long chat keeps hundreds of superseded
+    versions of each, which the (chat, kind) index would read too."""
+    from retrieval.protocols import MemoryFilter
+    from schemas import MemoryKind
+
+    store = SQLiteStore(tmp_path / "s.db", DIM)
+    await store.bootstrap()
+    try:
+        prev: dict[str, str] = {}
+        for v in range(6):  # six versions each of two people's profiles, in two chats
+            for chat in ("A", "B"):
+                for who in ("ann", "bo"):
+                    rec = record(chat, f"{chat}-{who}-v{v}", f"{who} read book {v}", subject=who, minutes=v)
+                    rec = rec.model_copy(update={"kind": MemoryKind.PROFILE, "attribute": "profile:reading",
+                                                 "version": v + 1, "source_message_ids": [f"m{v}"]})  # fmt: skip
+                    key = f"{chat}-{who}"
+                    op = DecisionOp.UPDATE if key in prev else DecisionOp.ADD
+                    d = decision(f"d-{rec.memory_id}", op, chat, rec=rec, target=prev.get(key), minutes=v)
+                    await store.apply_decision(d, None)
+                    prev[key] = rec.memory_id
+        statements: list[str] = []
+        store.db.set_trace_callback(statements.append)
+        live = await store.find_memories("A", MemoryFilter(kinds=["profile"], limit=10_000))
+        store.db.set_trace_callback(None)
+        assert sorted(r.memory_id for r in live) == ["A-ann-v5", "A-bo-v5"]
+        every = await store.find_memories("A", MemoryFilter(kinds=["profile"], state="all", limit=10_000))
+        assert len(every) == 12 and {r.chat_id for r in every} == {"A"}
+        [sql] = [s for s in statements if "docs_live_profiles" in s]
+        plan = [row[3] for row in store.db.execute("EXPLAIN QUERY PLAN " + sql.replace("INDEXED BY docs_live_profiles", ""))]
+        assert any("docs_by_chat" in p for p in plan)  # what SQLite would choose by itself
+    finally:
+        await store.close()
