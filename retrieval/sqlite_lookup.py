@@ -38,7 +38,9 @@ def _find(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list[MemoryR
     if q.message_ids is not None and q.attribute is None:
         return _citing(db, chat_id, q)
     where, args = ["d.chat_id = ?", "d.kind != 'turn'"], [chat_id]
-    if q.kinds is not None:
+    if q.kinds == ["profile"]:
+        where.append("d.kind = 'profile'")  # spelt out: the live-profile index's condition (_profiles)
+    elif q.kinds is not None:
         where.append(f"d.kind IN ({','.join('?' * len(q.kinds))})")
         args += list(q.kinds)
     if q.state == "live":
@@ -55,12 +57,8 @@ def _find(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list[MemoryR
         # profile's doc is ~40 KB, and its valid_to lies past the text in overflow pages (a profile:<class>
         # read walked ~200 superseded versions' pages, 1.3 ms at 24k messages in the chat)
         where += {"live": ["m.valid_to IS NULL"], "invalidated": ["m.valid_to IS NOT NULL"]}.get(q.state, [])
-    if q.kinds == ["profile"] and q.state == "live" and q.attribute is None and q.message_ids is None:
-        # a chat's live profiles (retrieval's set questions) through their partial index: without statistics
-        # SQLite takes docs_by_chat (chat, kind) and reads every superseded version (2.5 vs 0.25 ms at ~1,700
-        # versions in one chat)
-        source = f"docs d INDEXED BY docs_live_profiles {RECORD}"
-        where, args = ["d.chat_id = ?", "d.kind = 'profile'", "d.valid_to IS NULL"], [chat_id]
+    elif q.kinds == ["profile"] and q.state == "live":  # retrieval's set questions: the chat's live profiles
+        source = _profiles("live")
     if q.message_ids is not None:
         ids = list(dict.fromkeys(q.message_ids))[:900]
         where.append(
@@ -89,9 +87,18 @@ def _citing(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list[Memor
                    f" AND +d.chat_id = ? AND d.kind NOT IN ('turn', 'profile'){state}{only}")  # fmt: skip
             rows += db.execute(sql, (*chunk, chat_id, *(indexed or ()))).fetchall()
     if kinds is None or "profile" in kinds:
-        sql = (f"SELECT d.ts_epoch, d.rid, m.record FROM docs d {RECORD} WHERE d.chat_id = ? AND d.kind = 'profile'"
+        sql = (f"SELECT d.ts_epoch, d.rid, m.record FROM {_profiles(q.state)} WHERE d.chat_id = ? AND d.kind = 'profile'"
                f"{state} AND EXISTS (SELECT 1 FROM json_each(d.source_message_ids) j"
                f" WHERE j.value IN ({marks(ids)})) ORDER BY d.ts_epoch, d.rid LIMIT ?")  # fmt: skip
         rows += db.execute(sql, (chat_id, *ids, q.limit)).fetchall()
     rows.sort(key=lambda r: (r[0], r[1]))
     return [parse_json(MemoryRecord, r[2]) for r in rows[: q.limit]]
+
+
+def _profiles(state: str) -> str:
+    """The FROM clause for a chat's profile docs in ``state``: live ones through their partial index. Without
+    table statistics SQLite takes docs_by_chat (chat, kind) and reads every superseded version too (a long
+    chat keeps hundreds of each profile): all live profiles 2.5 -> 0.25 ms, those quoting given messages
+    4.2 -> 0.42 ms, at ~1,700 versions in one chat. The query must say ``d.kind = 'profile'`` and
+    ``d.valid_to IS NULL`` (the index's condition)."""
+    return f"docs d {'INDEXED BY docs_live_profiles ' if state == 'live' else ''}{RECORD}"
