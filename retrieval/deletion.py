@@ -11,12 +11,13 @@ ids leave ``message_ids`` and the sender leaves ``participants``; a topic left e
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from agents.profile import parse_lines, render_lines
 from schemas import MemoryKind, MemoryRecord, TopicSummary
 
-__all__ = ["Forgotten", "affected_topics", "doomed_memories", "reopened", "trim_topic"]
+__all__ = ["Forgotten", "affected_topics", "doomed_memories", "reopened", "restored", "trim_topic", "trimmed_profiles"]
 
 
 @dataclass
@@ -94,6 +95,39 @@ def reopened(records: Iterable[MemoryRecord], doomed: Collection[str]) -> list[M
         if nxt is not None and nxt.memory_id in gone and nxt.valid_to is None:
             out.append(r.model_copy(update={"valid_to": None, "superseded_by": None}))
     return out
+
+
+def trimmed_profiles(
+    doomed: Mapping[str, MemoryRecord], message_ids: Collection[str], speakers: Collection[str]
+) -> list[MemoryRecord]:
+    """The live profiles among ``doomed`` that are about someone else (not spoken by a deleted sender) and
+    keep a line of another message: each without the deleted messages' lines, to be written back under its
+    id once the doomed versions are gone (the text is rendered again from the kept lines only)."""
+    ids, who = set(message_ids), set(speakers)
+    out = []
+    for r in doomed.values():
+        if r.kind != MemoryKind.PROFILE or not r.live or r.speaker in who:
+            continue
+        kept = [ln for ln in parse_lines(r) if ln.message_id not in ids]
+        if kept:
+            out.append(r.model_copy(update={"text": render_lines(kept),
+                                            "source_message_ids": [ln.message_id for ln in kept]}))  # fmt: skip
+    return out
+
+
+def restored(
+    records: Iterable[MemoryRecord],
+    doomed: Mapping[str, MemoryRecord],
+    message_ids: Collection[str],
+    speakers: Collection[str],
+) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
+    """What a deletion writes back: (versions made live again, :func:`trimmed_profiles`). A profile written
+    back without the deleted lines takes the place of any older version of it that would be reopened."""
+    kept = trimmed_profiles(doomed, message_ids, speakers)
+    own = {(r.subject, r.attribute) for r in kept}
+    back = [r for r in reopened(records, doomed)
+            if r.kind != MemoryKind.PROFILE or (r.subject, r.attribute) not in own]  # fmt: skip
+    return back, kept
 
 
 def trim_topic(topic: TopicSummary, message_ids: Collection[str], names: Collection[str]) -> TopicSummary | None:

@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from retrieval import es_mapping as M
 from retrieval import es_queries as Q
-from retrieval.deletion import Forgotten, affected_topics, doomed_memories, reopened, trim_topic
+from retrieval.deletion import (
+    Forgotten,
+    affected_topics,
+    doomed_memories,
+    restored,
+    trim_topic,
+)
 from schemas import ChatMessage, MemoryRecord, TopicSummary
 
 if TYPE_CHECKING:  # a third-party type only
@@ -43,6 +49,8 @@ class _Store(Protocol):
     ) -> list[dict[str, Any]]: ...
 
     async def _delete(self, kind: str, query: dict[str, Any], routing: str | None) -> int: ...
+
+    def _memory_ops(self, record: MemoryRecord, vector: Any) -> list[tuple[dict[str, Any], dict[str, Any] | None]]: ...
 
     async def list_messages(self, chat_id: str, **kwargs: Any) -> list[ChatMessage]: ...
 
@@ -118,7 +126,7 @@ async def forget_user(
     out.topic_ids = affected_topics(records, topics, out.message_ids)
     doomed = doomed_memories(records, out.message_ids, out.names, out.topic_ids)
     out.memory_ids = set(doomed)
-    back = reopened(records, doomed)
+    back, kept = restored(records, doomed, out.message_ids, out.names)
     out.record_texts = [r.text for r in doomed.values()]
 
     out.removed += await store._delete("docs", turns, chat)
@@ -126,8 +134,9 @@ async def forget_user(
     out.removed += await _delete_terms(store, "docs", chat, "source_message_ids", out.message_ids)
     out.memories = await _delete_terms(store, "memories", chat, "memory_id", doomed)
     await _delete_terms(store, "decisions", chat, "memory_id", doomed)
-    if back:
-        await store._bulk([op for r in back for op in _reopen_ops(store, chat, r)])
+    if back or kept:  # kept: other people's profiles, without the deleted lines
+        await store._bulk([op for r in back for op in _reopen_ops(store, chat, r)]
+                          + [op for r in kept for op in store._memory_ops(r, None)])  # fmt: skip
     out.reopened = len(back)
     for topic in topics:
         trimmed = trim_topic(topic, out.message_ids, out.names)

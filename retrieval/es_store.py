@@ -18,6 +18,7 @@ from typing import Any, Literal
 import numpy as np
 from elasticsearch import ApiError
 
+from agents.profile import kept_versions
 from retrieval import es_delete
 from retrieval import es_mapping as M
 from retrieval import es_queries as Q
@@ -160,10 +161,7 @@ class ESStore(ESIndices):
             by = record.memory_id if decision.op == DecisionOp.UPDATE and record else None
             ops += self._close_ops(chat, live, decision.at, by)
         if decision.op in (DecisionOp.ADD, DecisionOp.UPDATE) and record is not None:
-            seq = self._next_seq(1)
-            meta = {"_index": self.alias("memories"), "_id": M.es_id(chat, record.memory_id), "routing": chat}
-            ops.append(({"create": meta}, M.memory_source(record, seq)))
-            ops.append(self._put_doc(chat, M.memory_doc_source(record, None if vec is None else vec[0], seq)))
+            ops += self._memory_ops(record, None if vec is None else vec[0])
         meta = {"_index": self.alias("decisions"), "_id": decision_key, "routing": chat}
         ops.append(({"create": meta}, M.decision_source(decision)))
         try:  # one bulk, the decision last: items of one chat (one shard) are applied in order
@@ -173,7 +171,20 @@ class ESStore(ESIndices):
                 index=self.alias("decisions"), id=decision_key, routing=chat, refresh=self.refresh
             )
             raise
+        keep = kept_versions(record) if decision.op == DecisionOp.UPDATE else None
+        if keep is not None and record is not None:
+            await self._drop_beyond(record, keep)
         return results[-1].get("status") == 201
+
+    async def _drop_beyond(self, record: MemoryRecord, keep: int) -> None:
+        """Delete the superseded versions of ``record``'s (attribute, subject) past the newest ``keep``."""
+        chat = record.chat_id
+        query = Q.build_chat_query(chat, terms={"attribute": [record.attribute or ""], "subject": [record.subject or ""]})
+        query["bool"]["filter"].append({"exists": {"field": "valid_to"}})
+        closed = await self._scan("memories", query, ["version", "valid_from_epoch", "memory_id"], chat)
+        old = [src["memory_id"] for src in closed[: max(0, len(closed) - keep)]]
+        if old:
+            await self._bulk([op for memory_id in old for op in self._drop_ops(chat, memory_id)])
 
     async def _decision_state(
         self, chat_id: str, decision_key: str, target: str | None
@@ -200,6 +211,19 @@ class ESStore(ESIndices):
             else None
         )
         return got[0] is not None, live
+
+    def _memory_ops(self, record: MemoryRecord, vector: Any) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+        """Writes of a new memory version: its record and its searchable doc."""
+        seq, chat = self._next_seq(1), record.chat_id
+        meta = {"_index": self.alias("memories"), "_id": M.es_id(chat, record.memory_id), "routing": chat}
+        return [({"create": meta}, M.memory_source(record, seq)),
+                self._put_doc(chat, M.memory_doc_source(record, vector, seq))]  # fmt: skip
+
+    def _drop_ops(self, chat_id: str, memory_id: str) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+        """Deletes of a memory version, record and doc (a profile's old superseded version)."""
+        key = M.es_id(chat_id, memory_id)
+        return [({"delete": {"_index": self.alias(kind), "_id": key, "routing": chat_id}}, None)
+                for kind in ("memories", "docs")]  # fmt: skip
 
     def _close_ops(
         self, chat_id: str, live: MemoryRecord, at: datetime, by: str | None

@@ -17,10 +17,17 @@ from typing import Any, Protocol
 import numpy as np
 
 from retrieval import sqlite_sources as doc_sources
-from retrieval.deletion import Forgotten, affected_topics, doomed_memories, reopened, trim_topic
+from retrieval.deletion import (
+    Forgotten,
+    affected_topics,
+    doomed_memories,
+    restored,
+    trim_topic,
+)
 from retrieval.scrub import erase_freed
 from retrieval.sqlite_util import chunks as _chunks
 from retrieval.sqlite_util import marks as _marks
+from retrieval.sqlite_writes import insert_memory
 from retrieval.vector_cache import Effects
 from schemas import ChatMessage, MemoryRecord, TopicSummary
 
@@ -91,7 +98,8 @@ async def forget_user(
     store: _Store, chat_id: str, sender: str, message_ids: Collection[str] = ()
 ) -> Forgotten:
     """Remove a sender's messages in one chat (theirs in the store, plus ``message_ids`` known from the log)
-    and everything derived from them; reopen what only deleted versions had superseded; trim topics."""
+    and everything derived from them; reopen what only deleted versions had superseded; write other people's
+    profiles back without the deleted lines; trim topics."""
     db = store.db
     out = Forgotten()
     rows = db.execute(
@@ -113,7 +121,7 @@ async def forget_user(
     touched = affected_topics(records, topics, out.message_ids)
     doomed = doomed_memories(records, out.message_ids, out.names, touched)
     out.memory_ids, out.topic_ids = set(doomed), touched
-    back = reopened(records, doomed)
+    back, kept = restored(records, doomed, out.message_ids, out.names)
     out.record_texts = [r.text for r in doomed.values()]
     ids = sorted(out.message_ids)
     with store._write() as (db, fx):
@@ -131,6 +139,8 @@ async def forget_user(
             db, "DELETE FROM memories WHERE +chat_id = ? AND memory_id IN ({marks})", chat_id, doomed
         )
         _in(db, "DELETE FROM decisions WHERE chat_id = ? AND memory_id IN ({marks})", chat_id, doomed)
+        for r in kept:
+            insert_memory(db, fx, r, None)  # another person's profile, without the deleted lines
         for r in back:
             payload = r.model_dump_json()
             db.execute("UPDATE memories SET valid_to = NULL, superseded_by = NULL, record = ?"

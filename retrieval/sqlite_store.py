@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.profile import kept_versions
 from agents.text import parse_json
 from retrieval import sqlite_search
 from retrieval import sqlite_sources as doc_sources
@@ -33,7 +34,7 @@ from retrieval.sqlite_util import chunks, marks, open_sqlite
 from retrieval.sqlite_vectors import DEFAULT_MAX_BYTES as _MAX_BYTES
 from retrieval.sqlite_vectors import Caches as _Caches
 from retrieval.sqlite_vectors import bump as _bump
-from retrieval.sqlite_writes import close_memory, insert_memory, put_doc
+from retrieval.sqlite_writes import close_memory, drop_memory, insert_memory, put_doc
 from retrieval.vector_cache import ChatVectors as _ChatVectors
 from retrieval.vector_cache import Effects as _Effects
 from schemas import ChatMessage, DecisionOp, MemoryDecision, MemoryRecord, TopicSummary
@@ -339,6 +340,13 @@ class SQLiteStore:
         }
 
 
+# the superseded versions of one (attribute, subject) past the newest ``keep`` (memories_by_attribute)
+_BEYOND_KEPT = (
+    "SELECT memory_id FROM memories WHERE chat_id = ? AND attribute = ? AND subject IS ? AND valid_to IS NOT NULL"
+    " ORDER BY version DESC, valid_from DESC, memory_id DESC LIMIT -1 OFFSET ?"
+)
+
+
 def _check_decision(decision: MemoryDecision) -> None:
     record = decision.record
     if decision.op in (DecisionOp.ADD, DecisionOp.UPDATE) and record is None:
@@ -355,6 +363,10 @@ def _apply(db: sqlite3.Connection, fx: _Effects, decision: MemoryDecision, vec: 
         close_memory(db, fx, decision.chat_id, decision.target_memory_id, decision.at, new_id)
     if decision.op in (DecisionOp.ADD, DecisionOp.UPDATE) and record is not None:
         insert_memory(db, fx, record, vec)
+        keep = kept_versions(record) if decision.op == DecisionOp.UPDATE else None
+        if keep is not None:
+            for (memory_id,) in db.execute(_BEYOND_KEPT, (record.chat_id, record.attribute, record.subject, keep)).fetchall():
+                drop_memory(db, record.chat_id, memory_id)
     db.execute(
         "INSERT INTO decisions (decision_id, chat_id, op, memory_id, applied) VALUES (?,?,?,?,?)",
         (decision.decision_id, decision.chat_id, decision.op.value,

@@ -138,7 +138,9 @@ class MemoryDecision(Contract):
     """The consolidator's decision for one candidate, emitted as an event and applied by the indexer.
 
     ADD writes ``record``; UPDATE invalidates ``target_memory_id`` at ``at`` and writes ``record`` (its new
-    version); DELETE invalidates ``target_memory_id`` at ``at`` (nothing is physically removed); NOOP
+    version; of a profile, whose versions carry every dated line of the ones before, only the newest few
+    superseded versions are kept: :func:`agents.profile.kept_versions`); DELETE invalidates
+    ``target_memory_id`` at ``at`` (nothing is physically removed); NOOP
     changes nothing but is kept for audit.
     """
 

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from agents.profile import KEPT_VERSIONS
 from agents.text import tokenize
 from retrieval.protocols import MemoryStore, SearchQuery
 from retrieval.sqlite_store import SQLiteStore
@@ -253,6 +254,57 @@ async def test_delete_invalidates_without_removing(store):
     assert await store.similar_memories("A", unit(2)) == []
     q = SearchQuery(chat_id="A", text="tea", mode="bm25", include_superseded=True)
     assert [h.doc.valid_to for h in await store.search(q)] == [gone.valid_to]
+
+
+def profile(mid: str, lines: list[tuple[str, str]], version: int = 1, minutes: int = 0) -> MemoryRecord:
+    """Ann's reading profile: one ``(message id, line)`` a line, all on T0's day."""
+    return MemoryRecord(
+        memory_id=mid, chat_id="A", kind=MemoryKind.PROFILE, text="\n".join(f"{T0:%Y-%m-%d} {t}" for _, t in lines),
+        speaker="Ann", subject="Ann", attribute="profile:reading", entities=["Ann"], version=version,
+        valid_from=T0 + timedelta(minutes=minutes), source_message_ids=[m for m, _ in lines], source_event_id="ev1",
+    )  # fmt: skip
+
+
+async def test_a_profile_keeps_its_newest_superseded_versions_only(store):
+    """Each version of a profile carries every line of the ones before: past ``KEPT_VERSIONS`` superseded
+    versions the oldest go for good (keeping every copy grew a long chat's storage with the square of its
+    length); a fact keeps its whole history."""
+    n = KEPT_VERSIONS + 3
+    lines: list[tuple[str, str]] = []
+    for v in range(n):
+        lines.append((f"m{v}", f"read book {v}"))
+        rec = profile(f"p{v}", list(lines), version=v + 1, minutes=v)
+        op, target = (DecisionOp.UPDATE, f"p{v - 1}") if v else (DecisionOp.ADD, None)
+        assert await store.apply_decision(decision(f"d{v}", op, rec=rec, target=target, minutes=v), None)
+    assert not await store.apply_decision(decision(f"d{n - 1}", DecisionOp.UPDATE, rec=rec, target=f"p{n - 2}"), None)
+    every = await store.list_memories("A", live_only=False)
+    assert [m.memory_id for m in every] == [f"p{v}" for v in range(n - KEPT_VERSIONS - 1, n)]
+    assert [m.memory_id for m in every if m.live] == [f"p{n - 1}"] and await store.get_memory("A", "p0") is None
+    q = SearchQuery(chat_id="A", text="book", mode="bm25", include_superseded=True, k=50)
+    assert {h.doc.doc_id for h in await store.search(q)} == {m.memory_id for m in every}
+    await store.apply_decision(decision("f1", DecisionOp.ADD, rec=record("A", "f1", "Alice lives in Paris")), unit(0))
+    for v in range(2, n):  # a fact's versions are all kept
+        new = record("A", f"f{v}", f"Alice lives in city {v}", minutes=v).model_copy(update={"version": v})
+        await store.apply_decision(decision(f"fd{v}", DecisionOp.UPDATE, rec=new, target=f"f{v - 1}", minutes=v), unit(0))
+    assert (await store.get_memory("A", "f1")).superseded_by == "f2"
+
+
+async def test_deleting_a_user_trims_their_lines_from_another_persons_profile(store):
+    """Bo told of a book Ann read: deleting Bo takes that line out of Ann's profile, which keeps her own."""
+    await store.upsert_messages([msg("A", 1, "I read Piranesi", sender="ann", name="Ann"),
+                                 msg("A", 2, "Ann read Dune too", sender="bo", name="Bo")], None)  # fmt: skip
+    await store.apply_decision(decision("d0", DecisionOp.ADD, rec=profile("p0", [("m1", "read Piranesi")])), None)
+    both = profile("p1", [("m1", "read Piranesi"), ("m2", "read Dune")], version=2, minutes=5)
+    await store.apply_decision(decision("d1", DecisionOp.UPDATE, rec=both, target="p0", minutes=5), None)
+    await store.delete_user("A", "bo")
+    (left,) = await store.list_memories("A")  # written back, not the older version reopened beside it
+    assert left.memory_id == "p1" and left.source_message_ids == ["m1"] and "Dune" not in left.text
+    assert [m.memory_id for m in await store.list_memories("A", live_only=False)] == ["p0", "p1"]
+    q = SearchQuery(chat_id="A", text="Piranesi", mode="bm25", kinds=["profile"])
+    assert [h.doc.doc_id for h in await store.search(q)] == ["p1"]
+    assert await store.search(q.model_copy(update={"text": "Dune"})) == []
+    await store.delete_user("A", "ann")  # her own profile goes with her
+    assert await store.list_memories("A", live_only=False) == []
 
 
 async def test_similar_memories(store):
