@@ -6,8 +6,8 @@ disk) as its chat grows.
 Round ``r`` ingests the first ``--messages`` LoCoMo turns (five conversations interleaved, as in ``bench
 throughput``) again into the same five chats, with ids suffixed ``-r<r>`` and timestamps ``r + 1`` years later,
 through the embedded default. Each round prints (and ``--out`` writes, as JSON) the messages so far, the round's
-seconds and msgs/s, the process's RSS and the store file's size (with its write-ahead log). A pipeline whose per-batch work grows with the
-chat shows falling rates; one that keeps what it read shows RSS climbing past its caches' bounds.
+seconds and msgs/s, the process's RSS, the store file's size and the event log's (each with its write-ahead log).
+A pipeline whose per-batch work grows with the chat shows falling rates; one that keeps what it read shows RSS climbing past its caches' bounds.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ async def run(data: Path, rounds: int, messages: int, embedder: str, work: Path)
             part.unlink()
             rows.append({"round": r, "messages": (r + 1) * len(lines), "seconds": round(seconds, 2),
                          "msgs_per_s": round(len(lines) / seconds, 1), "rss_mb": round(_rss_mb(), 1),
-                         "store_mb": round(_size_mb(work / "data" / "memstream.db"), 1)})  # fmt: skip
+                         "store_mb": round(_size_mb(work / "data" / "memstream.db"), 1),
+                         "log_mb": round(_size_mb(work / "data" / "log" / "log.db"), 1)})  # fmt: skip
             print(json.dumps(rows[-1]), flush=True)
     finally:
         await clients.close()

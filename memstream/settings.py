@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     # the embedded store's per-chat vector matrices, per connection (`serve` has one per lane): past this the
     # chats searched least recently are dropped from memory and loaded from the file again when next searched
     vector_cache_mb: int = Field(default=1024, ge=1)
+    # the embedded log keeps every raw message; of each derived topic (topic events, jobs, results, decisions)
+    # it keeps the newest this many records once every stage has read them (replay makes them again)
+    log_keep_derived: int = Field(default=1_000, ge=0)
     segmenter: SegmenterConfig = Field(default_factory=SegmenterConfig)
     distiller: DistillerConfig = Field(default_factory=DistillerConfig)
     consolidator: ConsolidatorConfig = Field(default_factory=ConsolidatorConfig)
@@ -91,4 +94,5 @@ class Settings(BaseSettings):
             audit=self.audit,
             sensitive=self.sensitive,
             derived_vectors=self.derived_vectors,
+            log_keep_derived=self.log_keep_derived,
         )

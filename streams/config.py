@@ -27,3 +27,6 @@ class PipelineConfig(BaseModel):
     # a Q&A pair's, summary's or title's vector: the mean of its source turns' vectors ("sources") or its
     # own text embedded ("text"); see streams/stages/vectors.py
     derived_vectors: Literal["sources", "text"] = "sources"
+    # the embedded runner's log: derived records kept per topic once every stage has read them
+    # (EmbeddedRunner.prune_consumed; the oldest go first, raw messages are all kept)
+    log_keep_derived: int = Field(default=1_000, ge=0)

@@ -83,6 +83,8 @@ class EventLog(Protocol):
 
     async def reset_derived(self, derived_topics: list[str]) -> None: ...
 
+    async def prune(self, topic: str, below: int) -> int: ...
+
     async def deletions(self) -> set[tuple[str, str]]: ...
 
     async def close(self) -> None: ...
@@ -220,6 +222,15 @@ class FileLog(DurableSQLite):
                 self.db.execute("DELETE FROM records WHERE topic=?", (topic,))
             self.db.execute("DELETE FROM consumer_offsets")
             self.db.execute("DELETE FROM consumer_state_parts")
+
+    async def prune(self, topic: str, below: int) -> int:
+        """Drop ``topic``'s records below offset ``below`` (what its readers have all committed past), always
+        keeping its last record: the next offset is counted from it. Returns how many went."""
+        with self._txn():
+            below = min(below, self._end(topic) - 1)
+            if below <= 0:
+                return 0
+            return self.db.execute("DELETE FROM records WHERE topic=? AND offset<?", (topic, below)).rowcount
 
     async def record_deletion(self, chat_id: str, sender: str, at: str) -> None:
         """Deletion ledger: ``sender='*'`` means the whole chat. Replay honours it."""

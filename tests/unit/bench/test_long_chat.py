@@ -28,7 +28,7 @@ def test_two_small_rounds_grow_the_same_chats(tmp_path):
         pytest.skip("LoCoMo data not on this machine")
     rows = asyncio.run(run(LOCOMO, 2, 40, "none", tmp_path))
     assert [r["messages"] for r in rows] == [40, 80]
-    assert all(r["msgs_per_s"] > 0 and r["store_mb"] > 0 and r["rss_mb"] > 0 for r in rows)
+    assert all(r["msgs_per_s"] > 0 and r["store_mb"] > 0 and r["log_mb"] > 0 and r["rss_mb"] > 0 for r in rows)
 
     async def stored() -> tuple[int, int]:
         clients = await build_clients(Settings(data_dir=tmp_path / "data", embedder="none"))
