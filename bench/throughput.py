@@ -91,17 +91,18 @@ def _retrieval(work: Path, emb_dir: Path, embedder: str, locomo: Path, cfg: dict
 def run_throughput(locomo: Path, out_dir: Path, *, messages: int | None = 2000, embedder: str = "minilm",
                    large_docs: int = 100_000, questions: int = 200, kafka_workers: tuple[int, ...] = (1, 2, 4),
                    cli_runs: int = 3, chats_sweep: bool = False, profile: bool = False, kafka_pairs: int = 3,
-                   console: Any = None) -> dict:  # fmt: skip
+                   short: Path | None = None, console: Any = None) -> dict:  # fmt: skip
     """Run everything; write and return throughput.json's content. ``kafka_pairs``: Kafka (1 worker) against
     the embedded runner is judged on the median ratio of this many pairs: the two main runs, then each
     further pair an embedded ingest and a Kafka run right after each other (one run of each can land either
-    side of 1 on a busy 2-core box)."""
+    side of 1 on a busy 2-core box). ``short``: a folder of IRC disentanglement files, whose lines are
+    ingested too (``short_messages``: the embedding-only and ingest rates on short IM lines)."""
     from bench.throughput_ingest import input_file, run_child
     from bench.throughput_kafka import kafka_rate
     from bench.throughput_retrieval import cli_query_seconds, locomo_questions
 
     extra_pairs = max(0, kafka_pairs - 1) if 1 in kafka_workers else 0
-    steps = 6 + len(kafka_workers) + extra_pairs + int(chats_sweep) - int(embedder == "none")
+    steps = 6 + len(kafka_workers) + extra_pairs + int(chats_sweep) - int(embedder == "none") + int(short is not None)
     say = _steps(console.print if console is not None else None, steps)
     out_dir.mkdir(parents=True, exist_ok=True)
     cfg = {"messages": messages, "embedder": embedder, "large_docs": large_docs, "questions": questions,
@@ -142,6 +143,9 @@ def run_throughput(locomo: Path, out_dir: Path, *, messages: int | None = 2000, 
                           kafka_rate(data, 1, embedder).get("msgs_per_s")))  # fmt: skip
         if pairs:
             result["kafka_1_pairs"] = [{"embedded": e, "kafka": k, "ratio": ratio(k, e)} for e, k in pairs]
+        if short is not None:
+            say("short messages: embedding only and ingest …")
+            result["short_messages"] = _short(short, work, messages, embedder)
         if chats_sweep:
             say("ingest with one chat per session (rate vs. chats) …")
             result["rate_vs_chats"] = _sweep(locomo, work, messages, embedder, shape, emb, bare)
@@ -196,6 +200,24 @@ def _ingest_profiled(work: Path, data: Path, embedder: str, out_dir: Path) -> di
     return run
 
 
+def _short(irc_dir: Path, work: Path, messages: int | None, embedder: str) -> dict:
+    """IM-length lines (IRC) through the same embedded ingest, beside the model's rate on the same lines."""
+    from bench.throughput_ingest import run_child, short_input_file
+
+    data = work / "short.jsonl"
+    shape = short_input_file(irc_dir, data, messages=messages)
+    texts = [json.loads(line)["text"] for line in data.read_text(encoding="utf-8").splitlines()]
+    out: dict[str, Any] = {"input": {"source": str(irc_dir), **shape}}
+    if embedder != "none":
+        out["embed_only"] = asyncio.run(_embed_only(texts, embedder))
+    out["ingest"] = run_child("ingest", work / "short", embedder, data=data)
+    out["ingest_no_embedder"] = run_child("ingest", work / "short-none", "none", data=data)
+    out["ingest_msgs_per_s"] = out["ingest"].get("msgs_per_s")
+    out["embed_only_msgs_per_s"] = out.get("embed_only", {}).get("msgs_per_s")
+    out["ingest_vs_embed_only"] = ratio(out["ingest_msgs_per_s"], out["embed_only_msgs_per_s"])
+    return out
+
+
 def _sweep(locomo: Path, work: Path, messages: int | None, embedder: str, shape: dict, emb: dict,
            bare: dict) -> list[dict]:  # fmt: skip
     """The same turns as one chat per session (many more, shorter chats): rate with and without embedder."""
@@ -243,6 +265,11 @@ def _headline(r: dict) -> None:
     r["ratios"]["ingest_vs_embed_only_cpu"] = ratio(r.get("ingest", {}).get("msgs_per_cpu_s"), emb.get("msgs_per_cpu_s"))
     texts = r.get("ingest", {}).get("embedded_texts")
     r["ratios"]["ingest_embedded_texts_per_msg"] = round(texts / n, 2) if texts and n else None
+    short = r.get("short_messages") or {}
+    if short:  # the same ingest on IM-length lines (IRC), beside the model's rate on them
+        r["short_ingest_msgs_per_s"] = short.get("ingest_msgs_per_s")
+        r["short_embed_only_msgs_per_s"] = short.get("embed_only_msgs_per_s")
+        r["ratios"]["short_ingest_vs_embed_only"] = short.get("ingest_vs_embed_only")
     r["targets"] = judge(flat)
 
 

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+SHORT_DEFAULT = Path("../shared/data/irc-disentanglement/dev")  # short IM lines, when the data is beside the repo
+
 
 def bench_throughput(
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("bench-out"),
@@ -24,6 +26,9 @@ def bench_throughput(
     profile: Annotated[bool, typer.Option(help="cProfile the default ingest (OUT/ingest.prof + top functions).")] = False,
     kafka_pairs: Annotated[int, typer.Option(help="Kafka (1 worker) vs embedded is the median ratio of this many "
                                              "pairs of runs (1 = the two main runs only).", min=1)] = 3,
+    short: Annotated[Path | None, typer.Option(help="IRC disentanglement folder whose lines (short IM messages) are "
+                                               "ingested too; default: ../shared/data's dev split if present, "
+                                               "'' = skip.")] = None,  # fmt: skip
 ) -> None:
     """Throughput and latency -> OUT/throughput.json: ingest (default embedder / none), replay, Kafka with
     1/2/4 workers, retrieval p50/p95/p99 at LoCoMo size and in one large chat, CLI query time, RSS, the raw
@@ -34,12 +39,16 @@ def bench_throughput(
     from bench.throughput import run_throughput
 
     workers = tuple(int(w) for w in kafka_workers.split(",") if w.strip())
+    if short is None and SHORT_DEFAULT.is_dir():
+        short = SHORT_DEFAULT
+    short = short if short is not None and str(short) not in ("", ".") else None
     console = Console(stderr=True)
     result = run_throughput(data, out_dir, messages=messages or None, embedder=embedder, large_docs=large_docs,
                             questions=questions, kafka_workers=workers, cli_runs=cli_runs, chats_sweep=chats_sweep,
-                            profile=profile, kafka_pairs=kafka_pairs, console=console)  # fmt: skip
+                            profile=profile, kafka_pairs=kafka_pairs, short=short, console=console)  # fmt: skip
     keys = ("embed_only_msgs_per_s", "ingest_msgs_per_s", "ingest_msgs_per_s_no_embedder", "replay_msgs_per_s",
             "kafka_msgs_per_s", "retrieval_ms", "cli_query_seconds", "rss_mb_per_100k_msgs", "ratios", "targets")  # fmt: skip
+    keys += ("short_ingest_msgs_per_s", "short_embed_only_msgs_per_s") if result.get("short_messages") else ()
     typer.echo(json.dumps({k: result.get(k) for k in keys}, indent=1))
     console.print(f"wrote {out_dir / 'throughput.json'}")
 

@@ -50,6 +50,24 @@ def input_file(locomo: Path, out: Path, *, messages: int | None = None, per_sess
     return {"messages": len(msgs), "chats": len(chats)}
 
 
+def short_input_file(irc_dir: Path, out: Path, *, messages: int | None = None) -> dict:
+    """IRC disentanglement lines (one chat per file, interleaved line by line) -> JSON Lines: the short
+    messages of a busy IM group (mean ~56 characters against LoCoMo's ~138). Returns {messages, chats,
+    mean_chars}."""
+    from bench.irc_data import read_irc_dir, to_message
+
+    chats = [[to_message(f, ln) for ln in f.lines] for f in read_irc_dir(irc_dir)]
+    longest = max((len(c) for c in chats), default=0)
+    msgs = [c[i] for i in range(longest) for c in chats if i < len(c)]
+    msgs = msgs[:messages] if messages else msgs
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", encoding="utf-8") as fh:
+        for m in msgs:
+            fh.write(m.model_dump_json() + "\n")
+    mean = sum(len(m.text) for m in msgs) / len(msgs) if msgs else 0.0
+    return {"messages": len(msgs), "chats": len({m.chat_id for m in msgs}), "mean_chars": round(mean, 1)}
+
+
 def _rss_mb() -> float:
     with open("/proc/self/statm") as fh:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20

@@ -9,11 +9,12 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.throughput import _headline, judge
-from bench.throughput_ingest import input_file, marginal_rss
+from bench.throughput_ingest import input_file, marginal_rss, short_input_file
 from bench.throughput_profile import bucket, summarise
 
 LOCOMO = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "locomo" / "locomo10_dev.json"
 needs_locomo = pytest.mark.skipif(not LOCOMO.exists(), reason=f"LoCoMo dev set not at {LOCOMO}")
+IRC = LOCOMO.parents[1] / "irc-disentanglement" / "dev"
 
 
 def test_targets_pass_fail_and_unmeasured():
@@ -117,6 +118,15 @@ def test_input_interleaves_chats_and_can_split_sessions(tmp_path):
     assert many["messages"] == whole["messages"] and many["chats"] > 5 * whole["chats"]
 
 
+@pytest.mark.skipif(not IRC.is_dir(), reason=f"IRC dev split not at {IRC}")
+def test_short_input_interleaves_irc_files_as_chats(tmp_path):
+    shape = short_input_file(IRC, tmp_path / "s.jsonl", messages=40)
+    rows = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
+    assert shape["messages"] == len(rows) == 40 and shape["chats"] == len({r["chat_id"] for r in rows}) > 1
+    assert rows[0]["chat_id"] != rows[1]["chat_id"] and all(r["text"].strip() for r in rows)
+    assert shape["mean_chars"] == round(sum(len(r["text"]) for r in rows) / 40, 1) < 138  # IM-length lines
+
+
 @needs_locomo
 @pytest.mark.slow
 def test_bench_throughput_runs_tiny_and_writes_every_figure(tmp_path):
@@ -124,7 +134,8 @@ def test_bench_throughput_runs_tiny_and_writes_every_figure(tmp_path):
 
     out = tmp_path / "out"
     args = ["throughput", "--out", str(out), "--data", str(LOCOMO), "--messages", "30", "--large-docs", "200",
-            "--questions", "4", "--kafka-workers", "1", "--cli-runs", "1", "--kafka-pairs", "2"]  # fmt: skip
+            "--questions", "4", "--kafka-workers", "1", "--cli-runs", "1", "--kafka-pairs", "2",
+            "--short", str(IRC) if IRC.is_dir() else ""]  # fmt: skip
     res = CliRunner().invoke(bench_app, args)
     assert res.exit_code == 0, res.output
     r = json.loads((out / "throughput.json").read_text())
@@ -138,6 +149,12 @@ def test_bench_throughput_runs_tiny_and_writes_every_figure(tmp_path):
             p = r["retrieval_ms"][size][mode]
             assert 0 < p["p50"] <= p["p95"] <= p["p99"] and p["n"] == 4
     assert r["retrieval"]["large"]["docs"] == 200
+    if IRC.is_dir():  # the same ingest on short IM lines, beside the model's rate on them
+        assert r["short_messages"]["input"]["messages"] == 30
+        assert r["short_ingest_msgs_per_s"] > 0 and r["short_embed_only_msgs_per_s"] > 0
+        assert r["ratios"]["short_ingest_vs_embed_only"] > 0
+    else:
+        assert "short_messages" not in r
     assert r["ratios"]["ingest_vs_embed_only"] == round(r["ingest_msgs_per_s"] / r["embed_only_msgs_per_s"], 3)
     pairs = r["kafka_1_pairs"]  # the main runs, then one embedded + Kafka pair run back to back
     assert len(pairs) == 2 and all(p["embedded"] > 0 and p["kafka"] > 0 for p in pairs), pairs
