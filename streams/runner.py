@@ -22,12 +22,11 @@ from streams.config import PipelineConfig
 from streams.log import EventLog, Produce
 from streams.stages import StageOutput, build_stages
 from streams.stages.io import decode_all
-from streams.topics import DEAD_LETTERS, DERIVED_TOPICS, DISTILL_JOBS, RAW_MESSAGES
+from streams.topics import DEAD_LETTERS, DERIVED_TOPICS, RAW_MESSAGES
 
 log = logging.getLogger("memstream.runner")
 
 Progress = Callable[[str, int, int], None]
-AHEAD_CALLS = 2  # segmenter batches whose vectors are asked for before the earlier one is done
 
 
 @dataclass
@@ -60,8 +59,6 @@ class EmbeddedRunner:
         self.graph = self.stages.graph
         self.keep_derived = cfg.log_keep_derived
         self._loaded = False
-        self._ahead_end = 0  # the raw offset up to which the embed-ahead task has asked for vectors
-        self._ahead_moved = asyncio.Event()
         self.totals = RunStats()  # every run of this runner (the server's /metrics)
 
     async def produce(self, items: Iterable[Produce]) -> int:
@@ -82,17 +79,14 @@ class EmbeddedRunner:
             self.segment.load_state(await self.log.load_state(self.segment.group))
             self._loaded = True
 
-    async def _run_stage(self, stage, *, batch: int, limit: int | None, stats: RunStats, progress,
-                         until: int | None = None) -> int:  # fmt: skip
-        """Consume up to ``limit`` batches of ``stage`` (records below offset ``until``); returns records consumed."""
+    async def _run_stage(self, stage, *, batch: int, limit: int | None, stats: RunStats, progress) -> int:
+        """Consume up to ``limit`` batches of ``stage``; returns records consumed."""
         topic = stage.source.name
         consumed = 0
         rounds = 0
         while limit is None or rounds < limit:
             offset = await self.log.committed(stage.group, topic)
-            if until is not None and offset >= until:
-                break
-            records = await self.log.read(topic, offset, batch if until is None else min(batch, until - offset))
+            records = await self.log.read(topic, offset, batch)
             if not records:
                 break
             out = await stage.process(records)
@@ -117,7 +111,6 @@ class EmbeddedRunner:
         abstention F1 0.742 vs 0.747, one tree)."""
         emb = self.clients.embedder
         raw = 0
-        calls: list[asyncio.Future] = []  # up to AHEAD_CALLS batches asked for at once: the model never waits
         with embedding_priority(AHEAD):  # the stages' own calls go first (between this work's forwards)
             while True:
                 raw = max(raw, await self.log.committed(self.segment.group, RAW_MESSAGES.name))
@@ -125,30 +118,9 @@ class EmbeddedRunner:
                 if records:
                     raw = records[-1].offset + 1
                     msgs = decode_all(RAW_MESSAGES, "segment", records, StageOutput())
-                    texts = [m.text for m in msgs if isinstance(m, ChatMessage) and m.text.strip()]
-                    calls.append(asyncio.ensure_future(emb.embed(texts)))  # its texts are in flight once it starts
-                    await asyncio.sleep(0)
-                    self._ahead_end = raw
-                    self._ahead_moved.set()
-                    if len(calls) >= AHEAD_CALLS:
-                        await calls.pop(0)
+                    await emb.embed([m.text for m in msgs if isinstance(m, ChatMessage) and m.text.strip()])
                     continue
-                for call in calls:
-                    await call
-                calls.clear()
                 await asyncio.sleep(0.02)  # nothing new yet
-
-    async def _ahead_of_segmenter(self, ahead: asyncio.Task | None) -> None:
-        """Wait until the embed-ahead task has asked for the vectors of the segmenter's next batch: the
-        segmenter then waits for that call's vectors instead of embedding its batch itself, so which texts
-        share a forward (and the int8 vectors) is the same however the tasks interleave."""
-        if ahead is None:
-            return
-        offset = await self.log.committed(self.segment.group, RAW_MESSAGES.name)
-        want = min(offset + self.batch, await self.log.end_offset(RAW_MESSAGES.name))
-        while offset < want and self._ahead_end < want and not ahead.done():
-            self._ahead_moved.clear()
-            await self._ahead_moved.wait()
 
     async def _prefetch(self, stage, ahead: int, window: int = 256) -> int:
         """When ``stage`` has consumed up to ``ahead`` (the end of the last prefetched window), let it
@@ -175,10 +147,9 @@ class EmbeddedRunner:
         await self._load()
         stats = RunStats()
         start = time.perf_counter()
-        self._ahead_end = 0  # this run's embed-ahead task starts again from the segmenter's offset
         ahead = asyncio.create_task(self._embed_ahead()) if self.clients.embedder is not None else None
         try:
-            await self._run_all(stats, progress, ahead)
+            await self._run_all(stats, progress)
             await self.prune_consumed()
         finally:
             if ahead is not None:
@@ -189,50 +160,32 @@ class EmbeddedRunner:
         stats.llm_calls = self.distill.llm_calls + self.consolidate.llm_calls
         return stats
 
-    async def _run_all(self, stats: RunStats, progress: Progress | None, ahead: asyncio.Task | None = None) -> None:
-        """Round after round, one batch of messages through the segmenter while the topics the batch before
-        closed go down the later stages (:meth:`_downstream`). A backlog flows down in waves of one batch, so
-        the model (in its own threads) embeds the next batches ahead while the stages' Python runs, and the
-        segmenter's Python runs while the later stages wait for their vectors (the facts', the graph's names:
-        a third of a short-message ingest's wall time with one stage at a time). The later stages take only the
-        jobs of the batches already segmented, and run in the same order, so the memory is the same."""
-        down: asyncio.Task | None = None
-        try:
-            while True:
-                await self._ahead_of_segmenter(ahead)
-                moved = await self._run_stage(self.segment, batch=self.batch, limit=1, stats=stats, progress=progress)
-                if down is not None:
-                    moved += await down
-                jobs = await self.log.end_offset(DISTILL_JOBS.name)
-                if not moved:
-                    if not await self._downstream(stats, progress, jobs):
-                        break
-                    continue
-                down = asyncio.ensure_future(self._downstream(stats, progress, jobs))
-        finally:
-            if down is not None and not down.done():
-                down.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await down
-
-    async def _downstream(self, stats: RunStats, progress: Progress | None, jobs: int) -> int:
-        """The indexer, then the distillation jobs below offset ``jobs`` and everything they produce through the
-        later stages: the consolidator one result at a time, each followed by the indexer (so each decision
-        sees every earlier one applied); its candidates are embedded a window of results ahead, in one call.
-        Returns the records consumed."""
-        moved = await self._run_stage(self.index, batch=self.batch, limit=None, stats=stats, progress=progress)
-        moved += await self._run_stage(self.distill, batch=16, limit=None, stats=stats, progress=progress, until=jobs)
-        if self.graph is not None:
-            moved += await self._run_stage(self.graph, batch=16, limit=None, stats=stats, progress=progress)
-        ahead = -1
+    async def _run_all(self, stats: RunStats, progress: Progress | None) -> None:
+        """Round after round: the indexer, one batch of messages through the segmenter, then everything
+        its closed topics produce through the later stages. A backlog flows down in waves of one batch, so the
+        model (in its own threads) embeds the next batches ahead while the distiller, consolidator and indexer
+        run, and their calls (the facts) go first (run stage by stage over the whole backlog, their Python ran
+        after the model was done: a quarter of a LoCoMo ingest's wall time with the model idle)."""
         while True:
-            ahead = await self._prefetch(self.consolidate, ahead)
-            n = await self._run_stage(self.consolidate, batch=1, limit=1, stats=stats, progress=progress)
-            if not n:
+            moved = await self._run_stage(self.index, batch=self.batch, limit=None, stats=stats, progress=progress)
+            moved += await self._run_stage(  # one batch, then its topics down the pipeline (below)
+                self.segment, batch=self.batch, limit=1, stats=stats, progress=progress
+            )
+            moved += await self._run_stage(self.distill, batch=16, limit=None, stats=stats, progress=progress)
+            if self.graph is not None:
+                moved += await self._run_stage(self.graph, batch=16, limit=None, stats=stats, progress=progress)
+            ahead = -1  # the consolidator's candidates are embedded a window of results ahead, in one call
+            while True:  # one result at a time, each followed by the indexer
+                ahead = await self._prefetch(self.consolidate, ahead)
+                n = await self._run_stage(self.consolidate, batch=1, limit=1, stats=stats, progress=progress)
+                if not n:
+                    break
+                moved += n
+                moved += await self._run_stage(
+                    self.index, batch=self.batch, limit=None, stats=stats, progress=progress
+                )
+            if not moved:
                 break
-            moved += n
-            moved += await self._run_stage(self.index, batch=self.batch, limit=None, stats=stats, progress=progress)
-        return moved
 
     async def prune_consumed(self) -> int:
         """Of each derived topic, drop the records every stage reading it has committed past, all but the
