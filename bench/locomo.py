@@ -76,8 +76,12 @@ async def _ingest(settings: Settings, src: Path, embedder, console):
     return clients, report, secs
 
 
+KEEP_ALL = 2**62  # Settings.log_keep_derived that keeps every derived record of a run in the log
+
+
 async def consolidation_stats(clients, n_msgs: int, llm_calls: int) -> dict:
-    """Decision mix of the run, read back from the memory-decisions topic of the log."""
+    """Decision mix of the run, read back from the memory-decisions topic of the log (which must keep them
+    all: ``log_keep_derived=KEEP_ALL``)."""
     from collections import Counter
 
     from streams.topics import MEMORY_DECISIONS
@@ -273,7 +277,8 @@ async def run_locomo(
         src = Path(tmp) / "input.json"
         src.write_text(json.dumps(convs))
         stores = {}
-        main_settings = Settings(data_dir=Path(tmp) / "main", embedder=embedder)
+        # every decision stays in the log: consolidation_stats reads the run's decision mix back from it
+        main_settings = Settings(data_dir=Path(tmp) / "main", embedder=embedder, log_keep_derived=KEEP_ALL)
         stores["main"], report, secs = await _ingest(main_settings, src, emb, console)
         consolidation = await consolidation_stats(stores["main"], report.read, report.stats.llm_calls)
         add_settings = main_settings.model_copy(

@@ -177,11 +177,11 @@ class ESStore(ESIndices):
         return results[-1].get("status") == 201
 
     async def _drop_beyond(self, record: MemoryRecord, keep: int) -> None:
-        """Delete the superseded versions of ``record``'s (attribute, subject) past the newest ``keep``."""
+        """Delete the superseded versions of ``record``'s (attribute, subject) but the ``keep`` superseded last."""
         chat = record.chat_id
         query = Q.build_chat_query(chat, terms={"attribute": [record.attribute or ""], "subject": [record.subject or ""]})
         query["bool"]["filter"].append({"exists": {"field": "valid_to"}})
-        closed = await self._scan("memories", query, ["version", "valid_from_epoch", "memory_id"], chat)
+        closed = await self._scan("memories", query, ["valid_to", "memory_id"], chat)  # superseded first to last
         old = [src["memory_id"] for src in closed[: max(0, len(closed) - keep)]]
         if old:
             await self._bulk([op for memory_id in old for op in self._drop_ops(chat, memory_id)])

@@ -340,10 +340,11 @@ class SQLiteStore:
         }
 
 
-# the superseded versions of one (attribute, subject) past the newest ``keep`` (memories_by_attribute)
+# the superseded versions of one (attribute, subject) past the ``keep`` superseded last (by when, whatever the
+# offset; not by version: a profile emptied and begun again counts from 1) (memories_by_attribute)
 _BEYOND_KEPT = (
     "SELECT memory_id FROM memories WHERE chat_id = ? AND attribute = ? AND subject IS ? AND valid_to IS NOT NULL"
-    " ORDER BY version DESC, valid_from DESC, memory_id DESC LIMIT -1 OFFSET ?"
+    " ORDER BY julianday(valid_to) DESC, memory_id DESC LIMIT -1 OFFSET ?"
 )
 
 

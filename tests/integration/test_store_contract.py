@@ -289,6 +289,26 @@ async def test_a_profile_keeps_its_newest_superseded_versions_only(store):
     assert (await store.get_memory("A", "f1")).superseded_by == "f2"
 
 
+async def test_a_profile_begun_again_keeps_the_versions_superseded_last(store):
+    """A profile emptied (DELETE) and begun again counts its versions from 1: what stays is what was
+    superseded last, not the highest version numbers."""
+    n = KEPT_VERSIONS + 2
+    for v in range(n):
+        rec = profile(f"p{v}", [(f"m{i}", f"read book {i}") for i in range(v + 1)], version=v + 1, minutes=v)
+        op, target = (DecisionOp.UPDATE, f"p{v - 1}") if v else (DecisionOp.ADD, None)
+        await store.apply_decision(decision(f"d{v}", op, rec=rec, target=target, minutes=v), None)
+    await store.apply_decision(decision("gone", DecisionOp.DELETE, target=f"p{n - 1}", minutes=n), None)
+    for v in range(3):
+        rec = profile(f"q{v}", [("m90", "read Dune")] + [(f"m9{i + 1}", f"read book {i}") for i in range(v)],
+                      version=v + 1, minutes=n + 1 + v)  # fmt: skip
+        op, target = (DecisionOp.UPDATE, f"q{v - 1}") if v else (DecisionOp.ADD, None)
+        await store.apply_decision(decision(f"e{v}", op, rec=rec, target=target, minutes=n + 1 + v), None)
+    every = await store.list_memories("A", live_only=False)
+    closed = {m.memory_id for m in every if not m.live}
+    assert [m.memory_id for m in every if m.live] == ["q2"] and len(closed) == KEPT_VERSIONS
+    assert {"q0", "q1", f"p{n - 1}"} <= closed and "p0" not in closed
+
+
 async def test_deleting_a_user_trims_their_lines_from_another_persons_profile(store):
     """Bo told of a book Ann read: deleting Bo takes that line out of Ann's profile, which keeps her own."""
     await store.upsert_messages([msg("A", 1, "I read Piranesi", sender="ann", name="Ann"),

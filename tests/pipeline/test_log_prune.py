@@ -53,3 +53,25 @@ async def test_the_newest_derived_records_are_kept(tmp_path):
         assert [r.offset for r in await clients.log.read(longest, 0, 100)] == list(range(ends[longest] - 5, ends[longest]))
     finally:
         await clients.close()
+
+
+async def test_the_locomo_bench_keeps_every_decision_it_counts(tmp_path):
+    """``bench locomo`` reads the run's decision mix back from the log: its settings keep every record."""
+    from bench.locomo import KEEP_ALL, consolidation_stats
+
+    rows = make_messages(2, 150)
+    settings = Settings(data_dir=tmp_path / "d", embedder="none", log_keep_derived=KEEP_ALL)
+    clients = await build_clients(settings, embedder=None)
+    try:
+        await ingest(clients, write_jsonl(tmp_path / "a.jsonl", rows))
+        stats = await consolidation_stats(clients, len(rows), 0)
+        applied = clients.store.db.execute("SELECT COUNT(*) FROM decisions").fetchone()[0]
+        assert stats["decisions"] == applied > 5
+    finally:
+        await clients.close()
+    few = await build_clients(settings.model_copy(update={"data_dir": tmp_path / "e", "log_keep_derived": 5}))
+    try:  # what the count would be with a window: the newest 5 only
+        await ingest(few, write_jsonl(tmp_path / "b.jsonl", rows))
+        assert (await consolidation_stats(few, len(rows), 0))["decisions"] == 5
+    finally:
+        await few.close()
