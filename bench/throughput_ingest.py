@@ -23,6 +23,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+
+def interleave(chats: list[list[Any]]) -> list[Any]:
+    """Several chats' messages in the order live traffic brings them: the first of each, then the second, …"""
+    longest = max((len(c) for c in chats), default=0)
+    return [c[i] for i in range(longest) for c in chats if i < len(c)]
 
 
 def input_file(locomo: Path, out: Path, *, messages: int | None = None, per_session: bool = False) -> dict:
@@ -35,8 +42,7 @@ def input_file(locomo: Path, out: Path, *, messages: int | None = None, per_sess
     for p in read_locomo(locomo):
         if p.message is not None:
             by_chat.setdefault(p.message.chat_id, []).append(p.message)
-    longest = max((len(v) for v in by_chat.values()), default=0)
-    msgs = [turns[i] for i in range(longest) for turns in by_chat.values() if i < len(turns)]
+    msgs = interleave(list(by_chat.values()))
     if messages:
         msgs = msgs[:messages]
     chats = set()
@@ -56,9 +62,7 @@ def short_input_file(irc_dir: Path, out: Path, *, messages: int | None = None) -
     mean_chars}."""
     from bench.irc_data import read_irc_dir, to_message
 
-    chats = [[to_message(f, ln) for ln in f.lines] for f in read_irc_dir(irc_dir)]
-    longest = max((len(c) for c in chats), default=0)
-    msgs = [c[i] for i in range(longest) for c in chats if i < len(c)]
+    msgs = interleave([[to_message(f, ln) for ln in f.lines] for f in read_irc_dir(irc_dir)])
     msgs = msgs[:messages] if messages else msgs
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as fh:

@@ -31,7 +31,7 @@ from retrieval.sqlite_writes import insert_memory
 from retrieval.vector_cache import Effects
 from schemas import ChatMessage, MemoryRecord, TopicSummary
 
-__all__ = ["forget_chat", "forget_user"]
+__all__ = ["drop_memory", "forget_chat", "forget_user"]
 
 
 class _Store(Protocol):
@@ -60,6 +60,14 @@ def delete_docs(
         doc_sources.remove(db, rids)
         db.execute(f"DELETE FROM docs WHERE +chat_id = ? AND rid IN ({_marks(rids)})", (chat_id, *rids))
     return len(rows)
+
+
+def drop_memory(db: sqlite3.Connection, chat_id: str, memory_id: str) -> None:
+    """Remove one memory version for good, its row and its doc (an old superseded version of a profile, whose
+    every line its successors carry on: :func:`agents.profile.kept_versions`), inside the caller's transaction;
+    the retrieval caches notice the write like any other."""
+    delete_docs(db, chat_id, "doc_id = ?", (memory_id,), keyed=True)
+    db.execute("DELETE FROM memories WHERE memory_id = ? AND chat_id = ?", (memory_id, chat_id))
 
 
 def _in(db: sqlite3.Connection, sql: str, chat_id: str, ids: Collection[str]) -> int:

@@ -26,7 +26,7 @@ from retrieval import sqlite_search
 from retrieval import sqlite_sources as doc_sources
 from retrieval.deletion import Forgotten
 from retrieval.protocols import Hit, MemoryFilter, SearchQuery
-from retrieval.sqlite_delete import forget_chat, forget_user
+from retrieval.sqlite_delete import drop_memory, forget_chat, forget_user
 from retrieval.sqlite_edit import replace_message as _replace_message
 from retrieval.sqlite_lookup import find_memories as _find_memories
 from retrieval.sqlite_schema import SCHEMA, chat_token, epoch, turn_body
@@ -34,7 +34,7 @@ from retrieval.sqlite_util import chunks, marks, open_sqlite
 from retrieval.sqlite_vectors import DEFAULT_MAX_BYTES as _MAX_BYTES
 from retrieval.sqlite_vectors import Caches as _Caches
 from retrieval.sqlite_vectors import bump as _bump
-from retrieval.sqlite_writes import close_memory, drop_memory, insert_memory, put_doc
+from retrieval.sqlite_writes import close_memory, insert_memory, put_doc
 from retrieval.vector_cache import ChatVectors as _ChatVectors
 from retrieval.vector_cache import Effects as _Effects
 from schemas import ChatMessage, DecisionOp, MemoryDecision, MemoryRecord, TopicSummary

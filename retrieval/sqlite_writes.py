@@ -16,7 +16,7 @@ from retrieval.sqlite_schema import INSERT_DOC, chat_token, iso
 from retrieval.vector_cache import Effects
 from schemas import MemoryRecord
 
-__all__ = ["close_memory", "drop_memory", "insert_memory", "put_doc"]
+__all__ = ["close_memory", "insert_memory", "put_doc"]
 
 
 def put_doc(
@@ -88,14 +88,3 @@ def close_memory(
     ).fetchall()
     fx.closed.extend((chat_id, rid) for (rid,) in rids)
 
-
-def drop_memory(db: sqlite3.Connection, chat_id: str, memory_id: str) -> bool:
-    """Remove a memory version for good: its row, its doc, the doc's FTS row and sources (an old superseded
-    version of a profile, whose every line its successors carry on: :func:`agents.profile.kept_versions`).
-    Profiles have no vectors; the retrieval caches notice the write like any other. False if there was none."""
-    rids = [r[0] for r in db.execute("SELECT rid FROM docs WHERE doc_id = ? AND +chat_id = ?", (memory_id, chat_id))]
-    for rid in rids:
-        db.execute("DELETE FROM docs_fts WHERE rowid = ?", (rid,))
-        db.execute("DELETE FROM docs WHERE rid = ?", (rid,))
-    doc_sources.remove(db, rids)
-    return db.execute("DELETE FROM memories WHERE memory_id = ? AND chat_id = ?", (memory_id, chat_id)).rowcount > 0
