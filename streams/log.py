@@ -8,7 +8,9 @@ all of a batch's effects or none of them; a restart resumes from the last commit
 commit follows the batch, not the number of chats ever seen. (A checkpoint from before parts existed
 is read as the single part ``""``.) Producers are
 idempotent: a record whose ``record_id`` is already in its topic is skipped (Kafka's equivalent is the
-deterministic event id that consumers de-duplicate on).
+deterministic event id that consumers de-duplicate on). Appended messages and the deletion ledger are
+synced to disk at their commit; a consumer's commit is not (synchronous=NORMAL): a power cut can take back
+the last ones, whole and in order, and their batches run again.
 """
 
 from __future__ import annotations
@@ -191,8 +193,10 @@ class FileLog(DurableSQLite):
         self, group: str, offsets: dict[str, int], produced: list[Produce], state: StateParts | None = None
     ) -> int:
         """Atomically: append ``produced``, move ``group``'s offsets, save the state parts given (a part
-        set to None is dropped; parts not given are kept)."""
-        with self._txn():
+        set to None is dropped; parts not given are kept). Not synced to disk (``_Txn`` relaxed): a power cut
+        can take back the last commits whole and in order, and their batches run again (idempotent effects);
+        messages appended by producers are synced."""
+        with self._txn(relaxed=True):
             added = self._append(produced)
             for topic, offset in offsets.items():
                 self.db.execute(
@@ -283,8 +287,8 @@ class FileLog(DurableSQLite):
         rows = self.db.execute("SELECT topic, COUNT(*) FROM records GROUP BY topic").fetchall()
         return {t: int(n) for t, n in rows}
 
-    def _txn(self) -> _Txn:
-        return _Txn(self.db)
+    def _txn(self, *, relaxed: bool = False) -> _Txn:
+        return _Txn(self.db, relaxed=relaxed)
 
 
 def message_id_hash(chat_id: str, message_id: str) -> str:
@@ -293,12 +297,23 @@ def message_id_hash(chat_id: str, message_id: str) -> str:
 
 
 class _Txn:
-    def __init__(self, db: sqlite3.Connection) -> None:
+    """One write transaction. ``relaxed``: committed with synchronous=NORMAL (written to the WAL, not synced:
+    it survives a killed process, not a power cut), for what replay can make again; every other transaction,
+    and the next synced one after a relaxed one, syncs the WAL up to itself (its order is kept)."""
+
+    def __init__(self, db: sqlite3.Connection, *, relaxed: bool = False) -> None:
         self.db = db
+        self.relaxed = relaxed
 
     def __enter__(self) -> sqlite3.Connection:
+        if self.relaxed:
+            self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("BEGIN IMMEDIATE")
         return self.db
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        try:
+            self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        finally:
+            if self.relaxed:
+                self.db.execute("PRAGMA synchronous=FULL")

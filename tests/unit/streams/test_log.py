@@ -1,5 +1,7 @@
 import sqlite3
 
+import pytest
+
 from streams.log import FileLog, Produce
 
 
@@ -65,4 +67,22 @@ async def test_a_whole_state_checkpoint_from_an_older_version_is_read_as_one_par
     await log.close()
     log = await FileLog(path).open()  # migrated once, not duplicated on the next open
     assert await log.load_state("segmenter") == {"": '{"chat": {}}'}
+    await log.close()
+
+
+async def test_a_consumer_commit_is_not_synced_but_appends_are_and_the_connection_stays_full(tmp_path):
+    log = await FileLog(tmp_path / "log.db").open()
+    seen: list[str] = []
+    log.db.set_trace_callback(seen.append)
+    await log.append([Produce("raw", "k", "m1", "{}")])
+    assert not any("synchronous" in s for s in seen)  # a producer's append: synced like every txn
+    seen.clear()
+    await log.commit("g", {"raw": 1}, [Produce("out", "k", "o1", "{}")])
+    assert seen[0] == "PRAGMA synchronous=NORMAL" and seen[1] == "BEGIN IMMEDIATE"
+    assert seen[-2:] == ["COMMIT", "PRAGMA synchronous=FULL"]
+    with pytest.raises(sqlite3.Error):  # a failed commit rolls back and still restores FULL
+        await log.commit("g", {"raw": 1}, [Produce("out", "k", "o2", "{}")], {"p": object()})  # type: ignore[dict-item]
+    assert log.db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert await log.end_offset("out") == 1 and await log.committed("g", "raw") == 1
+    log.db.set_trace_callback(None)
     await log.close()
