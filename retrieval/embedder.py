@@ -162,27 +162,66 @@ class CachedEmbedder:
 
     async def _compute(self, todo: dict[bytes, str], is_query: bool) -> dict[bytes, np.ndarray]:
         """Embed and cache ``todo`` (key -> text) in one call to the model; meanwhile other calls asking for
-        the same texts wait for these vectors instead of embedding them again (see ``embed_ahead``)."""
+        the same texts wait for these vectors instead of embedding them again (see :meth:`embed_ahead`)."""
+        futures = self._reserve(todo)
+        try:
+            return await self._fill(todo, is_query, futures)
+        finally:
+            self._release(futures)
+
+    def embed_ahead(self, texts: list[str], chunk: int) -> asyncio.Task[int]:
+        """Cache the vectors of ``texts`` (passages) in the background, for a stage that will ask for them
+        soon: calls of ``chunk`` texts, in their order. Every text neither cached nor being embedded is marked
+        in flight before this returns, so the stage waits for the call that holds it (that one only) instead
+        of embedding it again, and which texts share a call never depends on when the stage asks (int8 vectors
+        differ slightly with their batch). Cancelled or failed, the texts not embedded yet are released (their
+        askers embed them). The task's result: how many texts it embedded."""
+        keys = [cache_key(self.cache_name, False, t) for t in texts]
+        found = self._lookup(list(dict.fromkeys(keys)))
+        todo: dict[bytes, str] = {}
+        for key, text in zip(keys, texts, strict=True):
+            if key not in found and key not in self._inflight:
+                todo.setdefault(key, text)
+        futures = self._reserve(todo)
+        self.misses += len(todo)
+        task = asyncio.create_task(self._fill_in_chunks(todo, futures, max(1, chunk)))
+        task.add_done_callback(lambda _: self._release(futures))  # also when cancelled before it ran
+        return task
+
+    async def _fill_in_chunks(
+        self, todo: dict[bytes, str], futures: dict[bytes, asyncio.Future], chunk: int
+    ) -> int:
+        items = list(todo.items())
+        for i in range(0, len(items), chunk):
+            part = dict(items[i : i + chunk])
+            await self._fill(part, False, {k: futures[k] for k in part})
+        return len(items)
+
+    def _reserve(self, todo: dict[bytes, str]) -> dict[bytes, asyncio.Future]:
         loop = asyncio.get_running_loop()
         futures = {k: loop.create_future() for k in todo}
         self._inflight.update(futures)
-        try:
-            vectors = l2_normalise(await self.inner.embed(list(todo.values()), is_query=is_query))
-            new = dict(zip(todo, vectors, strict=True))
-            self._store([(k, v.tobytes()) for k, v in new.items()])
-            for k, fut in futures.items():
-                fut.set_result(new[k])
-            return new
-        except BaseException:
-            for fut in futures.values():
-                if not fut.done():
-                    fut.set_exception(RuntimeError("embedding abandoned"))
-                    fut.exception()  # retrieved: waiters that are gone must not warn
-            raise
-        finally:
-            for k, fut in futures.items():
-                if self._inflight.get(k) is fut:
-                    del self._inflight[k]
+        return futures
+
+    async def _fill(
+        self, todo: dict[bytes, str], is_query: bool, futures: dict[bytes, asyncio.Future]
+    ) -> dict[bytes, np.ndarray]:
+        vectors = l2_normalise(await self.inner.embed(list(todo.values()), is_query=is_query))
+        new = dict(zip(todo, vectors, strict=True))
+        self._store([(k, v.tobytes()) for k, v in new.items()])
+        for k, fut in futures.items():
+            fut.set_result(new[k])
+        return new
+
+    def _release(self, futures: dict[bytes, asyncio.Future]) -> None:
+        """Done with these reservations: the ones never filled fail (their waiters embed the text
+        themselves), and all leave the in-flight table."""
+        for k, fut in futures.items():
+            if not fut.done():
+                fut.set_exception(RuntimeError("embedding abandoned"))
+                fut.exception()  # retrieved: waiters that are gone must not warn
+            if self._inflight.get(k) is fut:
+                del self._inflight[k]
 
     def forget(self, texts: Iterable[str]) -> int:
         """Drop the cached vectors of ``texts`` (deletion), for every known model and both flags; the

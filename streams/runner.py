@@ -45,6 +45,8 @@ class RunStats:
 
 
 class EmbeddedRunner:
+    PREFETCH_CHUNK = 64  # texts per call when the consolidator's candidates are embedded ahead
+
     def __init__(self, clients: Clients, cfg: PipelineConfig, *, batch: int = 256) -> None:
         if not isinstance(clients.log, EventLog):
             raise TypeError(f"the embedded runner consumes a local log, not {type(clients.log).__name__}")
@@ -59,6 +61,8 @@ class EmbeddedRunner:
         self.graph = self.stages.graph
         self.keep_derived = cfg.log_keep_derived
         self._loaded = False
+        self._prefetching: set[asyncio.Task] = set()  # the consolidator's texts being embedded ahead
+        self._prefetched_to = 0  # the consolidator's records below this offset were prefetched
         self.totals = RunStats()  # every run of this runner (the server's /metrics)
 
     async def produce(self, items: Iterable[Produce]) -> int:
@@ -79,8 +83,11 @@ class EmbeddedRunner:
             self.segment.load_state(await self.log.load_state(self.segment.group))
             self._loaded = True
 
-    async def _run_stage(self, stage, *, batch: int, limit: int | None, stats: RunStats, progress) -> int:
-        """Consume up to ``limit`` batches of ``stage``; returns records consumed."""
+    async def _run_stage(
+        self, stage, *, batch: int, limit: int | None, stats: RunStats, progress, then: Callable | None = None
+    ) -> int:
+        """Consume up to ``limit`` batches of ``stage``, awaiting ``then()`` after each; returns records
+        consumed."""
         topic = stage.source.name
         consumed = 0
         rounds = 0
@@ -98,6 +105,8 @@ class EmbeddedRunner:
             rounds += 1
             if progress is not None:
                 progress(stage.group, len(records), await self._lag(stage))
+            if then is not None:
+                await then()
             await asyncio.sleep(0)  # let the embed-ahead task hand the model its next texts
         return consumed
 
@@ -106,7 +115,7 @@ class EmbeddedRunner:
         its threads) works while the stages' Python runs. Only the embedder's cache is filled; a stage asking
         for a text being embedded here waits for it (:class:`retrieval.embedder.CachedEmbedder`). The
         consolidator's candidates are not embedded here but by its own prefetch, right after the distiller
-        in each round (:meth:`_run_all`): taken here as they came, which texts shared a forward varied from
+        in each round (:meth:`_prefetch`): taken here as they came, which texts shared a forward varied from
         run to run, and with them the int8 vectors (LoCoMo hybrid R_all@10 0.6776 vs 0.6763, held-out
         abstention F1 0.742 vs 0.747, one tree)."""
         emb = self.clients.embedder
@@ -122,18 +131,36 @@ class EmbeddedRunner:
                     continue
                 await asyncio.sleep(0.02)  # nothing new yet
 
-    async def _prefetch(self, stage, ahead: int, window: int = 256) -> int:
-        """When ``stage`` has consumed up to ``ahead`` (the end of the last prefetched window), let it
-        prefetch the next ``window`` records (embed their texts in one batch); returns the new end."""
+    async def _prefetch(self, stage, window: int = 256) -> None:
+        """Let ``stage`` prefetch its records not prefetched yet (up to ``window``): their texts embedded in
+        the background in calls of :attr:`PREFETCH_CHUNK`, all reserved at once (the stage waits for the call
+        holding a text; which texts share a call does not depend on timing), or in one awaited call when
+        the embedder cannot."""
+        if self.clients.embedder is None:
+            return
         topic = stage.source.name
-        offset = await self.log.committed(stage.group, topic)
-        if offset < ahead or self.clients.embedder is None:
-            return ahead
+        offset = max(self._prefetched_to, await self.log.committed(stage.group, topic))
         records = await self.log.read(topic, offset, window)
-        if records:
+        if not records:
+            return
+        self._prefetched_to = records[-1].offset + 1
+        first = self.graph.prefetch_texts(records) if self.graph is not None else []  # it reads them first
+        task = stage.prefetch_ahead(records, self.PREFETCH_CHUNK, first)
+        if task is None:
             await stage.prefetch(records)
-            return records[-1].offset + 1
-        return ahead
+            return
+        self._prefetching.add(task)
+        task.add_done_callback(self._prefetched)
+
+    def _prefetched(self, task: asyncio.Task) -> None:
+        self._prefetching.discard(task)
+        if not task.cancelled() and task.exception() is not None:  # the stage embeds its texts itself
+            log.warning("embedding ahead failed", exc_info=task.exception())
+
+    async def _stop_prefetching(self) -> None:
+        for task in list(self._prefetching):
+            task.cancel()
+        await asyncio.gather(*self._prefetching, return_exceptions=True)
 
     async def _lag(self, stage) -> int:
         topic = stage.source.name
@@ -152,6 +179,7 @@ class EmbeddedRunner:
             await self._run_all(stats, progress)
             await self.prune_consumed()
         finally:
+            await self._stop_prefetching()
             if ahead is not None:
                 ahead.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -171,12 +199,14 @@ class EmbeddedRunner:
             moved += await self._run_stage(  # one batch, then its topics down the pipeline (below)
                 self.segment, batch=self.batch, limit=1, stats=stats, progress=progress
             )
-            moved += await self._run_stage(self.distill, batch=16, limit=None, stats=stats, progress=progress)
+            # each distiller batch's results go to the model at once, in the background (_prefetch): the
+            # distiller's next batch, the graph stage and each decision run while it embeds their texts
+            moved += await self._run_stage(self.distill, batch=16, limit=None, stats=stats, progress=progress,
+                                           then=lambda: self._prefetch(self.consolidate))  # fmt: skip
             if self.graph is not None:
                 moved += await self._run_stage(self.graph, batch=16, limit=None, stats=stats, progress=progress)
-            ahead = -1  # the consolidator's candidates are embedded a window of results ahead, in one call
             while True:  # one result at a time, each followed by the indexer
-                ahead = await self._prefetch(self.consolidate, ahead)
+                await self._prefetch(self.consolidate)  # results beyond the last window, if any
                 n = await self._run_stage(self.consolidate, batch=1, limit=1, stats=stats, progress=progress)
                 if not n:
                     break
@@ -203,6 +233,7 @@ class EmbeddedRunner:
     async def reset_for_replay(self) -> None:
         """Forget every derived record, offset and state (raw messages and dead letters stay)."""
         await self.log.reset_derived([t.name for t in DERIVED_TOPICS])
+        self._prefetched_to = 0  # the derived topics count from 0 again
         self.segment.load_state(None)
         self._loaded = True
 

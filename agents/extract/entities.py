@@ -86,6 +86,7 @@ def split_appositive(name: str) -> tuple[str, str | None]:
     return name, None
 
 
+@text_cache(16384)  # pure; is_participant asks it for every participant of every name it checks
 def normalise_name(name: str) -> str:
     """The key entities are merged on: NFKC, case-folded, no determiner, possessive or appositive.
 

@@ -7,6 +7,7 @@ memories of the same slot, the live records derived from the messages a decision
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from agents import consolidator, profile
@@ -61,6 +62,19 @@ class ConsolidateStage:
         texts = list(dict.fromkeys([*self.prefetch_texts(records), *(extra or ())]))
         await embed(self.clients, texts)
         return len(texts)
+
+    def prefetch_ahead(
+        self, records: list[Record], chunk: int, first: Sequence[str] = ()
+    ) -> asyncio.Task[int] | None:
+        """:meth:`prefetch` in the background, in calls of ``chunk`` texts: ``first`` (the graph stage's, which
+        reads the results before this stage), then the results' in their order, so :meth:`process` decides a
+        result as soon as its own texts are embedded while the model goes on with the next ones
+        (:meth:`retrieval.embedder.CachedEmbedder.embed_ahead`). None: the embedder cannot (the caller awaits
+        :meth:`prefetch`)."""
+        ahead = getattr(self.clients.embedder, "embed_ahead", None)
+        if ahead is None:
+            return None
+        return ahead(list(dict.fromkeys([*first, *self.prefetch_texts(records)])), chunk)
 
     def prefetch_texts(self, records: list[Record]) -> list[str]:
         """The texts :meth:`process` will embed for these results (their candidates are kept for it)."""

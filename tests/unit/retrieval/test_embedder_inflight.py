@@ -55,3 +55,54 @@ async def test_an_abandoned_embedding_is_redone_by_the_caller_waiting_for_it():
     got = await stage
     assert inner.calls == [["alpha"], ["alpha"]] and got.shape == (1, 4)
     assert emb._inflight == {}
+
+
+async def test_embedding_ahead_reserves_every_text_at_once_and_fills_them_in_calls_of_chunk():
+    inner = SlowEmbedder()
+    emb = CachedEmbedder(inner)
+    inner.gate.set()
+    await emb.embed(["cached"])  # already in the cache: not embedded again
+    inner.gate.clear()
+    inner.calls.clear()
+    task = emb.embed_ahead(["a1", "cached", "a2", "a3", "a1", "a4", "a5"], chunk=2)
+    stage = asyncio.create_task(emb.embed(["a5", "new"]))  # asks before the task ran: waits for a5's call
+    await asyncio.sleep(0)
+    inner.gate.set()
+    assert await task == 5
+    second = await stage
+    assert inner.calls == [["a1", "a2"], ["new"], ["a3", "a4"], ["a5"]]  # a5 stayed in its own call
+    assert np.allclose(second[0], np.array([2.0, 1.0, 1.0, 2.0]) / np.sqrt(10.0))  # a5 (normalised)
+    assert emb._inflight == {}
+
+
+async def test_embedding_ahead_cancelled_before_it_ran_releases_its_texts():
+    inner = SlowEmbedder()
+    inner.gate.set()
+    emb = CachedEmbedder(inner)
+    task = emb.embed_ahead(["x", "y"], chunk=8)
+    task.cancel()  # never started: its reservations must not leave askers waiting for ever
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert emb._inflight == {}
+    out = await asyncio.wait_for(emb.embed(["y", "x"]), 5)
+    assert inner.calls == [["y", "x"]] and out.shape == (2, 4)
+
+
+async def test_embedding_ahead_that_fails_lets_a_waiting_stage_embed_the_rest_itself():
+    class FailsSecond(SlowEmbedder):
+        async def embed(self, texts, *, is_query=False):
+            if len(self.calls) == 1:
+                self.calls.append(list(texts))
+                raise RuntimeError("model gone")
+            return await super().embed(texts, is_query=is_query)
+
+    inner = FailsSecond()
+    inner.gate.set()
+    emb = CachedEmbedder(inner)
+    task = emb.embed_ahead(["p", "q", "r"], chunk=1)
+    waiting = asyncio.create_task(emb.embed(["r", "q"]))
+    with pytest.raises(RuntimeError, match="model gone"):
+        await task
+    out = await asyncio.wait_for(waiting, 5)
+    assert inner.calls[:2] == [["p"], ["q"]] and ["q"] in inner.calls[2:] and out.shape == (2, 4)
+    assert emb._inflight == {}

@@ -1,5 +1,5 @@
-"""With ``derived_vectors="text"`` the embedded runner embeds the consolidator's candidates a window of results
-ahead, in one call: fewer, larger forwards, and the very same memories as deciding each result with its own
+"""With ``derived_vectors="text"`` the embedded runner embeds the consolidator's candidates as soon as the
+distiller made them, in the background (calls of ``EmbeddedRunner.PREFETCH_CHUNK`` texts): fewer, larger forwards, and the very same memories as deciding each result with its own
 embedding call. (The default, "sources", embeds no candidate: tests/unit/streams/test_derived_vectors.py.)"""
 
 from __future__ import annotations
@@ -88,7 +88,20 @@ async def test_prefetched_candidates_give_the_same_memories_in_fewer_calls(tmp_p
         return 0
 
     monkeypatch.setattr(ConsolidateStage, "prefetch", no_prefetch)
+    monkeypatch.setattr(ConsolidateStage, "prefetch_ahead", lambda self, records, chunk, first=(): None)
     one_by_one, calls = await _run(tmp_path, "one", src)
     assert sum(len(v) for v in ahead.values()) > 20 and ahead == one_by_one
     assert sum(ahead_calls) == sum(calls)  # the same texts embedded (each once: the cache) ...
-    assert len(ahead_calls) < 0.6 * len(calls)  # ... in far fewer forwards (19 vs 37 here)
+    assert len(ahead_calls) < 0.6 * len(calls)  # ... in far fewer forwards (4 vs 37 here)
+
+
+async def test_prefetching_in_small_calls_gives_the_same_memories(tmp_path, monkeypatch):
+    """The background prefetch embeds in calls of ``PREFETCH_CHUNK`` texts: any size, the same memories."""
+    from streams.runner import EmbeddedRunner
+
+    src = write_jsonl(tmp_path / "in.jsonl", _messages())
+    big, big_calls = await _run(tmp_path, "big", src)
+    monkeypatch.setattr(EmbeddedRunner, "PREFETCH_CHUNK", 3)
+    small, small_calls = await _run(tmp_path, "small", src)
+    assert small == big and sum(small_calls) == sum(big_calls)
+    assert len(small_calls) > len(big_calls) and max(small_calls[1:]) <= 3  # after the raw turns' one call
