@@ -157,7 +157,7 @@ async def _forget_in_checkpoint(file_log: FileLog, chat_id: str, rewrite: PoolRe
     """Apply ``rewrite`` to the chat's segmenter pool in the log's checkpoint (None drops it)."""
     parts = await file_log.load_state(SEGMENTER_GROUP)
     if chat_id in parts:
-        await file_log.commit(SEGMENTER_GROUP, {}, [], {chat_id: rewrite(parts[chat_id])})
+        await file_log.commit(SEGMENTER_GROUP, {}, [], {chat_id: rewrite(parts[chat_id])}, synced=True)
         return 1
     if parts.get(""):  # a checkpoint from before per-chat parts: every chat in one part
         pools = load_pools(parts[""])
@@ -167,7 +167,7 @@ async def _forget_in_checkpoint(file_log: FileLog, chat_id: str, rewrite: PoolRe
                 del pools[chat_id]
             else:
                 pools[chat_id] = ChatPool.model_validate_json(new)
-            await file_log.commit(SEGMENTER_GROUP, {}, [], {"": dump_pools(pools)})
+            await file_log.commit(SEGMENTER_GROUP, {}, [], {"": dump_pools(pools)}, synced=True)
             return 1
     return 0
 

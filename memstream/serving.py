@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 from agents.text import clear_text_caches
 from memstream.clients import Clients, build_clients
 from memstream.dirlock import WorkLock, release_processing_lock, try_processing_lock
+from memstream.lane_task import run_on
 from memstream.settings import Settings
 from retrieval.embed_base import warm_up
 
@@ -122,6 +123,14 @@ class EmbedderProxy:
     async def embed(self, texts: list[str], *, is_query: bool = False):
         fut = asyncio.run_coroutine_threadsafe(self.inner.embed(texts, is_query=is_query), self.lane.loop)  # type: ignore[arg-type]
         return await asyncio.wrap_future(fut)
+
+    def embed_ahead(self, texts: list[str], chunk: int) -> asyncio.Task[int] | None:
+        """The cache's ``embed_ahead`` run on the embed lane's loop, where its in-flight table and connection
+        live (reserved there before any later ``embed`` through this proxy runs); None when it has none."""
+        ahead = getattr(self.inner, "embed_ahead", None)
+        if ahead is None or self.lane.loop is None:
+            return None if ahead is None else ahead(texts, chunk)
+        return run_on(self.lane.loop, lambda: ahead(texts, chunk))
 
 
 class Lanes:

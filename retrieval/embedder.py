@@ -153,11 +153,14 @@ class CachedEmbedder:
         self.misses += len(mine)
         if mine:
             found.update(await self._compute(mine, is_query))
+        abandoned: dict[bytes, str] = {}
         for key, fut in waiting.items():
             try:
                 found[key] = await asyncio.shield(fut)
             except RuntimeError:  # that call gave up (cancelled, failed): embed it here
-                found.update(await self._compute({key: missing[key]}, is_query))
+                abandoned[key] = missing[key]
+        if abandoned:  # in one call
+            found.update(await self._compute(abandoned, is_query))
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
 
     async def _compute(self, todo: dict[bytes, str], is_query: bool) -> dict[bytes, np.ndarray]:
@@ -173,9 +176,10 @@ class CachedEmbedder:
         """Cache the vectors of ``texts`` (passages) in the background, for a stage that will ask for them
         soon: calls of ``chunk`` texts, in their order. Every text neither cached nor being embedded is marked
         in flight before this returns, so the stage waits for the call that holds it (that one only) instead
-        of embedding it again, and which texts share a call never depends on when the stage asks (int8 vectors
-        differ slightly with their batch). Cancelled or failed, the texts not embedded yet are released (their
-        askers embed them). The task's result: how many texts it embedded."""
+        of embedding it again, and which texts share a call does not depend on when the stage asks (int8
+        vectors differ slightly with their batch; only a text another call is embedding at this moment is left
+        out). Cancelled or failed, the texts not embedded yet are released (their askers embed them). The
+        task's result: how many texts it embedded. Call it on the loop the cache's other calls run on."""
         keys = [cache_key(self.cache_name, False, t) for t in texts]
         found = self._lookup(list(dict.fromkeys(keys)))
         todo: dict[bytes, str] = {}

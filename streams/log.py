@@ -8,13 +8,14 @@ all of a batch's effects or none of them; a restart resumes from the last commit
 commit follows the batch, not the number of chats ever seen. (A checkpoint from before parts existed
 is read as the single part ``""``.) Producers are
 idempotent: a record whose ``record_id`` is already in its topic is skipped (Kafka's equivalent is the
-deterministic event id that consumers de-duplicate on). Appended messages and the deletion ledger are
-synced to disk at their commit; a consumer's commit is not (synchronous=NORMAL): a power cut can take back
-the last ones, whole and in order, and their batches run again.
+deterministic event id that consumers de-duplicate on). Appended messages, the deletion ledger and an
+erasure's rewrites are synced to disk at their commit; a consumer's commit is not (synchronous=NORMAL):
+a power cut can take back the last ones, whole and in order, and their batches run again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sqlite3
 from collections.abc import Iterable, Mapping
@@ -190,13 +191,19 @@ class FileLog(DurableSQLite):
         return int(row[0]) if row else 0
 
     async def commit(
-        self, group: str, offsets: dict[str, int], produced: list[Produce], state: StateParts | None = None
+        self,
+        group: str,
+        offsets: dict[str, int],
+        produced: list[Produce],
+        state: StateParts | None = None,
+        *,
+        synced: bool = False,
     ) -> int:
         """Atomically: append ``produced``, move ``group``'s offsets, save the state parts given (a part
-        set to None is dropped; parts not given are kept). Not synced to disk (``_Txn`` relaxed): a power cut
-        can take back the last commits whole and in order, and their batches run again (idempotent effects);
-        messages appended by producers are synced."""
-        with self._txn(relaxed=True):
+        set to None is dropped; parts not given are kept). Not synced to disk unless ``synced`` (an erasure's
+        rewrite of a checkpoint): a power cut can take back the last commits whole and in order, and their
+        batches run again (idempotent effects); messages appended by producers are synced."""
+        with self._txn(relaxed=not synced):
             added = self._append(produced)
             for topic, offset in offsets.items():
                 self.db.execute(
@@ -308,12 +315,24 @@ class _Txn:
     def __enter__(self) -> sqlite3.Connection:
         if self.relaxed:
             self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except BaseException:  # e.g. locked by another process past the timeout: stay FULL
+            self._synced()
+            raise
         return self.db
 
     def __exit__(self, exc_type, exc, tb) -> None:
         try:
             self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        except BaseException:
+            if self.db.in_transaction:  # a COMMIT that failed (busy): nothing of the batch is kept
+                with contextlib.suppress(sqlite3.Error):
+                    self.db.execute("ROLLBACK")
+            raise
         finally:
-            if self.relaxed:
-                self.db.execute("PRAGMA synchronous=FULL")
+            self._synced()
+
+    def _synced(self) -> None:
+        if self.relaxed and not self.db.in_transaction:
+            self.db.execute("PRAGMA synchronous=FULL")

@@ -9,7 +9,6 @@ The indexer is drained before every consolidation so each decision sees all earl
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -157,10 +156,13 @@ class EmbeddedRunner:
         if not task.cancelled() and task.exception() is not None:  # the stage embeds its texts itself
             log.warning("embedding ahead failed", exc_info=task.exception())
 
-    async def _stop_prefetching(self) -> None:
-        for task in list(self._prefetching):
+    async def _stop_prefetching(self, *others: asyncio.Task | None) -> None:
+        """Cancel the prefetching (and ``others``), all before awaiting any; then await their end."""
+        tasks = [*self._prefetching, *(t for t in others if t is not None)]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._prefetching, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._prefetched_to = 0  # what a cancelled prefetch reserved is released: ask again from the offsets
 
     async def _lag(self, stage) -> int:
         topic = stage.source.name
@@ -179,11 +181,7 @@ class EmbeddedRunner:
             await self._run_all(stats, progress)
             await self.prune_consumed()
         finally:
-            await self._stop_prefetching()
-            if ahead is not None:
-                ahead.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await ahead
+            await self._stop_prefetching(ahead)
         stats.seconds = time.perf_counter() - start
         stats.llm_calls = self.distill.llm_calls + self.consolidate.llm_calls
         return stats

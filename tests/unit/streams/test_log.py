@@ -86,3 +86,19 @@ async def test_a_consumer_commit_is_not_synced_but_appends_are_and_the_connectio
     assert await log.end_offset("out") == 1 and await log.committed("g", "raw") == 1
     log.db.set_trace_callback(None)
     await log.close()
+
+
+async def test_a_commit_that_cannot_begin_leaves_the_connection_synced(tmp_path):
+    """Locked by another process past the busy timeout: the error comes back and later appends are FULL."""
+    log = await FileLog(tmp_path / "log.db").open()
+    log.db.execute("PRAGMA busy_timeout=50")  # instead of 30 s
+    other = sqlite3.connect(tmp_path / "log.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        await log.commit("g", {"raw": 1}, [])
+    other.execute("ROLLBACK")
+    other.close()
+    assert log.db.execute("PRAGMA synchronous").fetchone()[0] == 2 and not log.db.in_transaction
+    await log.commit("g", {"raw": 1}, [], synced=True)  # an erasure's rewrite: a synced commit
+    assert await log.committed("g", "raw") == 1
+    await log.close()

@@ -4,10 +4,12 @@ embedding call. (The default, "sources", embeds no candidate: tests/unit/streams
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import pytest
 
 from agents.text import tokenize
 from memstream.clients import build_clients
@@ -105,3 +107,76 @@ async def test_prefetching_in_small_calls_gives_the_same_memories(tmp_path, monk
     small, small_calls = await _run(tmp_path, "small", src)
     assert small == big and sum(small_calls) == sum(big_calls)
     assert len(small_calls) > len(big_calls) and max(small_calls[1:]) <= 3  # after the raw turns' one call
+
+
+class _Recording(HashingEmbedder):
+    def __init__(self, forward_s: float = 0.002) -> None:
+        super().__init__()
+        self.texts: list[list[str]] = []
+        self.forward_s = forward_s
+
+    async def embed(self, texts: list[str], *, is_query: bool = False) -> np.ndarray:
+        self.texts.append(list(texts))
+        await asyncio.sleep(self.forward_s)  # the forward: other calls may come meanwhile
+        return await super().embed(texts, is_query=is_query)
+
+
+async def test_under_serve_the_prefetch_runs_on_the_embed_lane_and_nothing_is_embedded_twice(tmp_path):
+    """``serve`` hands the runner an EmbedderProxy: the cache (its in-flight table, its connection) lives on
+    the embed lane's loop, so the prefetch must run there too, or the stages re-embed its texts one by one."""
+    from memstream.serving import EmbedderProxy, Lane
+
+    src = write_jsonl(tmp_path / "in.jsonl", _messages())
+    snaps, calls = [], []
+    for proxied in (False, True):
+        inner = _Recording()
+        lane = await Lane("embed").start() if proxied else None
+        emb = CachedEmbedder(inner)
+        settings = Settings(data_dir=tmp_path / f"d{proxied}", embedder="none", derived_vectors="text")
+        clients = await build_clients(settings, embedder=EmbedderProxy(emb, lane) if lane else emb)
+        try:
+            await ingest(clients, src)
+            snaps.append({c: sorted(m.model_dump_json() for m in await clients.store.list_memories(c, live_only=False))
+                          for c in await clients.store.chats()})  # fmt: skip
+        finally:
+            await clients.close()
+            if lane is not None:
+                await lane.stop()
+        texts = [t for call in inner.texts for t in call]
+        assert len(texts) == len(set(texts))  # each text embedded once
+        calls.append([len(c) for c in inner.texts])
+    assert snaps[0] == snaps[1] and calls[0] == calls[1]
+
+
+async def test_a_run_that_failed_midway_prefetches_again_on_the_next_run(tmp_path, monkeypatch):
+    """``serve`` retries with the same runner: what the failed run reserved is released, and the next run
+    embeds the consolidator's texts ahead again (not one by one as each result asks)."""
+    from memstream.formats import read_any
+    from memstream.ops import IngestReport, screen, to_records
+    from streams.runner import EmbeddedRunner
+
+    inner = _Recording(forward_s=0.05)  # slow: the failed run leaves texts not embedded yet
+    settings = Settings(data_dir=tmp_path / "d", embedder="none", derived_vectors="text")
+    clients = await build_clients(settings, embedder=CachedEmbedder(inner))
+    runner = EmbeddedRunner(clients, clients.settings.pipeline)
+    src = write_jsonl(tmp_path / "in.jsonl", _messages())
+    await runner.produce(to_records(screen(read_any(src, None), None), IngestReport(), flush=True, source="t"))
+    process, failed = ConsolidateStage.process, []
+
+    async def fails_once(self, records):
+        if not failed:
+            failed.append(True)
+            raise ConnectionError("store timed out")
+        return await process(self, records)
+
+    monkeypatch.setattr(ConsolidateStage, "process", fails_once)
+    try:
+        with pytest.raises(ConnectionError):
+            await runner.run_until_idle()
+        inner.texts.clear()
+        await runner.run_until_idle()
+        sizes = [len(c) for c in inner.texts]
+        assert sizes and len(sizes) < sum(sizes)  # ahead, in calls; not each text alone as a result asks
+        assert await runner.lag() == dict.fromkeys(await runner.lag(), 0)
+    finally:
+        await clients.close()
