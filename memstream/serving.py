@@ -128,9 +128,9 @@ class EmbedderProxy:
         """The cache's ``embed_ahead`` run on the embed lane's loop, where its in-flight table and connection
         live (reserved there before any later ``embed`` through this proxy runs); None when it has none."""
         ahead = getattr(self.inner, "embed_ahead", None)
-        if ahead is None or self.lane.loop is None:
-            return None if ahead is None else ahead(texts, chunk)
-        return run_on(self.lane.loop, lambda: ahead(texts, chunk))
+        if ahead is None:
+            return None
+        return run_on(self.lane.loop, lambda: ahead(texts, chunk))  # type: ignore[arg-type]
 
 
 class Lanes:

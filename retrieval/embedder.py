@@ -141,12 +141,7 @@ class CachedEmbedder:
             return _empty(self.dim)
         if is_query and not self.cache_queries:
             return l2_normalise(await self.inner.embed(texts, is_query=True)).astype(np.float32, copy=False)
-        keys = [cache_key(self.cache_name, is_query, t) for t in texts]
-        found = self._lookup(list(dict.fromkeys(keys)))
-        missing: dict[bytes, str] = {}
-        for key, text in zip(keys, texts, strict=True):
-            if key not in found:
-                missing.setdefault(key, text)
+        keys, found, missing = self._uncached(texts, is_query)
         waiting = {k: self._inflight[k] for k in missing if k in self._inflight}  # being embedded by another call
         mine = {k: t for k, t in missing.items() if k not in waiting}
         self.hits += len(texts) - sum(1 for k in keys if k in mine)
@@ -180,12 +175,7 @@ class CachedEmbedder:
         vectors differ slightly with their batch; only a text another call is embedding at this moment is left
         out). Cancelled or failed, the texts not embedded yet are released (their askers embed them). The
         task's result: how many texts it embedded. Call it on the loop the cache's other calls run on."""
-        keys = [cache_key(self.cache_name, False, t) for t in texts]
-        found = self._lookup(list(dict.fromkeys(keys)))
-        todo: dict[bytes, str] = {}
-        for key, text in zip(keys, texts, strict=True):
-            if key not in found and key not in self._inflight:
-                todo.setdefault(key, text)
+        todo = {k: t for k, t in self._uncached(texts, False)[2].items() if k not in self._inflight}
         futures = self._reserve(todo)
         self.misses += len(todo)
         task = asyncio.create_task(self._fill_in_chunks(todo, futures, max(1, chunk)))
@@ -200,6 +190,18 @@ class CachedEmbedder:
             part = dict(items[i : i + chunk])
             await self._fill(part, False, {k: futures[k] for k in part})
         return len(items)
+
+    def _uncached(
+        self, texts: list[str], is_query: bool
+    ) -> tuple[list[bytes], dict[bytes, np.ndarray], dict[bytes, str]]:
+        """Each text's key, the cached vectors found, and the texts not cached (key -> text, first seen)."""
+        keys = [cache_key(self.cache_name, is_query, t) for t in texts]
+        found = self._lookup(list(dict.fromkeys(keys)))
+        missing: dict[bytes, str] = {}
+        for key, text in zip(keys, texts, strict=True):
+            if key not in found:
+                missing.setdefault(key, text)
+        return keys, found, missing
 
     def _reserve(self, todo: dict[bytes, str]) -> dict[bytes, asyncio.Future]:
         loop = asyncio.get_running_loop()

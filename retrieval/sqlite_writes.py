@@ -87,4 +87,3 @@ def close_memory(
         (at.isoformat(), chat_id, memory_id),
     ).fetchall()
     fx.closed.extend((chat_id, rid) for (rid,) in rids)
-

@@ -61,7 +61,7 @@ class EmbeddedRunner:
         self.keep_derived = cfg.log_keep_derived
         self._loaded = False
         self._prefetching: set[asyncio.Task] = set()  # the consolidator's texts being embedded ahead
-        self._prefetched_to = 0  # the consolidator's records below this offset were prefetched
+        self._prefetched_to = 0  # in a run: the consolidator's records below this offset were prefetched
         self.totals = RunStats()  # every run of this runner (the server's /metrics)
 
     async def produce(self, items: Iterable[Produce]) -> int:
@@ -162,7 +162,7 @@ class EmbeddedRunner:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        self._prefetched_to = 0  # what a cancelled prefetch reserved is released: ask again from the offsets
+        self._prefetched_to = 0  # every run ends here: the next asks again from the offsets (a replay's too)
 
     async def _lag(self, stage) -> int:
         topic = stage.source.name
@@ -231,7 +231,6 @@ class EmbeddedRunner:
     async def reset_for_replay(self) -> None:
         """Forget every derived record, offset and state (raw messages and dead letters stay)."""
         await self.log.reset_derived([t.name for t in DERIVED_TOPICS])
-        self._prefetched_to = 0  # the derived topics count from 0 again
         self.segment.load_state(None)
         self._loaded = True
 
