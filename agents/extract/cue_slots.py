@@ -23,27 +23,28 @@ from __future__ import annotations
 import re
 
 from agents.extract.person import relative_subject
+from agents.extract.screen import screened
 from agents.extract.slots import SlotMatch
 
 __all__ = ["cue_slots"]
 
-_EN_LIVES = re.compile(
+_EN_LIVES = screened(re.compile(
     r"(?i)\b(?:live[sd]?|living|home|house|apartment|flat|condo|moved|move|moving|relocat\w*|rent|rented|"
     r"lease|landlord|neighbou?rhood|commute|settled|based in|based out of|unpack\w*|balcony)\b"
-)
-_EN_WORKS = re.compile(
+))
+_EN_WORKS = screened(re.compile(
     r"(?i)\b(?:work|works|working|worked|job|jobs|employer|company|joined|hired|offer|onboarding|badge|"
     r"manager|boss|office|colleagues?|co-?workers?|canteen|cafeteria|internship|payroll|resigned|promoted|"
     r"salary|team lead)\b"
-)
-_EN_WISH = re.compile(
+))
+_EN_WISH = screened(re.compile(
     r"(?i)\b(?:want|wanna|wants|wish|hope|hoping|thinking (?:about|of)|considering|might|maybe|would|could|"
     r"should|plan(?:ning)? to|dream|if|interview(?:ing|ed)?|applied|applying)\b"
-)
-_EN_OLD_BEFORE = re.compile(
+))
+_EN_OLD_BEFORE = screened(re.compile(
     r"(?i)\b(?:left|leaving|quit|not (?:in|at)|no longer (?:in|at)|out of|ex-|(?:lost|quit|left) (?:my|his|her|their|"
     r"the) job (?:at|with)|(?:fired|laid off) from)\s*$"
-)
+))
 _EN_FROM = re.compile(r"(?i)\bfrom\s*$")
 _EN_TO = re.compile(r"(?i)^\s*(?:to|for)\b")
 _EN_OLD_AFTER = re.compile(r"(?i)^\W{0,2}\s*(?:is|was)? ?(?:history|over|behind me|anymore|no more|in the past)\b")
@@ -73,10 +74,10 @@ _ZH_OLD_BEFORE = re.compile(r"(?:从|不在|离开了?|辞掉了?|不住)\s*$")
 _ZH_NOT_VALUES = frozenset("公司 那边 这边 这里 那里 哪里 家里 老家 附近 楼下 现在 目前 新家 住处 上班 工作 第一周".split())
 
 
-_EN_REPORTED = re.compile(
+_EN_REPORTED = screened(re.compile(
     r"\b(?P<n>[A-Z][a-z]+) (?:says|said|told|tells|thinks|mentioned|reckons|claims|swears)\b|"
     r"(?i:\bheard (?:that )?|\bapparently |\bturns out )(?P<n2>[A-Z][a-z]+)\b"
-)
+))
 _ZH_REPORTED = re.compile(
     r"(?:^|[，,：:])(?P<n>(?!我|你|他|她|听|据|有人|大家)[\u4e00-\u9fff]{2,3}?)(?:说|告诉我|提到|讲)|"
     r"(?:听说|据说|原来)(?P<n2>(?!我|你|他|她)[\u4e00-\u9fff]{2,3}?)(?=搬|去|在|跳槽|入职|拿了|住|已经|最|现在|说)"
@@ -141,9 +142,9 @@ def _en_values(sentence: str, names: frozenset[str]) -> list[re.Match[str]]:
 
 
 # something (not someone) was moved: "her flight was moved to December", "the meeting got moved to Room B"
-_EN_THING_MOVED = re.compile(
+_EN_THING_MOVED = screened(re.compile(
     r"\b(?P<subj>[\w']+)\s+(?:\w+\s+)?(?:was|were|got|been|is|are|gets|being)\s+(?:\w+ly\s+)?(?:moved|relocated)\b"
-)
+))
 _POSSESSIVE = re.compile(r"['\u2019]s?$")
 _PEOPLE_WORDS = frozenset("i we he she they you".split())
 
@@ -208,7 +209,7 @@ _ZH_FAV = (
     re.compile(r"(?P<v>[\u4e00-\u9fffA-Za-z0-9]{1,8}?)(?:才)?是(?:我|他|她)?(?:心中)?最(?:好|爱|棒|喜欢)的(?P<k>[\u4e00-\u9fff]{1,3})"),
     re.compile(r"迷上了?(?P<v>[\u4e00-\u9fffA-Za-z0-9]{1,8}?)[，,](?:这是|是|真是)?(?:我)?最(?:好|爱|棒)的(?P<k>[\u4e00-\u9fff]{1,3})"),
 )
-_EN_FAV_CUE = re.compile(r"(?i)favou?rite|best|top")  # in every _EN_FAV pattern; "最" in every _ZH_FAV one
+_EN_FAV_CUE = screened(re.compile(r"(?i)favou?rite|best|top"))  # in every _EN_FAV pattern; "最" in every _ZH_FAV one
 _ZH_FAV_PREFIX = re.compile(r"^.*?(?:说|觉得|认为)|^(?:要说|我|他|她|现在)")
 
 

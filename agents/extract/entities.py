@@ -7,6 +7,7 @@ import re
 import unicodedata
 
 from agents.extract.dates import MONTHS, WEEKDAYS, ZH_DATE_WORD
+from agents.extract.screen import screened
 from agents.extract.text import ZH_FILLERS, cjk_tags
 from agents.graph_model import EntityType
 from agents.text import ENGLISH_STOPWORDS, has_cjk, text_cache
@@ -163,10 +164,10 @@ _EN_PLACE_CUE = re.compile(
     r"(?i)\b(?:in|at|from|near|visit(?:ed|ing)?|(?:went|go|going|moved|move|came|come|flew|drove|back|trip|"
     r"travell?ed|welcome|way|road) to|(?:live|lives|living) in|based in)\s+(?:the\s+)?$"
 )
-_EN_PERSON_CUE = re.compile(
+_EN_PERSON_CUE = screened(re.compile(
     r"(?i)\b(?:by|met|meet|meeting|with|friend|mentor|singer|artist|author|writer|musician|composer|"
     r"mr\.?|mrs\.?|ms\.?|dr\.?)\s+$"
-)
+))
 _MAY_FOLLOW = ENGLISH_STOPWORDS | frozenset(
     "yesterday today tomorrow tonight last next ago now again soon recently lately".split()
 )

@@ -25,6 +25,7 @@ from agents.extract.plan_moves import (
     moves_plan,
     names_what_moved,
 )
+from agents.extract.screen import screened
 from agents.extract.slots import SlotMatch
 from agents.text import has_cjk
 
@@ -39,7 +40,7 @@ _EN_EVENTS = (
     r"deployment|deploy|cutover|go-live|call|one-on-one|all-hands|barbecue|bbq|picnic|hike|trip|meetup|"
     r"session|ceremony|recital|tournament|checkup|check-up|rollout|freeze|handover"
 )
-_EN_EVENT = re.compile(rf"(?i)\b(?P<ev>{_EN_EVENTS})s?\b")
+_EN_EVENT = screened(re.compile(rf"(?i)\b(?P<ev>{_EN_EVENTS})s?\b"))
 _EN_ACTIVITY = re.compile(r"\b[A-Z][a-z]+(?:'s|s') (?P<ev>[a-z]{3,}ing)\b(?! (?:\w+ )?(?:is|was) (?:fine|good|great))")
 _ZH_EVENT = re.compile(
     r"(?P<ev>(?<![邮当结格布饭])[\u4e00-\u9fffA-Za-z]{1,2}局(?![长面势])|周例会|周会|例会|晨会|站会|早会|电话会|视频会|评审会|复盘会|发布会|评审|复盘|开会|会议|上线|发版|发布|迁移|"
@@ -51,17 +52,17 @@ _ZH_CANON = {"开会": "会议", "周例会": "周会", "截止日期": "截止"
 _TIME_WORD = re.compile(rf"(?i)(?:{MONTHS}|(?:{DAYS})s?|noon|midnight|tomorrow|tonight|today|next|this|\d)\b")
 _JOIN = re.compile(r"^(?:\s*(?:at|@|on)?\s*|的)$", re.I)
 
-_EN_CHANGE = re.compile(
+_EN_CHANGE = screened(re.compile(
     r"(?i)\b(?:mov(?:e|es|ed|ing)|reschedul(?:e|es|ed|ing)|postpon(?:e|es|ed|ing)|push(?:es|ed|ing)? (?:back )?|"
     r"delay(?:s|ed|ing)?|shift(?:s|ed|ing)?|chang(?:e|es|ed|ing)|brought forward|bring(?:ing)? forward|"
     r"switch(?:es|ed|ing)?|instead|now|actually|no longer|not .{1,30} anymore|correction)\b"
-)
+))
 _EN_TARGET = re.compile(r"(?i)\b(?:to|until|till|for|instead(?: to)?|now(?: on| at)?)\s*$")
 _EN_SCHEDULE = re.compile(
     r"(?i)\b(?:is|are|'s|will be|is going to be|scheduled|planned|set|happens?|takes? place|starts?|begins?|"
     r"due|on|at|let's|we'll|we will|see you|plan|planning|planned|keep|booked|book|venue|location)\b"
 )
-_EN_PAST = re.compile(r"(?i)\b(?:went|was|were|had|did|attended|yesterday|last|ago|used to|enjoyed|loved)\b")
+_EN_PAST = screened(re.compile(r"(?i)\b(?:went|was|were|had|did|attended|yesterday|last|ago|used to|enjoyed|loved)\b"))
 _ZH_CHANGE = re.compile(
     r"改到|改成|改在|改为|改去|换去|推迟|延期|延后|提前|挪到|换到|调到|调整到|不是.{0,8}了|现在是|变成"
 )
@@ -133,9 +134,9 @@ _NP_STOP = frozenset(
     "postponed postpones delayed delays pushed pushes cancelled canceled cancels"  # "The dentist called, they pushed it to June 14"
     .split()
 )
-_EN_PURPOSE = re.compile(
+_EN_PURPOSE = screened(re.compile(
     r"(?i)\b(?:for|before|after|during|ahead of) (?:the|our) (?P<ev>[a-z][a-z-]+(?: [a-z][a-z-]+){0,2})\b"
-)
+))
 _ZH_DATED_EVENT = re.compile(
     r"^(?P<d>[\d一二三四五六七八九十]{1,2}月[\d一二三四五六七八九十]{1,3}[日号]|(?:下|这|本)?(?:周|星期)[一二三四五六日天])"
     r"(?P<ev>[\u4e00-\u9fff]{2,6}?)(?:的|那天|之前|前|当天)"
@@ -260,7 +261,7 @@ def find_plan_slots(
     return out
 
 
-_EN_NOT_BEFORE = re.compile(r"(?i)(?:\bnot|n't|\bno longer)(?:\s+[\w'-]+){0,2}\s*$")  # "not doing brunch at"
+_EN_NOT_BEFORE = screened(re.compile(r"(?i)(?:\bnot|n't|\bno longer)(?:\s+[\w'-]+){0,2}\s*$"))  # "not doing brunch at"
 _EN_NOT_AFTER = re.compile(r"(?i)^\W*(?:[\w'-]+\W+){0,2}?(?:anymore|any more)\b")  # "at Lula's anymore"
 
 

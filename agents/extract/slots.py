@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from agents.extract.person import en_subject, zh_subject
+from agents.extract.screen import admitted, fold, needs, screened
 from agents.text import has_cjk
 
 __all__ = [
@@ -61,11 +62,13 @@ class SlotRule:
     negated: bool = False
     value: str | None = None  # a fixed value (``married``) when the pattern captures none
     subject_in_pattern: bool = False  # the pattern itself anchors the subject (``my cat is named``)
+    needs: tuple[frozenset[str], ...] = ()  # strings a match contains (agents.extract.screen), English rules
 
 
 def _en(attr: str, pattern: str, **kw: object) -> SlotRule:
     """English rule: predicates are wrapped in ``(?i:...)``; values stay case-sensitive (names start upper)."""
-    return SlotRule(attr, re.compile(pattern), **kw)  # type: ignore[arg-type]
+    compiled = re.compile(pattern)
+    return SlotRule(attr, compiled, needs=needs(compiled), **kw)  # type: ignore[arg-type]
 
 
 def _zh(attr: str, pattern: str, **kw: object) -> SlotRule:
@@ -203,7 +206,10 @@ def find_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotM
     """
     cjk = has_cjk(sentence)
     found: list[SlotMatch] = []
+    folded = "" if cjk else fold(sentence)
     for rule in ZH_SLOTS if cjk else EN_SLOTS:
+        if rule.needs and not admitted(rule.needs, folded):
+            continue  # a string every match holds is not there
         for m in rule.pattern.finditer(sentence):
             if any(m.start() < f.end and f.start < m.end() for f in found):
                 continue
@@ -226,19 +232,19 @@ def find_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotM
     return kept
 
 
-_LIKE_AS_PREPOSITION = re.compile(
+_LIKE_AS_PREPOSITION = screened(re.compile(
     r"(?i)\b(?:is|was|are|were|'s|be|been|feel|feels|felt|look|looks|sound|sounds|seem|seems|just|more|much|kinda|"
     r"something|anything|things|stuff) like\b"
-)
+))
 _PLACE_SLOTS = frozenset({"lives_in", "works_at", "school", "hometown"})
 _NOT_A_PLACE = re.compile(
     r"(?i)(?:january|february|march|april|may|june|july|august|september|october|november|december|"
     r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|today|tomorrow|tonight|next|this|noon|midnight|"
     r"spring|summer|autumn|fall|winter|christmas|easter)(?:\s+(?:\d.*|the \d.*|\w+day|morning|afternoon|evening|night))?$"
 )
-_PASSIVE = re.compile(
+_PASSIVE = screened(re.compile(
     r"(?i)\b(?P<subj>[\w']+)\s+(?:\w+\s+)?(?:was|were|been|being|be|is|are|got|get|gets|getting)\s+(?:\w+ly\s+)?$"
-)
+))
 _PEOPLE_PRONOUNS = frozenset("i we he she they you i'm we're he's she's they're you're".split())
 _BAD_VALUES = frozenset(
     "it that this them you him her those these how what when there here so one some lot all too much "
@@ -312,7 +318,7 @@ def _address_owner(head: str, speaker: str, names: frozenset[str]) -> str | None
     return speaker if _OWN_PLACE.search(head) or _BARE_ADDRESS_LEAD.fullmatch(head) else None
 
 
-_EN_RETRACT = re.compile(
+_EN_RETRACT = screened(re.compile(
     r"\bno longer\b|(?:\bnot|n't|\bnever)\b[^.!?]{0,50}\b(?:anymore|any ?more)\b|\bactually,? no\b|\bscratch that\b|"
     r"\bthat(?:'s| is|'s not| isn't| wasn't) (?:not )?true\b|\bi was wrong\b|\bcorrection:|"
     r"(?<!\blights )(?<!\bphone )(?<!\bpower )(?<!\bAC )(?<!\bTV )(?<!\bheating )(?<!\balarm )"
@@ -321,7 +327,7 @@ _EN_RETRACT = re.compile(
     r"\b(?:that|it|this|the test|the results?) (?:was|were) wrong\b|\bactually (?:is|are|was|were)n't\b|"
     r"\bactually not\b",
     re.I,
-)
+))
 # a plan called off, said in a sentence that changes nothing else ("moved to Mia's, the AC at Jake's is off"
 # is a change, not a retraction)
 _CALLED_OFF = re.compile(r"(?i)\b(?:is|are|'s|got) (?:off|cancell?ed|called off|scrapped)\b|(?:取消|泡汤)了")
@@ -342,13 +348,13 @@ def _retraction_near(sentence: str, end: int, cjk: bool) -> bool:
 
 # the speaker's own habit or pursuit changed: "吉他学不下去了，现在改练钢琴", "I quit coffee", "switched to tea"
 _ZH_CHANGED = re.compile(r"改[去成到在为练用学做吃喝住回]|换[成到去]|不再|取消了|泡汤了|放弃了?|戒了|不.{1,4}了")
-_EN_CHANGED = re.compile(r"(?i)\b(?:quit|quitting|switched|gave up|given up|no longer|anymore|any more)\b")
+_EN_CHANGED = screened(re.compile(r"(?i)\b(?:quit|quitting|switched|gave up|given up|no longer|anymore|any more)\b"))
 
 
-_INSTEAD_OF = re.compile(
+_INSTEAD_OF = screened(re.compile(
     r"(?i)\b(?:instead of|rather than|in place of)\s+(?P<x>[^.,;:!?()]{2,60}?)"
     r"(?=\s+(?:now|again|anymore|these days|from now on|lately|today|tonight|this \w+|for \w+)\b|[.,;:!?()]|$)"
-)
+))
 
 
 def instead_of(sentence: str) -> str:

@@ -7,16 +7,17 @@ from datetime import datetime
 
 from agents.extract.dates import DateMention, find_time
 from agents.extract.entities import MENTION_RE
+from agents.extract.screen import screened
 from agents.extract.text import is_question
 from agents.text import ENGLISH_STOPWORDS, has_cjk
 from schemas import ChatMessage, TaskItem
 
 __all__ = ["EN_DECISION", "EN_TASK_REQUEST", "ZH_DECISION", "find_task"]
 
-EN_DECISION = re.compile(
+EN_DECISION = screened(re.compile(
     r"(?i)\b(?:we|I)(?:'ve| have)? (?:decided|agreed)\b|\bdecided to\b|\b(?:let's|we'll|we will) go with\b|"
     r"\bit's decided\b|\bthe plan is\b|\bsettled on\b|\bfinal decision\b|\bwe(?:'re| are) going with\b|\bdecision:"
-)
+))
 ZH_DECISION = re.compile(
     r"决定|定了|就这么定|就这样定|就这样吧|确定(?:了|用|选|下来)|最终(?:决定|选择|方案|定)|拍板|敲定|结论是|说好了|那就(?:用|选|定)"
 )
@@ -30,13 +31,13 @@ _ACTION_VERBS = (
 EN_TASK_SELF = re.compile(
     rf"(?i)\bI(?:'ll| will| shall|'m going to| am going to| gonna)\s+(?:\w+ly\s+)?(?:{_ACTION_VERBS})\b"
 )
-EN_TASK_REQUEST = re.compile(
+EN_TASK_REQUEST = screened(re.compile(
     rf"(?i)\b(?:can|could|would) you (?:please )?(?:{_ACTION_VERBS})\b|^\s*(?:@\S+\s+)?please (?:{_ACTION_VERBS})\b"
-)
-EN_TASK_GROUP = re.compile(
+))
+EN_TASK_GROUP = screened(re.compile(
     rf"(?i)\blet's (?:{_ACTION_VERBS}|meet)\b|\bwe (?:need to|have to|must|should) (?:{_ACTION_VERBS})\b|"
     rf"\bremember to\b|\bdon't forget to\b|\bdeadline\b|\bdue (?:by|on)\b"
-)
+))
 EN_TASK_NAMED = re.compile(rf"\b(?P<owner>[A-Z][a-z]+) (?i:will|'ll|is going to) (?i:{_ACTION_VERBS})\b")
 ZH_TASK_SELF = re.compile(
     r"我来|我负责|交给我|包在我身上|我去(?!过|了)|我(?:明天|下周|今晚|待会|等下|马上|稍后|回头)(?:去|来|把|就)?"
@@ -50,11 +51,11 @@ ZH_TASK_GROUP = re.compile(
 _WH_QUESTION = re.compile(
     r"什么|哪|谁|怎么|为什么|为啥|多少|几[点个时天号月]|(?i:^\W*(?:what|where|who|whom|whose|why|how|which|when)\b)"
 )
-_VAGUE_TASK_RE = re.compile(
+_VAGUE_TASK_RE = screened(re.compile(
     r"(?i)\b(?:do|try) (?:my|our|his|her|their) best\b|\bcheck (?:it|them|this|that) out\b|\blet you know\b|"
     r"\b(?:share|tell) (?:\w+ )?more\b|\blet's (?:do|make) (?:it|this|that|a difference|a change|some \w+ change)\b|"
     r"\bmake (?:it|this) happen\b"
-)
+))
 
 
 def find_task(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from agents.extract.screen import screened
 from agents.text import has_cjk, jieba, text_cache
 
 __all__ = [
@@ -47,7 +48,7 @@ def _split_sentences(text: str) -> tuple[str, ...]:
 
 # ----------------------------------------------------------------------------------- fillers and questions
 
-_EN_FILLER_PHRASES = re.compile(
+_EN_FILLER_PHRASES = screened(re.compile(
     r"\b(good (morning|night|evening|afternoon)|good to (see|hear from) you|nice to (see|meet) you|"
     r"thank(s| you)( so much| a lot)?|see (you|ya)( later| soon)?|talk (to you )?(later|soon)|take care|"
     r"sounds (good|great|fun)|no problem|no worries|got it|i see|me too|same here|that's (so )?(cool|great|"
@@ -55,7 +56,7 @@ _EN_FILLER_PHRASES = re.compile(
     r"long time no see|you too|for sure|of course|all good|never mind|(?:i )?(?:totally |completely )?agree|"
     r"sounds like (?:a |an )?(?:great |good |fun |nice |awesome |cool |solid )?(?:plan|idea|time|blast|fun))\b",
     re.I,
-)
+))
 _EN_FILLER_WORDS = frozenset(
     """hi hello hey heya yo hiya thanks thx ty ok okay k kk sure cool nice great awesome lol lmao rofl haha
     hahaha hehe yes yeah yep yup no nope bye goodbye night morning wow oh ah ahh aw aww hmm um uh right
