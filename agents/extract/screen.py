@@ -64,23 +64,33 @@ def admitted(sets: tuple[frozenset[str], ...], folded: str) -> bool:
 class Screen:
     """A compiled pattern behind its :func:`needs`: the regex runs only on a text whose :func:`fold` holds
     them. It answers what the pattern would (``search``, ``match``, ``finditer``, ``sub``…; other attributes
-    are the pattern's), so a module swaps ``re.compile(…)`` for ``screened(re.compile(…))``."""
+    are the pattern's), so a module swaps ``re.compile(…)`` for ``screened(re.compile(…))``. The needs are
+    read on first use, not at import (a CLI that never distils does not pay for them)."""
 
-    __slots__ = ("needs", "regex")
+    __slots__ = ("_needs", "regex")
 
     def __init__(self, regex: re.Pattern[str]) -> None:
         self.regex = regex
-        self.needs = needs(regex)
+        self._needs: tuple[frozenset[str], ...] | None = None
 
     def __getattr__(self, name: str) -> Any:  # pattern, flags, groupindex, groups
+        if name in self.__slots__:  # not set yet (a copy made without __init__): no recursion
+            raise AttributeError(name)
         return getattr(self.regex, name)
 
     def __repr__(self) -> str:
         return f"Screen({self.regex!r})"
 
+    @property
+    def needs(self) -> tuple[frozenset[str], ...]:
+        if self._needs is None:
+            self._needs = needs(self.regex)
+        return self._needs
+
     def admits(self, text: str) -> bool:
         """Whether the pattern may match ``text`` (False: it cannot)."""
-        return admitted(self.needs, fold(text))
+        sets = self._needs if self._needs is not None else self.needs
+        return not sets or admitted(sets, fold(text))
 
     def search(self, text: str, *args: int) -> re.Match[str] | None:
         return self.regex.search(text, *args) if self.admits(text) else None
@@ -105,9 +115,8 @@ class Screen:
 
 
 def screened(regex: re.Pattern[str]) -> re.Pattern[str]:
-    """``regex`` behind a :class:`Screen`, or itself when its matches need no fixed string."""
-    screen = Screen(regex)
-    return screen if screen.needs else regex  # type: ignore[return-value]  # the same interface
+    """``regex`` behind a :class:`Screen` (with the pattern's interface)."""
+    return Screen(regex)  # type: ignore[return-value]
 
 
 def _selectivity(strings: set[str] | frozenset[str]) -> tuple[int, int]:

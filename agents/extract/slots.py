@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
+from itertools import repeat
 
 from agents.extract.person import en_subject, zh_subject
 from agents.extract.screen import admitted, fold, needs, screened
@@ -62,13 +64,11 @@ class SlotRule:
     negated: bool = False
     value: str | None = None  # a fixed value (``married``) when the pattern captures none
     subject_in_pattern: bool = False  # the pattern itself anchors the subject (``my cat is named``)
-    needs: tuple[frozenset[str], ...] = ()  # strings a match contains (agents.extract.screen), English rules
 
 
 def _en(attr: str, pattern: str, **kw: object) -> SlotRule:
     """English rule: predicates are wrapped in ``(?i:...)``; values stay case-sensitive (names start upper)."""
-    compiled = re.compile(pattern)
-    return SlotRule(attr, compiled, needs=needs(compiled), **kw)  # type: ignore[arg-type]
+    return SlotRule(attr, re.compile(pattern), **kw)  # type: ignore[arg-type]
 
 
 def _zh(attr: str, pattern: str, **kw: object) -> SlotRule:
@@ -198,6 +198,12 @@ class SlotMatch:
     end: int
 
 
+@cache
+def en_screens() -> tuple[tuple[frozenset[str], ...], ...]:
+    """Each English rule's :func:`~agents.extract.screen.needs` (read on first use, not at import)."""
+    return tuple(needs(rule.pattern) for rule in EN_SLOTS)
+
+
 def find_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotMatch]:
     """Known attribute slots stated in ``sentence`` and whom they are about.
 
@@ -207,8 +213,8 @@ def find_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotM
     cjk = has_cjk(sentence)
     found: list[SlotMatch] = []
     folded = "" if cjk else fold(sentence)
-    for rule in ZH_SLOTS if cjk else EN_SLOTS:
-        if rule.needs and not admitted(rule.needs, folded):
+    for rule, sets in zip(ZH_SLOTS, repeat(())) if cjk else zip(EN_SLOTS, en_screens(), strict=True):
+        if sets and not admitted(sets, folded):
             continue  # a string every match holds is not there
         for m in rule.pattern.finditer(sentence):
             if any(m.start() < f.end and f.start < m.end() for f in found):

@@ -67,7 +67,7 @@ def _test_sentences() -> list[str]:
 
 def _screened_patterns() -> dict[str, re.Pattern[str]]:
     """Every pattern the extractors screen: the slot rules and each module's screened patterns (their regex)."""
-    found = {f"slot {i} {r.attribute}": r.pattern for i, r in enumerate(slots.EN_SLOTS) if r.needs}
+    found = {f"slot {i} {r.attribute}": r.pattern for i, r in enumerate(slots.EN_SLOTS)}
     for info in pkgutil.iter_modules(agents.extract.__path__):
         module = importlib.import_module(f"agents.extract.{info.name}")
         for name, value in vars(module).items():
@@ -139,10 +139,10 @@ def test_the_modules_screen_their_patterns() -> None:
 def test_the_rules_are_screened_and_the_screen_turns_most_sentences_away() -> None:
     """The slot rules carry their screens (all but the few whose matches need no fixed string), and on
     ordinary chat sentences most rules never run."""
-    screened = [r for r in slots.EN_SLOTS if r.needs]
+    screened = [sets for sets in slots.en_screens() if sets]
     assert len(screened) >= len(slots.EN_SLOTS) - 2
     chat = ["haha that's so cool, see you tomorrow!", "did you watch the game last night?", "lol same"]
-    runs = sum(admitted(r.needs, fold(s)) for r in screened for s in chat)
+    runs = sum(admitted(sets, fold(s)) for sets in screened for s in chat)
     assert runs < len(screened) * len(chat) / 3
     assert slots.find_slots("I moved to Berlin last year", "Ann", frozenset({"Ann"}))[0].value == "Berlin"
     assert slots.is_retraction("I don't live there anymore") and not slots.is_retraction("I live there")
