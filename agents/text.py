@@ -116,13 +116,20 @@ def jieba() -> Any:
 
 class LazyTokens:
     """A frozen set of ``tokenize(text)``, tokenised on the first membership test: a module-level word list
-    with Chinese in it would load jieba at import (~0.2 s of every CLI start)."""
+    with Chinese in it would load jieba at import (~0.2 s of every CLI start). A word with no CJK in it is
+    looked up among the list's other words alone, which need no jieba: a CJK run's tokens are pieces of the
+    run, so they never equal such a word (an English question does not load the dictionary)."""
 
     def __init__(self, text: str) -> None:
         self._text = text
         self._words: frozenset[str] | None = None
+        self._plain: frozenset[str] | None = None
 
     def __contains__(self, word: object) -> bool:
+        if self._words is None and isinstance(word, str) and _CJK_RE.search(word) is None:
+            if self._plain is None:
+                self._plain = frozenset(_plain_tokens(self._text))
+            return word in self._plain
         if self._words is None:
             self._words = frozenset(tokenize(self._text))
         return word in self._words
@@ -258,13 +265,23 @@ def tokenize_lines(text: str) -> list[str]:
 
 @text_cache(1 << 13)
 def _tokens(text: str) -> tuple[str, ...]:
+    return _scan(text, cjk=True)
+
+
+def _plain_tokens(text: str) -> tuple[str, ...]:
+    """The tokens of ``text`` that are not of a CJK run (:func:`_tokens` without jieba)."""
+    return _scan(text, cjk=False)
+
+
+def _scan(text: str, cjk: bool) -> tuple[str, ...]:
     if text.isascii():  # NFKC keeps ASCII as is; _TOKEN_RE's words are then _ASCII_WORD_RE's
         return tuple(t for t in map(_word_token, _ASCII_WORD_RE.findall(text.lower())) if t is not None)
     tokens: list[str] = []
     for m in _TOKEN_RE.finditer(_normalise(text)):
         run = m.group("cjk")
         if run is not None:
-            tokens.extend(_cjk_tokens(run))
+            if cjk:
+                tokens.extend(_cjk_tokens(run))
             continue
         token = _word_token(m.group("word"))
         if token is not None:

@@ -1,10 +1,21 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 
-from agents.text import count_tokens, extract_keywords, fts_query, has_cjk, stem, tokenize, tokenize_lines
+from agents.text import (
+    LazyTokens,
+    count_tokens,
+    extract_keywords,
+    fts_query,
+    has_cjk,
+    stem,
+    tokenize,
+    tokenize_lines,
+)
 
 
 def test_latin_tokens_lowercase_split_stopwords_and_numbers():
@@ -119,3 +130,22 @@ def test_extract_keywords():
 )
 def test_tokenize_lines_is_tokenize_of_the_whole_text(text):
     assert tokenize_lines(text) == tokenize(text) == tokenize(text.replace("\n", " "))
+
+
+def test_lazy_tokens_answer_as_the_full_token_set_and_load_jieba_only_for_cjk_words():
+    """A word list of English and Chinese answers membership exactly as ``set(tokenize(text))``, whichever
+    kind of word is asked first; an English word alone never loads jieba (the CLI's start-up budget)."""
+    text = "what when who 什么 什么时候 谁 哪里 ｶﾀｶﾅ favourite Ｆｕｌｌ don't running"
+    full = set(tokenize(text))
+    probes = [*full, "what", "zzz", "full", "什", "时候", "カタカナ", "run", "dont", ""]
+    for first in ("what", "什么"):
+        lazy = LazyTokens(text)
+        assert (first in lazy) == (first in full)
+        assert [p in lazy for p in probes] == [p in full for p in probes]
+    script = (
+        "import sys\n"
+        "from retrieval.router.query import keywords\n"
+        "print(keywords('When did Caroline go to the support group?', ['Caroline']), 'rjieba' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['support', 'group'] False"
