@@ -13,6 +13,7 @@ screen and always runs.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator
 from re import _constants as c  # type: ignore[attr-defined]
 from re import _parser as sre  # type: ignore[attr-defined]
@@ -26,6 +27,7 @@ __all__ = ["Screen", "admitted", "fold", "needs", "screened"]
 # every code point against every letter): dotted and dotless i, the long s. The Kelvin sign lowers to "k".
 _FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
 _MAX_STRINGS = 96  # a set of more alternatives costs about what the regex does
+_END = sys.maxsize  # re.Pattern's default endpos
 _MAX_SETS = 3  # the most selective sets are checked, the rest add little
 
 
@@ -92,26 +94,32 @@ class Screen:
         sets = self._needs if self._needs is not None else self.needs
         return not sets or admitted(sets, fold(text))
 
-    def search(self, text: str, *args: int) -> re.Match[str] | None:
-        return self.regex.search(text, *args) if self.admits(text) else None
+    def search(self, string: str, pos: int = 0, endpos: int = _END) -> re.Match[str] | None:
+        return self.regex.search(string, pos, endpos) if self.admits(string) else None
 
-    def match(self, text: str, *args: int) -> re.Match[str] | None:
-        return self.regex.match(text, *args) if self.admits(text) else None
+    def match(self, string: str, pos: int = 0, endpos: int = _END) -> re.Match[str] | None:
+        return self.regex.match(string, pos, endpos) if self.admits(string) else None
 
-    def fullmatch(self, text: str, *args: int) -> re.Match[str] | None:
-        return self.regex.fullmatch(text, *args) if self.admits(text) else None
+    def fullmatch(self, string: str, pos: int = 0, endpos: int = _END) -> re.Match[str] | None:
+        return self.regex.fullmatch(string, pos, endpos) if self.admits(string) else None
 
-    def finditer(self, text: str, *args: int) -> Iterator[re.Match[str]]:
-        return self.regex.finditer(text, *args) if self.admits(text) else iter(())
+    def finditer(self, string: str, pos: int = 0, endpos: int = _END) -> Iterator[re.Match[str]]:
+        return self.regex.finditer(string, pos, endpos) if self.admits(string) else iter(())
 
-    def findall(self, text: str, *args: int) -> list[Any]:
-        return self.regex.findall(text, *args) if self.admits(text) else []
+    def findall(self, string: str, pos: int = 0, endpos: int = _END) -> list[Any]:
+        return self.regex.findall(string, pos, endpos) if self.admits(string) else []
 
-    def sub(self, repl: Any, text: str, count: int = 0) -> str:
-        return self.regex.sub(repl, text, count) if self.admits(text) else text
+    def sub(self, repl: Any, string: str, count: int = 0) -> str:
+        return self.regex.sub(repl, string, count) if self.admits(string) else string
 
-    def split(self, text: str, maxsplit: int = 0) -> list[str]:
-        return self.regex.split(text, maxsplit) if self.admits(text) else [text]
+    def split(self, string: str, maxsplit: int = 0) -> list[str]:
+        return self.regex.split(string, maxsplit) if self.admits(string) else [string]
+
+    def __copy__(self) -> Screen:
+        return self  # immutable, like a compiled pattern (whose copies are itself)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Screen:
+        return self
 
 
 def screened(regex: re.Pattern[str]) -> re.Pattern[str]:

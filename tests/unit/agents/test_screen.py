@@ -4,6 +4,7 @@ turns away a text the pattern matches (so the extractors find the same with and 
 from __future__ import annotations
 
 import ast
+import copy
 import importlib
 import pkgutil
 import random
@@ -53,6 +54,10 @@ def test_fold_matches_what_ignorecase_matches() -> None:
         assert screen.admits(text) and screen.search(text) is not None, text
     assert not screen.admits("nothing to see here")
     assert screen.search("nothing to see here") is None
+    # the pattern's interface: keyword arguments, positions, copies (which keep the screen)
+    assert screen.search(string="oh never mind", pos=3).span() == (9, 13)
+    assert screen.search("oh never mind", 0, 8) is None and screen.pattern == screen.regex.pattern
+    assert copy.deepcopy(screen) is screen and copy.copy(screen) is screen
 
 
 def _test_sentences() -> list[str]:
