@@ -128,7 +128,7 @@ class LazyTokens:
     def __contains__(self, word: object) -> bool:
         if self._words is None and isinstance(word, str) and _CJK_RE.search(word) is None:
             if self._plain is None:
-                self._plain = frozenset(_plain_tokens(self._text))
+                self._plain = frozenset(plain_tokens(self._text))
             return word in self._plain
         if self._words is None:
             self._words = frozenset(tokenize(self._text))
@@ -268,8 +268,8 @@ def _tokens(text: str) -> tuple[str, ...]:
     return _scan(text, cjk=True)
 
 
-def _plain_tokens(text: str) -> tuple[str, ...]:
-    """The tokens of ``text`` that are not of a CJK run (:func:`_tokens` without jieba)."""
+def plain_tokens(text: str) -> tuple[str, ...]:
+    """The tokens of ``text`` that are not of a CJK run (:func:`tokenize` without jieba)."""
     return _scan(text, cjk=False)
 
 

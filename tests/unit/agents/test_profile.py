@@ -122,3 +122,22 @@ def test_a_written_profile_reads_back_as_parsing_it_would():
         assert parse_lines(stored) == handed == list(profile._parse(d.record.text, tuple(d.record.source_message_ids),
                                                                    d.record.valid_from))  # fmt: skip
         assert [ln.message_id for ln in handed] == d.record.source_message_ids
+
+
+def test_classes_of_english_tokens_need_no_jieba():
+    """Tokens with no CJK in them meet only the cues' non-CJK tokens, so their classes are read without jieba:
+    the same classes as against every cue token, and a set question in a fresh process leaves jieba unloaded
+    (it cost ~0.16 s of a `memstream query`)."""
+    import subprocess
+    import sys
+
+    from agents.profile_lexicon import cue_tokens
+
+    for text in ["Ann finished reading a novel and adopted a puppy", "What activities has Melanie done?",
+                 "camping hiking painting guitar sushi Paris", "nothing of a class here"]:  # fmt: skip
+        tokens = set(tokenize(text))
+        assert classes_of(tokens) == [c for c, cues in cue_tokens().items() if tokens & cues]
+    script = ("import sys\nfrom agents.profile_lexicon import asked_classes\n"
+              "print(asked_classes('How many times has Melanie gone camping?'), 'rjieba' in sys.modules)\n")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['outdoors'] False"
