@@ -130,6 +130,42 @@ def ensure_exported(precision: str = "int8", directory: Path | None = None) -> P
     return target
 
 
+def optimized_file(source: Path) -> Path:
+    """Where onnxruntime's optimised graph of ``source`` is kept: beside it, named by onnxruntime's version (the
+    fused operators it writes are that version's)."""
+    import onnxruntime
+
+    return source.with_name(f"{source.stem}.ort-{onnxruntime.__version__}.onnx")
+
+
+def ensure_optimized(source: Path) -> Path:
+    """``source``'s graph as onnxruntime optimises it (the "extended" level: fused attention parts, MatMuls
+    with their quantisation, layer norms; nothing tied to this CPU), written once beside it; ``source`` itself
+    when that cannot be done. A session made from the optimised file only applies the remaining
+    (layout) level and computes the same vectors bit for bit (tests/unit/retrieval/test_embed_onnx.py), but
+    starts in ~0.05 s instead of ~0.12-0.15 s: the graph rewrite is what a fresh session spent its time on,
+    in every ``memstream query`` and every worker start."""
+    import onnxruntime as ort
+
+    target = optimized_file(source)
+    if target.is_file():
+        return target
+
+    def build(out: Path) -> None:
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        opts.optimized_model_filepath = str(out)
+        opts.log_severity_level = 3
+        ort.InferenceSession(str(source), opts, providers=["CPUExecutionProvider"])
+
+    try:
+        _publish(build, target)
+    except Exception:  # noqa: BLE001 - a read-only cache or an odd graph: the source loads as before
+        log.warning("could not keep the optimised graph of %s; loading the source each time", source, exc_info=True)
+        return source
+    return target
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=None, help="target directory (default: the model cache)")
@@ -140,9 +176,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.force:
         for precision in ("fp32", "int8"):
             model_file(precision, args.dir).unlink(missing_ok=True)
+            optimized_file(model_file(precision, args.dir)).unlink(missing_ok=True)
     for precision in ("fp32", "int8"):
         path = ensure_exported(precision, args.dir)
         print(f"{precision}: {path} ({path.stat().st_size / 1e6:.1f} MB)")
+        ensure_optimized(path)
 
 
 if __name__ == "__main__":

@@ -94,9 +94,9 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
     def _load(self) -> Any:
         from tokenizers import Tokenizer
 
-        from retrieval.embed_export import ensure_exported, tokenizer_file
+        from retrieval.embed_export import ensure_exported, ensure_optimized, tokenizer_file
 
-        path = self.model_path or ensure_exported(self.precision)
+        path = ensure_optimized(self.model_path or ensure_exported(self.precision))
         log.info("loading %s (%s, onnxruntime) from %s", self.name, self.precision, path)
         tok = Tokenizer.from_file(str(tokenizer_file()))
         tok.enable_truncation(max_length=self.max_tokens)

@@ -88,3 +88,42 @@ def test_export_into_an_empty_dir_is_idempotent(tmp_path):
     stamp = path.stat().st_mtime_ns
     assert ensure_exported("int8", tmp_path) == path and path.stat().st_mtime_ns == stamp
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary left
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("precision", ["int8", "fp32"])
+def test_the_kept_optimised_graph_gives_the_same_vectors(tmp_path, precision):
+    """A session made from the optimised graph kept beside the model computes what a session of the model
+    itself does, bit for bit, on one thread and on two; the file is written once, and a directory where it
+    cannot be written leaves the model itself to load."""
+    import shutil
+
+    import onnxruntime as ort
+
+    from retrieval.embed_export import ensure_optimized, optimized_file, tokenizer_file
+    from retrieval.embed_onnx import _feeds
+
+    source = tmp_path / model_file(precision).name
+    shutil.copyfile(ensure_exported(precision), source)
+    kept = ensure_optimized(source)
+    assert kept == optimized_file(source) != source and kept.exists()
+    stamp = kept.stat().st_mtime_ns
+    assert ensure_optimized(source) == kept and kept.stat().st_mtime_ns == stamp
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(tokenizer_file()))
+    tok.no_padding()
+    ids = [e.ids for e in tok.encode_batch(TEXTS * 3)]
+    feeds = _feeds(ids, list(range(len(ids))))
+    for threads in (1, 2):
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        want = ort.InferenceSession(str(source), opts, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+        got = ort.InferenceSession(str(kept), opts, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+        assert np.array_equal(got, want)
+    blocked = tmp_path / "blocked"  # where the kept file should go, something that is not a file is in the way
+    blocked.mkdir()
+    shutil.copyfile(source, blocked / source.name)
+    optimized_file(blocked / source.name).mkdir()
+    assert ensure_optimized(blocked / source.name) == blocked / source.name
