@@ -21,6 +21,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.lazy_re import lazy
+
 Kind = Literal["phone", "id_card", "bank_card", "email", "secret", "address"]
 Action = Literal["mask", "drop", "keep"]
 KINDS: tuple[Kind, ...] = ("secret", "email", "id_card", "bank_card", "phone", "address")
@@ -52,38 +54,38 @@ _D = r"(?<![0-9A-Za-z_.])"  # not inside a longer (Latin) word or number; CJK te
 _E = r"(?![0-9A-Za-z_])"
 _PATTERNS: dict[Kind, list[re.Pattern[str]]] = {
     "secret": [
-        re.compile(r"(?i)(?:password|passwd|pwd|passcode|api[ _-]?key|secret|token|口令|密码|密钥)"
+        lazy(r"(?i)(?:password|passwd|pwd|passcode|api[ _-]?key|secret|token|口令|密码|密钥)"
                    r"\s*(?:is|是|为|:|：|=)\s*[\"'“]?([^\s\"'”，。,;；]{4,})"),
-        re.compile(r"(?<![0-9A-Za-z])(sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|xox[abp]-[A-Za-z0-9-]{10,}"
+        lazy(r"(?<![0-9A-Za-z])(sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|xox[abp]-[A-Za-z0-9-]{10,}"
                    r"|msk_[0-9a-f]{12}_[A-Za-z0-9_-]{20,})"),
-        re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{20,})"),
+        lazy(r"(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{20,})"),
     ],
-    "email": [re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")],
+    "email": [lazy(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")],
     "id_card": [
-        re.compile(_D + r"([1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx])" + _E),
-        re.compile(r"(?i)(?:ssn|social security(?: number)?)\D{0,12}(\d{3}-\d{2}-\d{4})"),
-        re.compile(_D + r"(\d{3}-\d{2}-\d{4})" + _E),
+        lazy(_D + r"([1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx])" + _E),
+        lazy(r"(?i)(?:ssn|social security(?: number)?)\D{0,12}(\d{3}-\d{2}-\d{4})"),
+        lazy(_D + r"(\d{3}-\d{2}-\d{4})" + _E),
     ],
-    "bank_card": [re.compile(_D + r"(\d{4}(?:[ -]?\d{4}){2,3}(?:[ -]?\d{1,3})?)" + _E)],
+    "bank_card": [lazy(_D + r"(\d{4}(?:[ -]?\d{4}){2,3}(?:[ -]?\d{1,3})?)" + _E)],
     "phone": [
-        re.compile(_D + r"((?:\+?86[ -]?)?1[3-9]\d[ -]?\d{4}[ -]?\d{4})" + _E),
-        re.compile(_D + r"(0\d{2,3}-\d{7,8})" + _E),
-        re.compile(r"(?<![0-9A-Za-z_+])(\+\d{1,3}[ -]?\(?\d{1,4}\)?(?:[ -]?\d{2,4}){2,4})" + _E),
-        re.compile(_D + r"(\(\d{3}\) ?\d{3}-\d{4}|\d{3}-\d{3}-\d{4})" + _E),
+        lazy(_D + r"((?:\+?86[ -]?)?1[3-9]\d[ -]?\d{4}[ -]?\d{4})" + _E),
+        lazy(_D + r"(0\d{2,3}-\d{7,8})" + _E),
+        lazy(r"(?<![0-9A-Za-z_+])(\+\d{1,3}[ -]?\(?\d{1,4}\)?(?:[ -]?\d{2,4}){2,4})" + _E),
+        lazy(_D + r"(\(\d{3}\) ?\d{3}-\d{4}|\d{3}-\d{3}-\d{4})" + _E),
     ],
     "address": [
-        re.compile(r"(?<![0-9A-Za-z])(\d{1,5}(?: [A-Z][a-z]+){1,4} (?:Street|St|Road|Rd|Avenue|Ave|Boulevard|Blvd|Lane|Ln|Drive|Dr"
+        lazy(r"(?<![0-9A-Za-z])(\d{1,5}(?: [A-Z][a-z]+){1,4} (?:Street|St|Road|Rd|Avenue|Ave|Boulevard|Blvd|Lane|Ln|Drive|Dr"
                    r"|Court|Ct|Place|Pl|Way|Terrace|Highway|Hwy)\b\.?(?:,? (?:Apt|Suite|Unit|#) ?\w+)?)"),
-        re.compile(r"((?:[\u4e00-\u9fff]{2,6}[省市])?(?:[\u4e00-\u9fff]{1,6}[区县])?[\u4e00-\u9fff]{1,10}"
+        lazy(r"((?:[\u4e00-\u9fff]{2,6}[省市])?(?:[\u4e00-\u9fff]{1,6}[区县])?[\u4e00-\u9fff]{1,10}"
                    r"(?:路|街|大道|巷|弄)\d{1,5}号(?:院)?(?:\d{1,3}[栋幢号楼])?(?:\d{1,2}单元)?(?:\d{1,5}室)?)"),
     ],
 }
 
 
-_ZH_LEAD = re.compile(r"[\u4e00-\u9fff]*?(?:住在|住|搬到|搬去|寄到|送到|地址是|地址为|地址|在|到|去)(?=[\u4e00-\u9fff]{2})")
+_ZH_LEAD = lazy(r"[\u4e00-\u9fff]*?(?:住在|住|搬到|搬去|寄到|送到|地址是|地址为|地址|在|到|去)(?=[\u4e00-\u9fff]{2})")
 
 
-_DIGIT = re.compile(r"\d")
+_DIGIT = lazy(r"\d")
 _NEED_DIGIT = frozenset({"id_card", "bank_card", "phone", "address"})  # every pattern of these has a \d
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import time
 
 from agents.extract.date_words import parse_number
+from agents.lazy_re import lazy
 
 __all__ = ["Clock", "find_clocks"]
 
@@ -23,7 +24,7 @@ class Clock:
     at: time
 
 
-_EN = re.compile(
+_EN = lazy(
     r"\b(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ap>am|pm|a\.m\.|p\.m\.)(?![a-z])"
     r"|\b(?P<h2>\d{1,2}):(?P<m2>\d{2})\b"
     r"|\bat (?P<h3>\d{1,2})(?: o'clock)?(?=\s*(?:$|[.,!?;]|tonight|tomorrow|today|this\b|on\b|in the\b|next\b))"
@@ -31,24 +32,24 @@ _EN = re.compile(
     re.I,
 )
 _ZH_N = "[零一二两三四五六七八九十]{1,3}"
-_ZH = re.compile(
+_ZH = lazy(
     rf"(?P<p>凌晨|早上|早晨|上午|中午|下午|傍晚|晚上|夜里|半夜)?(?P<h>\d{{1,2}}|{_ZH_N})点钟?"
     rf"(?:(?P<half>半)|(?P<q>一刻|三刻)|(?P<m>\d{{1,2}}|{_ZH_N})分?)?(?!建议|意见|原因|要求|看法|内容|理由|想法|问题|注意)"
     r"|(?P<noon>中午|正午)(?![\d零一二两三四五六七八九十])"
 )
 _PERIODS = [
     (
-        re.compile(
+        lazy(
             r"tonight|this evening|tomorrow night|tomorrow evening|last night|evening|at night|今晚|明晚|昨晚|晚上|傍晚|夜里",
             re.I,
         ),
         "evening",
     ),
-    (re.compile(r"afternoon|下午", re.I), "afternoon"),
-    (re.compile(r"morning|凌晨|半夜|早上|早晨|上午|今早|明早", re.I), "morning"),
-    (re.compile(r"中午|正午", re.I), "noon"),
+    (lazy(r"afternoon|下午", re.I), "afternoon"),
+    (lazy(r"morning|凌晨|半夜|早上|早晨|上午|今早|明早", re.I), "morning"),
+    (lazy(r"中午|正午", re.I), "noon"),
 ]
-_CLAUSE = re.compile(r"[,;!?。，；！？\n]")
+_CLAUSE = lazy(r"[,;!?。，；！？\n]")
 
 
 def _period_near(sentence: str, start: int, end: int) -> str | None:

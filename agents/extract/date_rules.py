@@ -40,6 +40,7 @@ from agents.extract.date_words import (
     tense_of,
     week_start,
 )
+from agents.lazy_re import lazy
 
 __all__ = ["ABSOLUTE_RULES", "EN_RULES", "TAIL_RULES", "ZH_RULES", "Context", "Resolved", "resolve"]
 
@@ -58,37 +59,37 @@ _ZH_YEAR = {"前": -2, "去": -1, "今": 0, "明": 1, "后": 2}
 _ZH_UNIT = {"天": "day", "周": "week", "个星期": "week", "个礼拜": "week", "个月": "month", "年": "year"}
 
 EN_RULES: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\b(the )?day before yesterday\b", re.I), "d-2"),
-    (re.compile(r"\b(the )?day after tomorrow\b", re.I), "d+2"),
-    (re.compile(r"\bthe week (?P<dir>before last|after next)\b", re.I), "week2"),
+    (lazy(r"\b(the )?day before yesterday\b", re.I), "d-2"),
+    (lazy(r"\b(the )?day after tomorrow\b", re.I), "d+2"),
+    (lazy(r"\bthe week (?P<dir>before last|after next)\b", re.I), "week2"),
     (
-        re.compile(r"\b(?:the )?end of (?:the |this )?(?:(?P<w>next|last) )?(?P<unit>month|year)\b", re.I),
+        lazy(r"\b(?:the )?end of (?:the |this )?(?:(?P<w>next|last) )?(?P<unit>month|year)\b", re.I),
         "end",
     ),
-    (re.compile(r"\b(yesterday|last night)\b", re.I), "d-1"),
-    (re.compile(r"\b(today|tonight|this (morning|afternoon|evening))\b", re.I), "d+0"),
-    (re.compile(r"\btomorrow\b", re.I), "d+1"),
-    (re.compile(rf"\b(?P<w>last|this|next|coming|past) (?P<wd>{_WD})\b", re.I), "weekday"),
-    (re.compile(r"\b(?P<w>last|this|next|coming|past) weekend\b", re.I), "weekend"),
-    (re.compile(r"\b(?P<w>last|this|next|coming|past|previous) (?P<unit>week|month|year)\b", re.I), "unit"),
+    (lazy(r"\b(yesterday|last night)\b", re.I), "d-1"),
+    (lazy(r"\b(today|tonight|this (morning|afternoon|evening))\b", re.I), "d+0"),
+    (lazy(r"\btomorrow\b", re.I), "d+1"),
+    (lazy(rf"\b(?P<w>last|this|next|coming|past) (?P<wd>{_WD})\b", re.I), "weekday"),
+    (lazy(r"\b(?P<w>last|this|next|coming|past) weekend\b", re.I), "weekend"),
+    (lazy(r"\b(?P<w>last|this|next|coming|past|previous) (?P<unit>week|month|year)\b", re.I), "unit"),
     (
-        re.compile(r"\b(?P<w>last|this|next|past) (?P<season>spring|summer|fall|autumn|winter)\b", re.I),
+        lazy(r"\b(?P<w>last|this|next|past) (?P<season>spring|summer|fall|autumn|winter)\b", re.I),
         "season",
     ),
     (
-        re.compile(
+        lazy(
             rf"\b(?P<w>last|this|next|in|by|until|since|early|late|mid)(?:\s+|-)(?P<mon>{_MON_FULL})\b(?!\.?\s*\d)",
             re.I,
         ),
         "month",
     ),
-    (re.compile(rf"\b{_EN_NUM} (?P<unit>day|week|month|year)s? ago\b", re.I), "ago"),
-    (re.compile(rf"\bin {_EN_NUM} (?P<unit>day|week|month|year)s?\b", re.I), "in"),
-    (re.compile(rf"\b{_EN_NUM} (?P<unit>day|week|month|year)s? from (?:now|today)\b", re.I), "in"),
+    (lazy(rf"\b{_EN_NUM} (?P<unit>day|week|month|year)s? ago\b", re.I), "ago"),
+    (lazy(rf"\bin {_EN_NUM} (?P<unit>day|week|month|year)s?\b", re.I), "in"),
+    (lazy(rf"\b{_EN_NUM} (?P<unit>day|week|month|year)s? from (?:now|today)\b", re.I), "in"),
     # A weekday followed by an explicit date ("Friday March 8", "Friday, 8 March") is that date: leave it to
     # the absolute rules instead of guessing a week from the tense.
     (
-        re.compile(
+        lazy(
             rf"(?<!every )(?<!each )\b(?:on )?(?P<wd>{_WD})\b(?!,?\s+(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+)?(?:{_MONTH_RE})\b)(?!,?\s+\d{{1,2}}[/.-]\d)",
             re.I,
         ),
@@ -96,54 +97,54 @@ EN_RULES: list[tuple[re.Pattern[str], str]] = [
     ),
 ]
 ZH_RULES: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"大前天"), "d-3"),
-    (re.compile(r"大后天"), "d+3"),
-    (re.compile(r"前天"), "d-2"),
-    (re.compile(r"后天"), "d+2"),
-    (re.compile(r"昨天|昨日|昨晚|昨儿"), "d-1"),
-    (re.compile(r"今天|今日|今晚|今早|今儿"), "d+0"),
-    (re.compile(r"明天|明日|明晚|明早|明儿"), "d+1"),
+    (lazy(r"大前天"), "d-3"),
+    (lazy(r"大后天"), "d+3"),
+    (lazy(r"前天"), "d-2"),
+    (lazy(r"后天"), "d+2"),
+    (lazy(r"昨天|昨日|昨晚|昨儿"), "d-1"),
+    (lazy(r"今天|今日|今晚|今早|今儿"), "d+0"),
+    (lazy(r"明天|明日|明晚|明早|明儿"), "d+1"),
     (
-        re.compile(r"(?P<w>上上|上|下下|下|这|本)个?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天末])"),
+        lazy(r"(?P<w>上上|上|下下|下|这|本)个?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天末])"),
         "zh_weekday",
     ),
-    (re.compile(r"(?P<w>上上|上|下下|下|这|本)个?(?:周|星期|礼拜)"), "zh_week"),
+    (lazy(r"(?P<w>上上|上|下下|下|这|本)个?(?:周|星期|礼拜)"), "zh_week"),
     (
-        re.compile(
+        lazy(
             rf"(?:(?P<w>上上|上|下下|下|这|本)个?|(?:(?P<y>\d{{4}}|前|去|今|明|后)年)?"
             rf"(?<![\d零一二三四五六七八九十])(?P<m>\d{{1,2}}|{ZH_NUM}))?月(?P<e>底|末|初)"
         ),
         "zh_month_edge",
     ),
-    (re.compile(r"(?P<y>\d{4}|前|去|今|明|后)?年(?P<e>底|末|初)"), "zh_year_edge"),
-    (re.compile(rf"(?P<w>上上|上|下下|下|这|本)个?月(?P<d>\d{{1,2}}|{ZH_NUM})[号日]"), "zh_month_day"),
-    (re.compile(r"(?P<w>上上|上|下下|下|这)个月|(?P<w2>本)月"), "zh_month"),
+    (lazy(r"(?P<y>\d{4}|前|去|今|明|后)?年(?P<e>底|末|初)"), "zh_year_edge"),
+    (lazy(rf"(?P<w>上上|上|下下|下|这|本)个?月(?P<d>\d{{1,2}}|{ZH_NUM})[号日]"), "zh_month_day"),
+    (lazy(r"(?P<w>上上|上|下下|下|这)个月|(?P<w2>本)月"), "zh_month"),
     (
-        re.compile(
+        lazy(
             rf"(?<![\d零一二三四五六七八九十个几])(?:(?P<y>\d{{4}}|前|去|今|明|后)年)?(?P<m>\d{{1,2}}|{ZH_NUM})月份?(?:(?P<d>\d{{1,2}}|{ZH_NUM})[日号])?"
         ),
         "zh_date",
     ),
-    (re.compile(r"(?P<y>前|去|今|明|后)年"), "zh_year"),
+    (lazy(r"(?P<y>前|去|今|明|后)年"), "zh_year"),
     (
-        re.compile(rf"{_ZH_N}(?P<unit>天|周|个星期|个礼拜|个月|年)(?P<dir>前|以前|之前|后|以后|之后)"),
+        lazy(rf"{_ZH_N}(?P<unit>天|周|个星期|个礼拜|个月|年)(?P<dir>前|以前|之前|后|以后|之后)"),
         "zh_offset",
     ),
-    (re.compile(rf"(?<!不)再?过{_ZH_N}(?P<unit>天|周|个星期|个礼拜|个月|年)"), "zh_offset"),
-    (re.compile(r"(?<!每)(?<!每个)(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])"), "zh_bare_weekday"),
+    (lazy(rf"(?<!不)再?过{_ZH_N}(?P<unit>天|周|个星期|个礼拜|个月|年)"), "zh_offset"),
+    (lazy(r"(?<!每)(?<!每个)(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])"), "zh_bare_weekday"),
 ]
 ABSOLUTE_RULES: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\b(?P<y>(?:19|20)\d{2})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b"), "iso"),
-    (re.compile(r"(?:(?P<y>(?:19|20)\d{2})年)?(?P<m>\d{1,2})月(?P<d>\d{1,2})[日号]"), "iso"),
+    (lazy(r"\b(?P<y>(?:19|20)\d{2})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b"), "iso"),
+    (lazy(r"(?:(?P<y>(?:19|20)\d{2})年)?(?P<m>\d{1,2})月(?P<d>\d{1,2})[日号]"), "iso"),
     (
-        re.compile(
+        lazy(
             rf"\b(?P<mon>{_MON_FULL})\.? (?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?:,? (?P<y>(?:19|20)\d{{2}}))?\b",
             re.I,
         ),
         "md",
     ),
     (
-        re.compile(
+        lazy(
             rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)? (?:of )?(?P<mon>{_MON_FULL})(?:,? (?P<y>(?:19|20)\d{{2}}))?\b",
             re.I,
         ),
@@ -152,9 +153,9 @@ ABSOLUTE_RULES: list[tuple[re.Pattern[str], str]] = [
 ]
 # Resolved only next to an anchor found by the rules above ("the week before March 8", "next month 5号").
 TAIL_RULES: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\bthe week (?P<dir>before|after)\b", re.I), "week_rel"),
-    (re.compile(r"\b(?:on )?the (?P<d>\d{1,2})(?:st|nd|rd|th)\b", re.I), "dom"),
-    (re.compile(rf"(?<![\d月零一二三四五六七八九十])(?P<d>\d{{1,2}}|{ZH_NUM})号"), "dom"),
+    (lazy(r"\bthe week (?P<dir>before|after)\b", re.I), "week_rel"),
+    (lazy(r"\b(?:on )?the (?P<d>\d{1,2})(?:st|nd|rd|th)\b", re.I), "dom"),
+    (lazy(rf"(?<![\d月零一二三四五六七八九十])(?P<d>\d{{1,2}}|{ZH_NUM})号"), "dom"),
 ]
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import date, time, timedelta
 from typing import Literal
 
+from agents.lazy_re import lazy
+
 __all__ = [
     "MONTHS",
     "WEEKDAYS",
@@ -128,7 +130,7 @@ def month_end(d: date) -> date:
 
 # ----------------------------------------------------------------------------------------------- tense
 
-_EN_FUTURE = re.compile(
+_EN_FUTURE = lazy(
     r"\b(will|won't|shall|going to|gonna|plan(?:ning|s)? to|about to|upcoming|let's|see you|see ya|"
     r"can't wait|looking forward|hope to|want to|wanna|would like to|need to|have to|has to|gotta|should|"
     r"must|are you free|how about|what about|tomorrow|next(?! to)|soon|later|coming)\b|'ll\b|"
@@ -137,13 +139,13 @@ _EN_FUTURE = re.compile(
     r"surpris|inspir|charm|stunn|refresh|challeng|reward|satisfy|lov|sooth|th|k|r|s)ing\b)\w+ing\b",
     re.I,
 )
-_EN_PAST = re.compile(
+_EN_PAST = lazy(
     r"\b(was|were|did|didn't|had|went|got|saw|met|took|came|made|said|told|ate|ran|found|bought|left|spent|"
     r"gave|felt|thought|began|won|lost|sent|brought|wrote|caught|taught|flew|drove|rode|swam|sang|slept|"
     r"kept|held|heard|paid|sat|stood|wore|chose|broke|fell|forgot|built|ago|yesterday|last|earlier|already)\b",
     re.I,
 )
-_EN_ED = re.compile(r"\b(?P<prev>[\w']+\s+)?(?P<word>[a-z]{2,}ed)\b", re.I)
+_EN_ED = lazy(r"\b(?P<prev>[\w']+\s+)?(?P<word>[a-z]{2,}ed)\b", re.I)
 _NOT_PAST_ED = frozenset(
     "need feed seed speed indeed bed red shed wed weed breed hundred sacred naked wicked bleed greed "
     "proceed exceed succeed excited interested tired scared worried bored supposed used".split()
@@ -152,19 +154,19 @@ _ADJECTIVE_BEFORE = frozenset(
     "am is are be been being 'm 're i'm we're you're they're so very really too get gets getting feel feels "
     "feeling seem seems look looks will".split()
 )
-_ZH_FUTURE = re.compile(
+_ZH_FUTURE = lazy(
     r"要|(?<!开)会(?!议)|打算|准备|计划|将|想|吧|一起|(?<![看遇听梦撞])见(?![过了])|约|记得|别忘|能不能|可以|"
     r"有空|安排|下周|下个|明天|后天|即将|到时|"
     r"改到|改成|改在|改为|挪到|推到|推迟到|延到|延后到|提前到|调到|换到"  # "复查改到周四上午十点了": a plan moved ahead
 )
-_ZH_PAST = re.compile(
+_ZH_PAST = lazy(
     r"(?<![好对算行罢得为除])了(?!解)|(?<![不难通超])过(?![来去节年生日得])|刚才|刚刚|已经|那天|当时|昨|前天|上周|上个|曾"
 )
-_CLAUSE_END = re.compile(r"[,;:!?.，。；：！？\n]")
+_CLAUSE_END = lazy(r"[,;:!?.，。；：！？\n]")
 
 
 # acknowledgements in the past tense that narrate nothing: "Friday 8pm at Marco's, got it."
-_EN_ACK = re.compile(r"(?i)\b(?:got (?:it|that|you|ya)|noted|understood|heard you)\b")
+_EN_ACK = lazy(r"(?i)\b(?:got (?:it|that|you|ya)|noted|understood|heard you)\b")
 
 
 def _en_past(text: str) -> bool:
@@ -202,7 +204,7 @@ def tense_of(sentence: str, start: int, end: int, cjk: bool) -> Tense | None:
 
 
 # a past act that sets up a day to come: the day it names is ahead, whatever the verb's tense
-_EN_BOOKED = re.compile(
+_EN_BOOKED = lazy(
     r"(?i)\b(?:booked|reserved|scheduled|rescheduled|bought|got|ordered|signed up|registered|enrolled|planned|"
     r"arranged|set|moved|pushed|made an? (?:appointment|reservation|booking))\b[^.!?;]{0,40}\bfor (?:the |this |next )?$"
 )
@@ -210,12 +212,12 @@ _EN_BOOKED = re.compile(
 # "the dentist pushed it to June 14", "Friday's dinner is postponed until Sunday")
 _EN_MOVE = (r"(?:moved|moves|moving|pushed|postponed|rescheduled|changed|shifted|bumped|delayed|brought forward|"
             r"put off)")  # fmt: skip
-_EN_MOVED_TO = re.compile(
+_EN_MOVED_TO = lazy(
     rf"(?i)\b{_EN_MOVE}(?: (?:it|them|this|that|back|forward|out))* (?:to|until|till|til) (?:the |this |next )?$"
 )
-_EN_MOVED_FROM = re.compile(
+_EN_MOVED_FROM = lazy(
     rf"(?i)(?:'s)?(?:\s+\w+){{0,3}}?\s+(?:(?:is|are|was|were|has been|have been|got|gets|just)\s+)?{_EN_MOVE}"
     r"(?:\s+(?:it|back|forward|out))?\s+(?:to|until|till|til)\b"
 )
-_PAST_ANCHOR = re.compile(r"(?i)\b(?:last (?:week|weekend|month)|ago|yesterday)\b|上周|上个|昨天|前天|之前")
-_ZH_BOOKED = re.compile(r"(?:订|预订|预约|约|报名?|买|抢|挂|定|安排)了[^，。！？；]{0,6}$")
+_PAST_ANCHOR = lazy(r"(?i)\b(?:last (?:week|weekend|month)|ago|yesterday)\b|上周|上个|昨天|前天|之前")
+_ZH_BOOKED = lazy(r"(?:订|预订|预约|约|报名?|买|抢|挂|定|安排)了[^，。！？；]{0,6}$")

@@ -27,6 +27,7 @@ from agents.extract.plan_moves import (
 )
 from agents.extract.screen import screened
 from agents.extract.slots import SlotMatch
+from agents.lazy_re import lazy
 from agents.text import has_cjk
 
 __all__ = ["EN_TIME", "ZH_TIME", "all_slots", "find_plan_slots", "is_plan_change", "planned_event"]
@@ -40,45 +41,45 @@ _EN_EVENTS = (
     r"deployment|deploy|cutover|go-live|call|one-on-one|all-hands|barbecue|bbq|picnic|hike|trip|meetup|"
     r"session|ceremony|recital|tournament|checkup|check-up|rollout|freeze|handover"
 )
-_EN_EVENT = screened(re.compile(rf"(?i)\b(?P<ev>{_EN_EVENTS})s?\b"))
-_EN_ACTIVITY = re.compile(r"\b[A-Z][a-z]+(?:'s|s') (?P<ev>[a-z]{3,}ing)\b(?! (?:\w+ )?(?:is|was) (?:fine|good|great))")
-_ZH_EVENT = re.compile(
+_EN_EVENT = screened(lazy(rf"(?i)\b(?P<ev>{_EN_EVENTS})s?\b"))
+_EN_ACTIVITY = lazy(r"\b[A-Z][a-z]+(?:'s|s') (?P<ev>[a-z]{3,}ing)\b(?! (?:\w+ )?(?:is|was) (?:fine|good|great))")
+_ZH_EVENT = lazy(
     r"(?P<ev>(?<![邮当结格布饭])[\u4e00-\u9fffA-Za-z]{1,2}局(?![长面势])|周例会|周会|例会|晨会|站会|早会|电话会|视频会|评审会|复盘会|发布会|评审|复盘|开会|会议|上线|发版|发布|迁移|"
     r"截止日期|截止|聚餐|团建|晚饭|午饭|饭局|派对|聚会|面试|体检|培训|比赛|演出|婚礼|演唱会|考试|部署|答辩|约会|"
     r"分享会|读书会|年会|旅行|出差|航班|课)"
 )
 _ZH_CANON = {"开会": "会议", "周例会": "周会", "截止日期": "截止", "发版": "发布"}
 
-_TIME_WORD = re.compile(rf"(?i)(?:{MONTHS}|(?:{DAYS})s?|noon|midnight|tomorrow|tonight|today|next|this|\d)\b")
-_JOIN = re.compile(r"^(?:\s*(?:at|@|on)?\s*|的)$", re.I)
+_TIME_WORD = lazy(rf"(?i)(?:{MONTHS}|(?:{DAYS})s?|noon|midnight|tomorrow|tonight|today|next|this|\d)\b")
+_JOIN = lazy(r"^(?:\s*(?:at|@|on)?\s*|的)$", re.I)
 
-_EN_CHANGE = screened(re.compile(
+_EN_CHANGE = screened(lazy(
     r"(?i)\b(?:mov(?:e|es|ed|ing)|reschedul(?:e|es|ed|ing)|postpon(?:e|es|ed|ing)|push(?:es|ed|ing)? (?:back )?|"
     r"delay(?:s|ed|ing)?|shift(?:s|ed|ing)?|chang(?:e|es|ed|ing)|brought forward|bring(?:ing)? forward|"
     r"switch(?:es|ed|ing)?|instead|now|actually|no longer|not .{1,30} anymore|correction)\b"
 ))
-_EN_TARGET = re.compile(r"(?i)\b(?:to|until|till|for|instead(?: to)?|now(?: on| at)?)\s*$")
-_EN_SCHEDULE = re.compile(
+_EN_TARGET = lazy(r"(?i)\b(?:to|until|till|for|instead(?: to)?|now(?: on| at)?)\s*$")
+_EN_SCHEDULE = lazy(
     r"(?i)\b(?:is|are|'s|will be|is going to be|scheduled|planned|set|happens?|takes? place|starts?|begins?|"
     r"due|on|at|let's|we'll|we will|see you|plan|planning|planned|keep|booked|book|venue|location)\b"
 )
-_EN_PAST = screened(re.compile(r"(?i)\b(?:went|was|were|had|did|attended|yesterday|last|ago|used to|enjoyed|loved)\b"))
-_ZH_CHANGE = re.compile(
+_EN_PAST = screened(lazy(r"(?i)\b(?:went|was|were|had|did|attended|yesterday|last|ago|used to|enjoyed|loved)\b"))
+_ZH_CHANGE = lazy(
     r"改到|改成|改在|改为|改去|换去|推迟|延期|延后|提前|挪到|换到|调到|调整到|不是.{0,8}了|现在是|变成"
 )
-_ZH_TARGET = re.compile(
+_ZH_TARGET = lazy(
     r"(?:改到|改成|改在|改为|推迟到|延期到|延后到|提前到|挪到|换到|调到|调整到|变成|定在|定于|安排在|约在|(?<!不)是|(?<!不)在|到)\s*$"
 )
-_ZH_SCHEDULE = re.compile(r"暂定|计划|定在|定于|安排在|约在|是|在|开|举行|见|集合|截止|上线|迁移|要|会|地点")
-_ZH_PAST = re.compile(r"昨天|前天|上周|上个月|去年|以前|那次|当时")
+_ZH_SCHEDULE = lazy(r"暂定|计划|定在|定于|安排在|约在|是|在|开|举行|见|集合|截止|上线|迁移|要|会|地点")
+_ZH_PAST = lazy(r"昨天|前天|上周|上个月|去年|以前|那次|当时")
 
-_ZH_PLACE = re.compile(
+_ZH_PLACE = lazy(
     r"地点(?:改到|改成|换到|换成|换为|改在|改为|变成|定在|在|是|还是|[：:])(?P<v>[\u4e00-\u9fffA-Za-z]{2,10}?)(?:了|啦)?(?=[，。！？,.!?；;~]|$)|"
     r"(?<![地])(?:改到|换到|挪到|改在|定在|约在|改去|换去|在)(?P<v3>[\u4e00-\u9fffA-Za-z]{2,8}?)(?=[。！？!?；;~]|$)|"
     r"(?<![回过出进上下])去(?P<v4>[\u4e00-\u9fff]{2,4}?)(?:出差|旅游|旅行|玩|开会|参会|培训|度假)|"
     r"(?:改到|换到|改在|定在|约在)(?P<v2>[\u4e00-\u9fffA-Za-z]{2,8}?)(?:吃|聚|见|碰头|集合)"
 )
-_EN_PLACE = re.compile(
+_EN_PLACE = lazy(
     r"(?:\b(?:at|to|(?i:venue|location|place)(?: is)?:?) (?:the )?)(?P<v>[A-Z][\w'&-]*(?: (?:[A-Z][\w'&-]*|de|of|la)\b)*(?: (?:Grill|Cafe|Café|Bar|Hall|Room|Park))?)"
 )
 
@@ -88,18 +89,18 @@ _OWNER_VERBS = (
 _TASK = r"(?P<task>[a-z][\w-]*(?: [a-z][\w-]*){0,3}?)"
 _TASK_END = r"(?=\s*(?:\bby\b|\bon\b|\bfor\b|\bbefore\b|\btomorrow\b|\btoday\b|\bthis\b|\bnext\b|\binstead\b|\bnow\b|\bfrom\b|\band\b|[,.!?;]|$))"
 _EN_OWNER = (
-    re.compile(
+    lazy(
         rf"(?P<owner>\b[A-Z][a-z]+|\bI)(?:'ll| will| is going to| am going to| can| is gonna|'m gonna) "
         rf"(?:{_OWNER_VERBS}) (?:the |our )?{_TASK}{_TASK_END}"
     ),
-    re.compile(
+    lazy(
         rf"(?P<owner>\b[A-Z][a-z]+) (?:now )?(?:takes over|takes|is taking(?: over)?|handles|owns|is handling|"
         rf"is doing|is writing|is on|does|writes|leads) (?:the |our )?{_TASK}{_TASK_END}"
     ),
-    re.compile(
+    lazy(
         rf"\b(?:the |our )?{_TASK} (?:is|are) (?:now )?(?:on|with|owned by|assigned to) (?P<owner>[A-Z][a-z]+|me)\b"
     ),
-    re.compile(
+    lazy(
         rf"(?i:give|assign|hand|pass)(?:ing|ed|s)? (?:the |our )?{_TASK} (?:over )?to (?P<owner>[A-Z][a-z]+|me)\b"
     ),
 )
@@ -125,7 +126,7 @@ def _pick(text: str, spans: list[tuple[int, int]], target: re.Pattern[str]) -> t
     return spans[-1] if spans else None
 
 
-_EN_SUBJECT = re.compile(r"\b(?i:the|our|my|this|that|next|a) (?P<ev>[a-z][a-z-]+(?: [a-z][a-z-]+){0,2})\b")
+_EN_SUBJECT = lazy(r"\b(?i:the|our|my|this|that|next|a) (?P<ev>[a-z][a-z-]+(?: [a-z][a-z-]+){0,2})\b")
 _NP_STOP = frozenset(
     "is are was were be been moves moved shifts slips slipped on at for to from has have had will gets got "
     "starts start begins this next each every with and or but now is' by in of off back happens happen takes "
@@ -134,19 +135,19 @@ _NP_STOP = frozenset(
     "postponed postpones delayed delays pushed pushes cancelled canceled cancels"  # "The dentist called, they pushed it to June 14"
     .split()
 )
-_EN_PURPOSE = screened(re.compile(
+_EN_PURPOSE = screened(lazy(
     r"(?i)\b(?:for|before|after|during|ahead of) (?:the|our) (?P<ev>[a-z][a-z-]+(?: [a-z][a-z-]+){0,2})\b"
 ))
-_ZH_DATED_EVENT = re.compile(
+_ZH_DATED_EVENT = lazy(
     r"^(?P<d>[\d一二三四五六七八九十]{1,2}月[\d一二三四五六七八九十]{1,3}[日号]|(?:下|这|本)?(?:周|星期)[一二三四五六日天])"
     r"(?P<ev>[\u4e00-\u9fff]{2,6}?)(?:的|那天|之前|前|当天)"
 )
-_STRONG = re.compile(
+_STRONG = lazy(
     r"(?i)\b(?:planning|planned|plan to|scheduled|set for|let's|see you|keep|booked|penciled|pencilled)\b|"
     r"(?i:\b(?:meets|meet|gathers|is held|are held|takes place|take place)\b(?= (?:on|at|every|each|this|next)\b))|"
     r"暂定|定在|定于|计划|安排在|约在"
 )
-_ZH_SUBJECT = re.compile(
+_ZH_SUBJECT = lazy(
     r"^(?:[^：:]{0,8}[：:])?(?P<ev>[\u4e00-\u9fff]{2,6}?)(?:的时间|时间|日期|的日期)?(?:不是|改|定|暂定|推迟|延期|延后|提前|"
     r"挪|调|计划|安排|还是|就在|在|是)"
 )
@@ -261,8 +262,8 @@ def find_plan_slots(
     return out
 
 
-_EN_NOT_BEFORE = screened(re.compile(r"(?i)(?:\bnot|n't|\bno longer)(?:\s+[\w'-]+){0,2}\s*$"))  # "not doing brunch at"
-_EN_NOT_AFTER = re.compile(r"(?i)^\W*(?:[\w'-]+\W+){0,2}?(?:anymore|any more)\b")  # "at Lula's anymore"
+_EN_NOT_BEFORE = screened(lazy(r"(?i)(?:\bnot|n't|\bno longer)(?:\s+[\w'-]+){0,2}\s*$"))  # "not doing brunch at"
+_EN_NOT_AFTER = lazy(r"(?i)^\W*(?:[\w'-]+\W+){0,2}?(?:anymore|any more)\b")  # "at Lula's anymore"
 
 
 def _place(sentence: str, cjk: bool, change: re.Match[str] | None) -> re.Match[str] | None:
@@ -305,13 +306,13 @@ def _zh_owner_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[
     who = "|".join(re.escape(n) for n in people) or r"[\u4e00-\u9fff]{2,3}"
     who += r"|(?:小|老|阿)[\u4e00-\u9fff](?=来|写|做|负责|跟进|接手|准备|整理)"  # 小赵写: a nickname not (yet) in the chat
     patterns = (
-        re.compile(
+        lazy(
             rf"{_ZH_TASK}(?:就|改|还是|现在)?(?:交给|由|让|改成|换成)(?P<owner>{who}|我)(?:来)?(?:负责|写|做|跟进|搞|弄|准备|整理)?"
         ),
-        re.compile(
+        lazy(
             rf"(?P<owner>{who}|我)(?:来|会|现在)?(?:负责|接手|来写|来做|跟进)(?P<task>[\u4e00-\u9fffA-Za-z]{{2,10}})"
         ),
-        re.compile(rf"{_ZH_TASK}(?:就|还是|现在)?(?P<owner>{who}|我)(?:来|会)?(?:负责|接手|跟进|来写|来做)"),
+        lazy(rf"{_ZH_TASK}(?:就|还是|现在)?(?P<owner>{who}|我)(?:来|会)?(?:负责|接手|跟进|来写|来做)"),
     )
     for pattern in patterns:
         m = pattern.search(sentence)

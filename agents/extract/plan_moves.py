@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from agents.lazy_re import lazy
 from agents.text import has_cjk
 
 __all__ = ["DAYS", "EN_TIME", "MONTHS", "MOVED_CUE", "ZH_NUM", "ZH_TIME", "move_cue", "moved_elsewhere", "moves_plan",
@@ -19,7 +20,7 @@ MONTHS = r"Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(
 DAYS = (
     r"Mon(?:day)?|Tue(?:s(?:day)?)?|Wed(?:nesday)?|Thu(?:rs(?:day)?)?|Fri(?:day)?|Sat(?:urday)?|Sun(?:day)?"
 )
-EN_TIME = re.compile(
+EN_TIME = lazy(
     rf"(?i)\b(?:(?:next|this|every|each|coming) )?(?:{DAYS})s?\b(?: (?:morning|afternoon|evening|night))?|"
     rf"\b(?:{MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?\b(?:,? \d{{4}})?|\b\d{{1,2}}(?:st|nd|rd|th)? of (?:{MONTHS})\b|"
     r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}\b|"
@@ -28,7 +29,7 @@ EN_TIME = re.compile(
     r"\bend of (?:the )?(?:week|month)\b"
 )
 ZH_NUM = r"[零一二两三四五六七八九十\d]"
-ZH_TIME = re.compile(
+ZH_TIME = lazy(
     r"(?:下下|下个?|这个?|本|每个?)?(?:周|星期|礼拜)[一二三四五六日天]|"
     rf"{ZH_NUM}{{1,2}}月{ZH_NUM}{{1,3}}[日号]?|(?<![月\d]){ZH_NUM}{{1,3}}[号]|"
     r"(?:大后天|后天|明天|今天|今晚|明晚|月底|月初|下个月|下周|这周|本周)|"
@@ -37,7 +38,7 @@ ZH_TIME = re.compile(
 )
 
 # a plan moved (not merely "now" / "actually": "I'm at Figma now" moves no plan)
-_MOVE = re.compile(
+_MOVE = lazy(
     r"(?i)\b(?:mov(?:e|es|ed|ing)|reschedul\w*|postpon\w*|push(?:es|ed|ing)?|delay(?:s|ed|ing)?|shift(?:s|ed|ing)?|"
     r"chang(?:e|es|ed|ing)|instead|brought forward|bring(?:ing)? forward)\b|改到|改成|改在|改为|推迟|延期|延后|提前|挪到|换到|调到"
 )
@@ -57,7 +58,7 @@ _EN_UNNAMED = frozenset(
     "has been being will be moved moves move pushed postponed rescheduled delayed shifted bumped to until till "
     "and but oh hey".split()
 )
-_ZH_UNNAMED = re.compile(r"[我们大家就又也都已经现在时间那个这个了吧啊，。、：:\s]")
+_ZH_UNNAMED = lazy(r"[我们大家就又也都已经现在时间那个这个了吧啊，。、：:\s]")
 
 
 def names_what_moved(head: str, speaker: str | None = None) -> bool:
@@ -75,7 +76,7 @@ def move_cue(sentence: str) -> re.Match[str] | None:
     return _MOVE.search(sentence)
 
 
-MOVED_CUE = re.compile(
+MOVED_CUE = lazy(
     r"(?i)\b(?:mov(?:e|es|ed|ing)|reschedul\w*|postpon\w*|push(?:es|ed|ing)?(?: back)?|delay(?:s|ed|ing)?|"
     r"shift(?:s|ed|ing)?|chang(?:e|es|ed|ing))(?: (?:it|them|this|that))? (?:to|until|till)\s+|"
     r"(?:改到|改成|改在|改为|推迟到|延期到|延后到|提前到|挪到|换到|调到|调整到)"

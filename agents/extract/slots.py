@@ -13,6 +13,7 @@ from itertools import repeat
 
 from agents.extract.person import en_subject, zh_subject
 from agents.extract.screen import admitted, fold, needs, screened
+from agents.lazy_re import lazy
 from agents.text import has_cjk
 
 __all__ = [
@@ -68,11 +69,11 @@ class SlotRule:
 
 def _en(attr: str, pattern: str, **kw: object) -> SlotRule:
     """English rule: predicates are wrapped in ``(?i:...)``; values stay case-sensitive (names start upper)."""
-    return SlotRule(attr, re.compile(pattern), **kw)  # type: ignore[arg-type]
+    return SlotRule(attr, lazy(pattern), **kw)  # type: ignore[arg-type]
 
 
 def _zh(attr: str, pattern: str, **kw: object) -> SlotRule:
-    return SlotRule(attr, re.compile(pattern), **kw)  # type: ignore[arg-type]
+    return SlotRule(attr, lazy(pattern), **kw)  # type: ignore[arg-type]
 
 
 EN_SLOTS: tuple[SlotRule, ...] = (
@@ -238,17 +239,17 @@ def find_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotM
     return kept
 
 
-_LIKE_AS_PREPOSITION = screened(re.compile(
+_LIKE_AS_PREPOSITION = screened(lazy(
     r"(?i)\b(?:is|was|are|were|'s|be|been|feel|feels|felt|look|looks|sound|sounds|seem|seems|just|more|much|kinda|"
     r"something|anything|things|stuff) like\b"
 ))
 _PLACE_SLOTS = frozenset({"lives_in", "works_at", "school", "hometown"})
-_NOT_A_PLACE = re.compile(
+_NOT_A_PLACE = lazy(
     r"(?i)(?:january|february|march|april|may|june|july|august|september|october|november|december|"
     r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|today|tomorrow|tonight|next|this|noon|midnight|"
     r"spring|summer|autumn|fall|winter|christmas|easter)(?:\s+(?:\d.*|the \d.*|\w+day|morning|afternoon|evening|night))?$"
 )
-_PASSIVE = screened(re.compile(
+_PASSIVE = screened(lazy(
     r"(?i)\b(?P<subj>[\w']+)\s+(?:\w+\s+)?(?:was|were|been|being|be|is|are|got|get|gets|getting)\s+(?:\w+ly\s+)?$"
 ))
 _PEOPLE_PRONOUNS = frozenset("i we he she they you i'm we're he's she's they're you're".split())
@@ -306,11 +307,11 @@ def _slot_from_match(
     return SlotMatch(attribute, value, subject, negated, m.start(), m.end())
 
 
-_ZH_ADDRESS_LEAD = re.compile(r"^.*(?:地址是|住址是|地址[：:]?|住址[：:]?|住在|家在|搬到|在)")
+_ZH_ADDRESS_LEAD = lazy(r"^.*(?:地址是|住址是|地址[：:]?|住址[：:]?|住在|家在|搬到|在)")
 # an address said on its own ("It's 14 Elm Street, third floor" right after "my place works"): the speaker's
-_BARE_ADDRESS_LEAD = re.compile(r"(?i)\W*(?:(?:it|that)(?:'s| is)|(?:the )?address(?: is)?:?|here(?: it is)?:?)?\W*")
-_OWN_PLACE = re.compile(r"(?i)\b(?:my|our|i|i'm|we|we're)\b|我")
-_NOT_HOME = re.compile(r"(?i)\b(?:office|company|work|shop|store|restaurant|cafe|school|clinic|venue)\b|公司|办公|单位|店|学校|医院")
+_BARE_ADDRESS_LEAD = lazy(r"(?i)\W*(?:(?:it|that)(?:'s| is)|(?:the )?address(?: is)?:?|here(?: it is)?:?)?\W*")
+_OWN_PLACE = lazy(r"(?i)\b(?:my|our|i|i'm|we|we're)\b|我")
+_NOT_HOME = lazy(r"(?i)\b(?:office|company|work|shop|store|restaurant|cafe|school|clinic|venue)\b|公司|办公|单位|店|学校|医院")
 
 
 def _address_owner(head: str, speaker: str, names: frozenset[str]) -> str | None:
@@ -324,7 +325,7 @@ def _address_owner(head: str, speaker: str, names: frozenset[str]) -> str | None
     return speaker if _OWN_PLACE.search(head) or _BARE_ADDRESS_LEAD.fullmatch(head) else None
 
 
-_EN_RETRACT = screened(re.compile(
+_EN_RETRACT = screened(lazy(
     r"\bno longer\b|(?:\bnot|n't|\bnever)\b[^.!?]{0,50}\b(?:anymore|any ?more)\b|\bactually,? no\b|\bscratch that\b|"
     r"\bthat(?:'s| is|'s not| isn't| wasn't) (?:not )?true\b|\bi was wrong\b|\bcorrection:|"
     r"(?<!\blights )(?<!\bphone )(?<!\bpower )(?<!\bAC )(?<!\bTV )(?<!\bheating )(?<!\balarm )"
@@ -336,9 +337,9 @@ _EN_RETRACT = screened(re.compile(
 ))
 # a plan called off, said in a sentence that changes nothing else ("moved to Mia's, the AC at Jake's is off"
 # is a change, not a retraction)
-_CALLED_OFF = re.compile(r"(?i)\b(?:is|are|'s|got) (?:off|cancell?ed|called off|scrapped)\b|(?:取消|泡汤)了")
-_CHANGE = re.compile(r"(?i)\b(?:moved?|moving|changed?|switched|instead|rescheduled|postponed)\b|改到|改成|挪到|换成|改在|改去|换去|改飞")
-_ZH_RETRACT = re.compile(
+_CALLED_OFF = lazy(r"(?i)\b(?:is|are|'s|got) (?:off|cancell?ed|called off|scrapped)\b|(?:取消|泡汤)了")
+_CHANGE = lazy(r"(?i)\b(?:moved?|moving|changed?|switched|instead|rescheduled|postponed)\b|改到|改成|挪到|换成|改在|改去|换去|改飞")
+_ZH_RETRACT = lazy(
     r"不再|已经不|(?:我|他|她|已经)不.{1,6}了|已经没有.{0,6}了|其实不是|其实没有|说错了|不是真的|"
     r"(?:取消|泡汤)了|不(?:去|搬|办|弄|做)了"
 )
@@ -353,11 +354,11 @@ def _retraction_near(sentence: str, end: int, cjk: bool) -> bool:
 
 
 # the speaker's own habit or pursuit changed: "吉他学不下去了，现在改练钢琴", "I quit coffee", "switched to tea"
-_ZH_CHANGED = re.compile(r"改[去成到在为练用学做吃喝住回]|换[成到去]|不再|取消了|泡汤了|放弃了?|戒了|不.{1,4}了")
-_EN_CHANGED = screened(re.compile(r"(?i)\b(?:quit|quitting|switched|gave up|given up|no longer|anymore|any more)\b"))
+_ZH_CHANGED = lazy(r"改[去成到在为练用学做吃喝住回]|换[成到去]|不再|取消了|泡汤了|放弃了?|戒了|不.{1,4}了")
+_EN_CHANGED = screened(lazy(r"(?i)\b(?:quit|quitting|switched|gave up|given up|no longer|anymore|any more)\b"))
 
 
-_INSTEAD_OF = screened(re.compile(
+_INSTEAD_OF = screened(lazy(
     r"(?i)\b(?:instead of|rather than|in place of)\s+(?P<x>[^.,;:!?()]{2,60}?)"
     r"(?=\s+(?:now|again|anymore|these days|from now on|lately|today|tonight|this \w+|for \w+)\b|[.,;:!?()]|$)"
 ))
@@ -384,7 +385,7 @@ def is_retraction(sentence: str) -> bool:
     return not (_CALLED_OFF.fullmatch(m.group(0).strip()) and _CHANGE.search(sentence))
 
 
-_CANCELLED = re.compile(r"(?i)\b(?:cancell?(?:ed|ing)?|called (?:it )?off|is off|are off|scrapped|not happening)\b|取消|泡汤|不去了")
+_CANCELLED = lazy(r"(?i)\b(?:cancell?(?:ed|ing)?|called (?:it )?off|is off|are off|scrapped|not happening)\b|取消|泡汤|不去了")
 
 
 def is_called_off(sentence: str) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from agents.extract.screen import screened
+from agents.lazy_re import lazy
 from agents.text import has_cjk, jieba, text_cache
 
 __all__ = [
@@ -20,9 +21,9 @@ __all__ = [
 # ----------------------------------------------------------------------------------------------- sentences
 
 _ABBREV = ("mr.", "mrs.", "ms.", "dr.", "st.", "e.g.", "i.e.", "vs.", "etc.", "jr.", "sr.", "prof.")
-_SPLIT_RE = re.compile(r"(?<=[。！？；\n])|(?<=[!?;！？])\s*|(?<=\.)\s+|(?<=[~～])\s+")
-_W_RE = re.compile(r"\w")
-_NOT_WORD_RE = re.compile(r"[\s\W_]+")
+_SPLIT_RE = lazy(r"(?<=[。！？；\n])|(?<=[!?;！？])\s*|(?<=\.)\s+|(?<=[~～])\s+")
+_W_RE = lazy(r"\w")
+_NOT_WORD_RE = lazy(r"[\s\W_]+")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -48,7 +49,7 @@ def _split_sentences(text: str) -> tuple[str, ...]:
 
 # ----------------------------------------------------------------------------------- fillers and questions
 
-_EN_FILLER_PHRASES = screened(re.compile(
+_EN_FILLER_PHRASES = screened(lazy(
     r"\b(good (morning|night|evening|afternoon)|good to (see|hear from) you|nice to (see|meet) you|"
     r"thank(s| you)( so much| a lot)?|see (you|ya)( later| soon)?|talk (to you )?(later|soon)|take care|"
     r"sounds (good|great|fun)|no problem|no worries|got it|i see|me too|same here|that's (so )?(cool|great|"
@@ -69,10 +70,10 @@ ZH_FILLERS = tuple(
     "是的 没问题 了解 明白 在吗 在的 厉害 牛 太棒了 不错 赞 辛苦了 OK ok 嗯嗯 666 有道理 原来如此 真的吗 是吗 哇 天哪 好呀 "
     "好滴 没事 不客气 恭喜 哈哈".split()
 )
-_ZH_FILLER_RE = re.compile(
+_ZH_FILLER_RE = lazy(
     "^(?:" + "|".join(sorted(map(re.escape, ZH_FILLERS), key=len, reverse=True)) + ")+$"
 )
-_WORD_RE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|\d+")
+_WORD_RE = lazy(r"[A-Za-z]+(?:'[A-Za-z]+)?|\d+")
 
 
 def is_filler(sentence: str, names: frozenset[str] = frozenset(), *, answer: bool = False) -> bool:
@@ -100,15 +101,15 @@ def _is_filler(sentence: str, names: tuple[str, ...], answer: bool) -> bool:
     return not rest or (len(rest) == 1 and len(words) <= 3 and not rest[0].isdigit() and not answer)
 
 
-_EN_Q_START = re.compile(
+_EN_Q_START = lazy(
     r"^(what|where|when|who|whom|whose|why|how|which|do|does|did|are|is|was|were|can|could|would|will|"
     r"have|has|had|should|shall|may|any|anything)\b",
     re.I,
 )
-_ZH_Q_RE = re.compile(
+_ZH_Q_RE = lazy(
     r"(吗|么|呢|吧)[~～。！!]*$|什么|怎么|哪|几[个点天岁号]|谁|多少|是不是|有没有|要不要|能不能|会不会"
 )
-_SMALL_TALK_Q = re.compile(
+_SMALL_TALK_Q = lazy(
     r"^(how are you|how have you been|how('s| is) it going|what's up|what's new|anything new|you\??$|"
     r"and you|right|really|isn't it|don't you think|huh|what about you|how about you|how was your day|"
     r"是吗|真的吗|在吗|你好吗|对吧|对不对|你呢|好不好)",
