@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
-from memstream.cli_common import check_chat, settings_from
-from memstream.settings import Settings
+from memstream.cli_common import check_chat, run, settings_from
+
+if TYPE_CHECKING:
+    from memstream.settings import Settings
 
 console = Console(stderr=True)
 out = Console()
@@ -34,7 +35,7 @@ def audit(
 ) -> None:
     """Audit topic segmentation: cohesion, singleton rate, suspicious topics, split and merge proposals."""
     settings = settings_from(data_dir, embedder)
-    reports, versions = asyncio.run(_run(settings, chat, apply))
+    reports, versions = run(_run(settings, chat, apply))
     if as_json:
         out.print_json(json.dumps({"reports": [r.model_dump(mode="json") for r in reports], "applied": apply,
                                    "versions": versions}))  # fmt: skip

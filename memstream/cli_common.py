@@ -8,17 +8,18 @@ One convention for a chat: ``--chat C``. Commands that used to take the chat as 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import TypeAdapter, ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from memstream.settings import Settings
+if TYPE_CHECKING:  # pydantic and the settings load when a command needs them, not for `--help` or a served query
+    from pydantic import ValidationError
+
+    from memstream.settings import Settings
 
 console = Console(stderr=True)
 out = Console()
@@ -40,12 +41,12 @@ def check_chat(value: str | None) -> str | None:
     """A chat id as the input contract has it (1-256 characters, no '/', no control characters…)."""
     if value is None:
         return None
-    from schemas.base import Id
+    from schemas.ids import valid_id  # the contract's own check, without loading pydantic
 
     try:
-        return TypeAdapter(Id).validate_python(value)
-    except ValidationError as exc:
-        raise typer.BadParameter(f"bad chat id {value[:80]!r}: {_describe(exc)}", param_hint="'--chat'") from exc
+        return valid_id(value)
+    except ValueError as exc:
+        raise typer.BadParameter(f"bad chat id {value[:80]!r}: {exc}", param_hint="'--chat'") from exc
 
 
 ChatOpt = Annotated[str | None, typer.Option("--chat", help="The chat id.", callback=check_chat)]
@@ -77,7 +78,10 @@ def fail(message: str) -> typer.Exit:
 
 def settings_from(data_dir: Path | None = None, embedder: str | None = None, *, reindex: bool = False) -> Settings:
     """Settings with the command's overrides, the embedder reconciled with the data dir's (not recorded)."""
+    from pydantic import ValidationError
+
     from memstream.clients import EmbedderMismatch, settle_embedder
+    from memstream.settings import Settings
 
     overrides: dict = {k: v for k, v in (("data_dir", data_dir), ("embedder", embedder)) if v is not None}
     try:
@@ -90,6 +94,8 @@ def settings_from(data_dir: Path | None = None, embedder: str | None = None, *, 
 
 def run(coro):
     """``asyncio.run`` with a data dir held by another processing command as a clean error (status 3)."""
+    import asyncio
+
     from memstream.dirlock import DataDirBusy
 
     try:
@@ -97,6 +103,12 @@ def run(coro):
     except DataDirBusy as exc:
         error(str(exc))
         raise typer.Exit(3) from exc
+
+
+def _is_validation(exc: Exception) -> bool:
+    from pydantic import ValidationError
+
+    return isinstance(exc, ValidationError)
 
 
 def _usage_error(exc: Exception) -> bool:
@@ -123,6 +135,6 @@ def run_cli(app: typer.Typer, args: list[str] | None = None) -> int:
         if not isinstance(exc, ValueError | OSError):  # a bug: the traceback is wanted
             raise
         log.debug("bad value", exc_info=True)
-        error(_describe(exc) if isinstance(exc, ValidationError) else str(exc))
+        error(_describe(exc) if _is_validation(exc) else str(exc))
         return 2
     return result if isinstance(result, int) else 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import datetime
 from pathlib import Path
@@ -11,8 +10,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from memstream.cli_common import check_chat
-from memstream.settings import Settings
+from memstream.cli_common import check_chat, run
 
 console = Console(stderr=True)
 out = Console()
@@ -24,6 +22,8 @@ SCOPE_HELP = "read | write | delete | admin (repeatable; admin implies the other
 
 
 def _data_dir(data_dir: Path | None) -> Path:
+    from memstream.settings import Settings
+
     return data_dir if data_dir is not None else Settings().data_dir
 
 
@@ -31,7 +31,7 @@ def _keystore(data_dir: Path | None):
     from memstream.keys import KeyStore
 
     store = KeyStore(_data_dir(data_dir) / "keys.db")
-    asyncio.run(store.open())
+    run(store.open())
     return store
 
 
@@ -62,7 +62,7 @@ def create(
     except ValueError as exc:
         _fail(str(exc))
     finally:
-        asyncio.run(store.close())
+        run(store.close())
     console.print(f"created key [bold]{info.key_id}[/bold] ({', '.join(info.scopes)}) for "
                   f"{', '.join(info.chats + [p + '*' for p in info.prefixes])}; store it now, it is not shown again:")
     out.print(token, soft_wrap=True)
@@ -78,7 +78,7 @@ def list_keys(
     try:
         keys = store.list_keys(include_revoked=revoked)
     finally:
-        asyncio.run(store.close())
+        run(store.close())
     from rich.table import Table  # here: rich.table costs every command ~20 ms
 
     table = Table("key id", "name", "scopes", "chats", "prefixes", "created", "revoked")
@@ -96,7 +96,7 @@ def revoke(key_id: Annotated[str, typer.Argument(help="The key id (from `memstre
     try:
         done = store.revoke(key_id)
     finally:
-        asyncio.run(store.close())
+        run(store.close())
     if not done:
         _fail(f"no active key {key_id!r}")
     console.print(f"revoked {key_id}")
@@ -127,11 +127,11 @@ def audit(
     if not path.exists():
         console.print("no access log yet (the API writes it)")
         return
-    log = asyncio.run(AuditLog(path).open())
+    log = run(AuditLog(path).open())
     try:
         entries = log.query(q)
     finally:
-        asyncio.run(log.close())
+        run(log.close())
     if as_json:
         for e in entries:
             out.print(json.dumps(e.model_dump(mode="json"), ensure_ascii=False), soft_wrap=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated
 
 import typer
@@ -19,6 +18,8 @@ def mcp(
 
     Add it to an agent framework as a stdio server, e.g. command `memstream`, args `["mcp", "--url",
     "http://127.0.0.1:8080"]`. Logs go to stderr; stdout carries only protocol messages."""
+    import asyncio
+
     from memstream.client import DEFAULT_URL  # here, not at import: httpx costs every CLI command ~0.1 s
     from memstream.mcp import run_stdio
 

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
-from memstream.cli_common import check_chat
-from memstream.settings import Settings
+from memstream.cli_common import check_chat, run
+
+if TYPE_CHECKING:
+    from memstream.settings import Settings
 
 console = Console(stderr=True, soft_wrap=True)  # one report per line, also in logs and pipes
 out = Console(soft_wrap=True)
@@ -42,6 +43,8 @@ Group = Annotated[str, typer.Option("--group", help="The workers' consumer group
 def _settings(
     data_dir: Path | None = None, embedder: str | None = None, brokers: str | None = None
 ) -> Settings:
+    from memstream.settings import Settings
+
     overrides: dict = {}
     if data_dir is not None:
         overrides["data_dir"] = data_dir
@@ -201,7 +204,7 @@ def kafka_delete(
     tombstone per deleted raw record is written (see README, Production)."""
     from memstream.kafka_replay import delete_data
 
-    n = asyncio.run(delete_data(_settings(data_dir, embedder, brokers), chat, user))
+    n = run(delete_data(_settings(data_dir, embedder, brokers), chat, user))
     console.print(f"deleted {n} rows; ledgered {chat}/{user or '*'}")
 
 
@@ -227,7 +230,7 @@ def kafka_replay(
         raise typer.Exit(1)
     settings = _settings(data_dir, embedder, brokers)
     try:
-        report = asyncio.run(replay(settings, group=group, force=force))
+        report = run(replay(settings, group=group, force=force))
     except RuntimeError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(1) from exc

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agents.config import SegmenterConfig
 from memstream.cli_common import DataDir, EmbedderOpt, check_chat, fail, out, run, settings_from
-from memstream.settings import Settings
+
+if TYPE_CHECKING:  # loaded when a command runs, not for `memstream --help`
+    from agents.config import SegmenterConfig
+    from memstream.settings import Settings
 
 
 def _when(value: str | None, name: str) -> datetime | None:
@@ -31,6 +33,8 @@ def _when(value: str | None, name: str) -> datetime | None:
 
 def _segmenter(base: SegmenterConfig, pairs: list[str]) -> SegmenterConfig:
     """``base`` with ``KEY=VALUE`` overrides (validated like the settings)."""
+    from agents.config import SegmenterConfig
+
     update: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")

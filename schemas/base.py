@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import re
 from datetime import UTC, datetime
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from schemas.ids import ID_MAX, check_id, check_text  # the contract's checks, pydantic-free
 
 SCHEMA_VERSION = 1
 
@@ -37,31 +38,7 @@ def ensure_aware(value: datetime) -> datetime:
     return value
 
 
-# The input contract for identifiers (chat, message, sender ids), the same on the CLI, the API and Kafka:
-# 1-256 characters, no control characters (``\x1f`` separates key parts), no ``/`` (ids are URL path
-# segments of the API), no leading/trailing whitespace, valid Unicode (no lone surrogates).
-_ID_BAD = re.compile(r"[\x00-\x1f\x7f/]")
-
-
-def check_text(value: str) -> str:
-    """Text must be encodable as UTF-8: a lone surrogate (``"\\ud800"`` in JSON) is rejected."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("contains an unpaired UTF-16 surrogate (invalid Unicode)") from None
-    return value
-
-
-def check_id(value: str) -> str:
-    check_text(value)
-    if _ID_BAD.search(value):
-        raise ValueError("must not contain '/' or control characters")
-    if value != value.strip():
-        raise ValueError("must not start or end with whitespace")
-    return value
-
-
-Id = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(check_id)]
+Id = Annotated[str, Field(min_length=1, max_length=ID_MAX), AfterValidator(check_id)]
 CleanText = Annotated[str, AfterValidator(check_text)]
 AwareDatetime = Annotated[datetime, AfterValidator(ensure_aware)]
 
