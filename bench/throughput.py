@@ -99,7 +99,7 @@ def run_throughput(locomo: Path, out_dir: Path, *, messages: int | None = 2000, 
     ingested too (``short_messages``: the embedding-only and ingest rates on short IM lines)."""
     from bench.throughput_ingest import input_file, run_child
     from bench.throughput_kafka import kafka_rate
-    from bench.throughput_retrieval import cli_query_seconds, locomo_questions
+    from bench.throughput_retrieval import cli_query_seconds, locomo_questions, served_cli_query_seconds
 
     extra_pairs = max(0, kafka_pairs - 1) if 1 in kafka_workers else 0
     steps = 6 + len(kafka_workers) + extra_pairs + int(chats_sweep) - int(embedder == "none") + int(short is not None)
@@ -130,8 +130,9 @@ def run_throughput(locomo: Path, out_dir: Path, *, messages: int | None = 2000, 
         result["retrieval"] = _retrieval(work, work / "emb", embedder, locomo, cfg)
         first_chat = json.loads(data.read_text(encoding="utf-8").split("\n", 1)[0])["chat_id"]
         chat, question = locomo_questions(locomo, {first_chat})[0]
-        say("memstream query (CLI) …")
+        say("memstream query (CLI), alone and with a server running …")
         result["cli_query"] = cli_query_seconds(work / "emb", chat, question, runs=cli_runs)
+        result["cli_query_served"] = served_cli_query_seconds(work / "emb", chat, question, runs=cli_runs)
         result["kafka"] = {}
         for n in kafka_workers:
             say(f"kafka + faust, {n} worker(s) …")
@@ -246,6 +247,7 @@ def _headline(r: dict) -> None:
     r["retrieval_ms"] = {size: {m: ret[size][m] for m in ("routed", "hybrid", "bm25")}
                          for size in ("locomo", "large") if ret.get(size)}  # fmt: skip
     r["cli_query_seconds"] = r.get("cli_query", {}).get("median")
+    r["cli_query_served_seconds"] = (r.get("cli_query_served") or {}).get("median")  # a `memstream serve` runs
     grow = (r.get("ingest", {}).get("rss_peak_mb", 0) or 0) - (r.get("ingest", {}).get("rss_base_mb", 0) or 0)
     r["rss_growth_mb"] = round(grow, 1)  # peak - base of the run: start-up caches and arenas included
     naive = round(grow / n * 100_000, 1) if n else None

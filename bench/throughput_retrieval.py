@@ -4,7 +4,8 @@
 - Large: one chat of ``n`` documents in the embedded SQLite store (half turns, half memory records, texts
   from LoCoMo turns made distinct, random unit vectors: :func:`bench.store_latency.corpus`), asked the same
   questions. Query vectors come from the real embedder in both cases (their cost is part of the latency).
-- CLI: ``memstream query`` as a subprocess against the LoCoMo data dir, wall time per call.
+- CLI: ``memstream query`` as a subprocess against the LoCoMo data dir, wall time per call; alone (it loads
+  everything itself) and while a ``memstream serve`` of the data dir runs (it asks the server).
 
 The retrieval part alone (no ingest, no Kafka), e.g. to profile it::
 
@@ -115,7 +116,7 @@ def cli_query_seconds(
     data_dir: Path, chat: str, question: str, *, runs: int = 3, mode: str = "routed"
 ) -> dict:
     """Wall seconds of ``memstream query CHAT QUESTION`` as a fresh process (median and all runs)."""
-    cmd = [sys.executable, "-m", "memstream.cli", "query", chat, question, "--mode", mode, "--data-dir",
+    cmd = [sys.executable, "-m", "memstream.cli", "query", "--chat", chat, question, "--mode", mode, "--data-dir",
            str(data_dir)]  # fmt: skip
     took, error = [], None
     for _ in range(max(1, runs)):
@@ -127,6 +128,47 @@ def cli_query_seconds(
             break
     out = {"median": round(statistics.median(took), 3), "runs": took, "mode": mode}
     return out | ({"error": error} if error else {})
+
+
+def served_cli_query_seconds(data_dir: Path, chat: str, question: str, *, runs: int = 3) -> dict:
+    """:func:`cli_query_seconds` while a ``memstream serve`` of ``data_dir`` runs: ``memstream query`` then asks
+    it (:mod:`memstream.served`) instead of loading everything itself. The server starts (and its first
+    question is asked) outside the clock."""
+    import os
+    import signal
+    import urllib.request
+
+    from memstream import served
+    from memstream.devservers import free_port
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "memstream.cli", "serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir",
+           str(data_dir)]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            env={**os.environ, "MEMSTREAM_LOG_LEVEL": "WARNING"})  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while served.find(data_dir) is None or not _healthy(f"http://127.0.0.1:{port}", urllib.request):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                return {"error": f"memstream serve did not start (exit {proc.poll()})"}
+            time.sleep(0.2)
+        cli_query_seconds(data_dir, chat, question, runs=1)  # the server's first question: its model loads
+        return cli_query_seconds(data_dir, chat, question, runs=runs) | {"served": True}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _healthy(url: str, request: Any) -> bool:
+    try:
+        with request.urlopen(url + "/healthz", timeout=2) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
 
 
 def main(argv: list[str] | None = None) -> None:

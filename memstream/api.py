@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager, nullcontext
 
 from fastapi import FastAPI
 
-from memstream import api_admin, api_chats, api_guard, api_messages, api_privacy, api_retrieve
+from memstream import api_admin, api_chats, api_guard, api_messages, api_privacy, api_retrieve, served
 from memstream.api_admin import publish_metrics
 from memstream.api_deps import Metrics
 from memstream.audit_log import AuditLog, AuditWriter
@@ -30,11 +30,13 @@ ROUTERS = (api_admin.router, api_retrieve.router, api_messages.router, api_chats
 
 
 def create_app(
-    settings: Settings | None = None, clients: Clients | None = None, *, embedder="settings", shared: bool = False
+    settings: Settings | None = None, clients: Clients | None = None, *, embedder="settings", shared: bool = False,
+    announce: tuple[str, int] | None = None,
 ) -> FastAPI:
     """Build the app. ``clients`` (or just a loaded ``embedder``) may be injected, e.g. by tests. ``shared``:
     one of the processes of ``serve --workers`` (:mod:`memstream.serve_procs`); the one holding the
-    processing lock processes, the others serve and append (see :mod:`memstream.serving`)."""
+    processing lock processes, the others serve and append (see :mod:`memstream.serving`). ``announce``:
+    the (host, port) it listens on, written in the data dir while it runs (:mod:`memstream.served`)."""
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -54,8 +56,10 @@ def create_app(
                                                   settings.serve.audit_flush_s)
             audit.start()
             app.state.auth = await AuthGate(settings.data_dir, settings.serve.auth, audit).open()
+            told = served.announce(settings.data_dir, *announce, settings.embedder) if announce else nullcontext()
             try:
-                yield
+                with told:
+                    yield
             finally:
                 if publisher is not None:
                     publisher.cancel()

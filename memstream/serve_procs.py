@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 
+from memstream.served import announce
 from memstream.settings import Settings
 
 ENV_SETTINGS = "MEMSTREAM_SERVE_SETTINGS"  # the supervisor's settled Settings, as JSON, for its workers
@@ -86,6 +87,12 @@ def run_workers(settings: Settings, host: str, port: int, workers: int, **uvicor
     SharedMetrics.clear(settings.data_dir)  # a crashed run's files: their pids may be reused by now
     env = {**os.environ, ENV_SETTINGS: settings_json(settings)}
     args = [sys.executable, "-m", "memstream.serve_procs", host, str(port), json.dumps(uvicorn_kw)]
+    with announce(settings.data_dir, host, port, settings.embedder):  # `memstream query` asks the workers
+        return _supervise(args, env, workers)
+
+
+def _supervise(args: list[str], env: dict[str, str], workers: int) -> int:
+    """Run ``workers`` processes of ``args``, restarting those that die, until SIGTERM/SIGINT."""
     procs: list[subprocess.Popen] = []
     started: list[float] = []
     stopping: list[int] = []

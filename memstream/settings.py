@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agents.config import AuditConfig, ConsolidatorConfig, DistillerConfig, GraphMemoryConfig, SegmenterConfig
+from memstream.served import DEFAULT_DATA_DIR
 from retrieval.config import LLMConfig, RetrievalConfig
 from streams.config import PipelineConfig
 from streams.sensitive import SensitivePolicy
@@ -40,7 +41,7 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="MEMSTREAM_", env_nested_delimiter="__", frozen=True)
 
-    data_dir: Path = Path(".memstream")
+    data_dir: Path = DEFAULT_DATA_DIR  # env MEMSTREAM_DATA_DIR (memstream.served reads it without this class)
     log_url: str | None = None
     store_url: str | None = None
     working_memory_url: str = "memory://"

@@ -1,0 +1,96 @@
+"""``memstream query`` asks a running ``memstream serve`` of its data dir (memstream/served.py): the same
+answer as in its own process, the announcement gone when the server stops, and the process answering
+itself when the server is gone, refuses its key or uses another embedder."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memstream import served
+from memstream.settings import Settings
+from tests.live_server import child_env, memstream_cmd, running_server
+
+TEXTS = ["I moved to Hangzhou last spring.", "Nice! How is the weather there?", "Rainy, but I love the lake.",
+         "Do you still play the violin?", "Yes, every Sunday with a quartet."]  # fmt: skip
+
+
+@pytest.fixture
+def data(tmp_path) -> Path:
+    rows = [{"chat_id": "c1", "message_id": f"m{i}", "sender": "ann" if i % 2 == 0 else "bo", "text": t,
+             "ts": f"2024-03-01T09:0{i}:00Z"} for i, t in enumerate(TEXTS)]  # fmt: skip
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    data = tmp_path / "data"
+    proc = subprocess.run(memstream_cmd("ingest", str(src), "--data-dir", str(data), "--embedder", "none"),
+                          capture_output=True, text=True, timeout=300, env=child_env())  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-800:]
+    return data
+
+
+def query(data: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    cmd = memstream_cmd("query", "--chat", "c1", *args, "--data-dir", str(data), "--json")
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=child_env(**env))
+
+
+def asked(url: str) -> int:
+    """How many retrievals the server answered (its /metrics)."""
+    text = httpx.get(url + "/metrics", timeout=10).text
+    return int(float(next(ln.split()[-1] for ln in text.splitlines() if ln.startswith("memstream_retrieve_total"))))
+
+
+def answer(proc: subprocess.CompletedProcess) -> dict:
+    assert proc.returncode == 0, proc.stderr[-800:]
+    out = json.loads(proc.stdout)
+    out.pop("trace", None)  # timings
+    return {k: v for k, v in out.items() if k != "latency_ms"}
+
+
+def test_a_running_server_answers_and_says_the_same(data):
+    here = answer(query(data, "Where does ann live?", "--local"))
+    with running_server(data) as url:
+        told = served.find(data)
+        assert told is not None and told.url == url and told.embedder == "none"
+        there = query(data, "Where does ann live?")
+        assert answer(there) == here and any("Hangzhou" in it["text"] for it in here["items"])
+        assert asked(url) == 1
+        bad = query(data, "   ")  # the server's 422, said as the CLI says an error
+        assert bad.returncode == 2 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr
+        assert answer(query(data, "Where does ann live?", "--local")) == here
+        assert answer(query(data, "Where does ann live?", "--embedder", "minilm"))["items"]
+        assert asked(url) == 1  # neither went to the server: asked to answer here, or with another model
+    assert served.find(data) is None and not (data / "run" / "serve.json").exists()  # gone with the server
+    assert answer(query(data, "Where does ann live?")) == here  # answered here again
+
+
+def test_a_server_that_refuses_the_key_leaves_the_question_to_the_cli(data):
+    env = {"MEMSTREAM_SERVE__AUTH": "required"}  # no key exists: every request is refused
+    with running_server(data, env=env):
+        proc = query(data, "Where does ann live?")
+        assert answer(proc)["items"] and "answering here" in proc.stderr
+
+
+def test_a_stale_announcement_is_ignored(tmp_path):
+    with served.announce(tmp_path, "0.0.0.0", 1, "none") as path:
+        told = served.find(tmp_path)
+        assert told == served.Served("http://127.0.0.1:1", os.getpid(), "none")
+        path.write_text(json.dumps({"url": "http://127.0.0.1:1", "pid": 2**22 + 1}), encoding="utf-8")
+        assert served.find(tmp_path) is None  # no such process
+        path.write_text("{not json", encoding="utf-8")
+        assert served.find(tmp_path) is None
+    assert path.exists()  # not this process's announcement any more: left alone
+    assert served.ask(served.Served("http://127.0.0.1:1", 1, None), "/v1/retrieve", {}, None) is None
+
+
+def test_the_data_dir_is_the_settings_one(tmp_path, monkeypatch):
+    monkeypatch.delenv(served.DATA_DIR_ENV, raising=False)
+    assert served.data_dir_of(None) == Settings().data_dir
+    monkeypatch.setenv(served.DATA_DIR_ENV, str(tmp_path))
+    assert served.data_dir_of(None) == Settings().data_dir == tmp_path
+    assert served.data_dir_of(tmp_path / "x") == tmp_path / "x"
+    assert served.url_of("::", 8080) == "http://[::1]:8080" and served.url_of("10.0.0.2", 80) == "http://10.0.0.2:80"
