@@ -25,7 +25,8 @@ COPY retrieval ./retrieval
 COPY memstream ./memstream
 COPY bench ./bench
 COPY ops ./ops
-RUN pip install ".[prod]"
+RUN pip install ".[prod]" \
+    && python -m compileall -q -j 0 schemas streams agents retrieval memstream bench
 
 RUN useradd --system --create-home --uid 10001 memstream \
     && mkdir -p /data && chown memstream /data
