@@ -106,6 +106,7 @@ async def _run(args: argparse.Namespace) -> dict:
         samples.append(((samples[-1][0] if samples else 0) + n, _rss_mb()))
 
     cpu0, t0 = time.process_time(), time.perf_counter()
+    steady = None
     try:
         if args.command == "ingest":
             report = await ingest(clients, args.data, progress=progress)
@@ -113,14 +114,46 @@ async def _run(args: argparse.Namespace) -> dict:
         else:
             stats = await replay(clients, progress)
             n = stats.processed.get("segmenter", 0)  # the messages (and one flush control per chat)
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        if args.command == "ingest" and args.rss_rounds:
+            steady = await steady_rss(clients, args.data, args.rss_rounds, args.data_dir)
     finally:
         await clients.close()
-    seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     return {"command": args.command, "embedder": args.embedder, "messages": n, "seconds": round(seconds, 3),
             "msgs_per_s": round(n / max(seconds, 1e-9), 1), "cpu_seconds": round(cpu, 3),
             "msgs_per_cpu_s": round(n / max(cpu, 1e-9), 1), "rss_base_mb": round(base, 1),
             "rss_peak_mb": round(_peak_mb(), 1), "rss_mb_per_100k_msgs_marginal": marginal_rss(samples, n),
-            "model_load_s": round(load, 2), "embedded_texts": _cached_vectors(args.data_dir / "embed-cache.db")}  # fmt: skip
+            "model_load_s": round(load, 2), "embedded_texts": _cached_vectors(args.data_dir / "embed-cache.db"),
+            **({"rss_mb_per_100k_msgs_steady": steady} if steady is not None else {})}  # fmt: skip
+
+
+async def steady_rss(clients: Any, data: Path, rounds: int, work: Path) -> float | None:
+    """RSS growth per 100k messages once the process is warm: after the timed ingest, ``rounds`` more passes of
+    the same input into the same chats (new ids, a year later each: :func:`bench.long_chat.shifted`), the RSS
+    read after each; the least-squares slope over them. The first 2,000 messages fill the process's bounded
+    caches, so a slope over them (``rss_mb_per_100k_msgs_marginal``) read ~3x what the process keeps growing by
+    (LoCoMo, MiniLM: ~1,450 against ~480 MB per 100k over 12,000 turns, bench.long_chat). The passes repeat the
+    texts, so they are embedded from the cache: what grows is what the messages add (store caches, vectors)."""
+    from bench.long_chat import shifted
+    from memstream.ops import ingest
+
+    lines = data.read_text(encoding="utf-8").splitlines()
+    samples = [(0, _rss_mb())]
+    for r in range(rounds):
+        part = work.parent / f"{work.name}-rss-round-{r}.jsonl"
+        part.write_text("\n".join(shifted(lines, r)) + "\n", encoding="utf-8")
+        try:
+            await ingest(clients, part)
+        finally:
+            part.unlink()
+        samples.append(((r + 1) * len(lines), _rss_mb()))
+    xs, ys = [x for x, _ in samples], [y for _, y in samples]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    denom = sum((x - mx) ** 2 for x in xs)
+    if not denom:
+        return None
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / denom
+    return round(max(slope, 0.0) * 100_000, 1)
 
 
 def marginal_rss(samples: list[tuple[int, float]], messages: int) -> float | None:
@@ -153,7 +186,8 @@ def _cached_vectors(path: Path) -> int:
 
 
 def run_child(command: str, data_dir: Path, embedder: str, *, data: Path | None = None,
-              profile: Path | None = None, spy: Path | None = None, timeout: float = 3600) -> dict:  # fmt: skip
+              profile: Path | None = None, spy: Path | None = None, rss_rounds: int = 0,
+              timeout: float = 3600) -> dict:  # fmt: skip
     """:func:`main` in a subprocess (same interpreter); its JSON result, or {"error": ...}. ``profile``: cProfile
     stats of the run; ``spy``: py-spy samples of every thread (raw format) when py-spy is installed."""
     cmd = [sys.executable, "-m", "bench.throughput_ingest", command, "--data-dir", str(data_dir),
@@ -162,6 +196,8 @@ def run_child(command: str, data_dir: Path, embedder: str, *, data: Path | None 
         cmd += ["--data", str(data)]
     if profile is not None:
         cmd += ["--profile", str(profile)]
+    if rss_rounds:
+        cmd += ["--rss-rounds", str(rss_rounds)]
     if spy is not None and shutil.which("py-spy"):
         cmd = [str(shutil.which("py-spy")), "record", "--threads", "--idle", "-r", "50", "-f", "raw", "-o", str(spy),
                "--", *cmd]  # fmt: skip
@@ -180,6 +216,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--data-dir", type=Path, required=True)
     ap.add_argument("--embedder", default="minilm")
     ap.add_argument("--profile", type=Path, help="write cProfile stats here")
+    ap.add_argument("--rss-rounds", type=int, default=0, help="after the timed ingest, this many more passes of "
+                    "the input (new ids) for rss_mb_per_100k_msgs_steady")  # fmt: skip
     args = ap.parse_args(argv)
     if args.command == "ingest" and args.data is None:
         ap.error("ingest needs --data")
