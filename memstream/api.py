@@ -31,12 +31,14 @@ ROUTERS = (api_admin.router, api_retrieve.router, api_messages.router, api_chats
 
 def create_app(
     settings: Settings | None = None, clients: Clients | None = None, *, embedder="settings", shared: bool = False,
-    announce: tuple[str, int] | None = None,
+    announce: tuple[str, int] | None = None, instance: str | None = None,
 ) -> FastAPI:
     """Build the app. ``clients`` (or just a loaded ``embedder``) may be injected, e.g. by tests. ``shared``:
     one of the processes of ``serve --workers`` (:mod:`memstream.serve_procs`); the one holding the
     processing lock processes, the others serve and append (see :mod:`memstream.serving`). ``announce``:
-    the (host, port) it listens on, written in the data dir while it runs (:mod:`memstream.served`)."""
+    the (host, port) it listens on, written in the data dir while it runs (:mod:`memstream.served`);
+    ``instance``: the token its responses carry (one of an announced ``serve --workers``: the supervisor's)."""
+    token = instance or (served.new_token() if announce else None)
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -56,7 +58,7 @@ def create_app(
                                                   settings.serve.audit_flush_s)
             audit.start()
             app.state.auth = await AuthGate(settings.data_dir, settings.serve.auth, audit).open()
-            told = served.announce(settings.data_dir, *announce, settings.embedder) if announce else nullcontext()
+            told = served.announce(settings.data_dir, *announce, settings.embedder, token) if announce else nullcontext()
             try:
                 with told:
                     yield
@@ -73,6 +75,8 @@ def create_app(
                   description="Routed memory retrieval for chat bots. Every query is confined to one chat. "
                   "Send an API key as `Authorization: Bearer msk_…` (see `memstream keys`).")
     api_guard.install(app, settings.serve.max_body_bytes)
+    if token is not None:  # `memstream query` takes an answer only from the server its data dir announces
+        app.add_middleware(served.InstanceHeader, token=token)
     for router in ROUTERS:  # one router per resource (memstream/api_*.py)
         app.include_router(router)
 

@@ -10,8 +10,8 @@ from fastapi import Depends, Path, Request
 from memstream.auth import Principal, require_scope
 from memstream.clients import Clients
 from memstream.metrics import Metrics
+from memstream.ops import retrieve_as_served
 from memstream.serving import Lanes
-from retrieval.service import retrieve
 from schemas import RetrieveRequest, RetrieveResponse
 from schemas.base import Id
 
@@ -32,9 +32,6 @@ Writer = Annotated[Principal, Depends(require_scope("write"))]
 
 
 async def run_retrieve(req: RetrieveRequest, c: Clients) -> RetrieveResponse:
-    """One retrieval with the clients of the lane it runs on; ``routed`` unless the request names a mode."""
-    cfg = c.settings.retrieval
-    if "mode" not in req.model_fields_set:  # routed is the default (better on LoCoMo at fewer tokens)
-        req = req.model_copy(update={"mode": "routed"})
-    return await retrieve(c.store, c.embedder, req, candidates=cfg.candidates, rrf_k=cfg.rrf_k, llm=c.llm,
-                          graph=c.graph)  # fmt: skip
+    """One retrieval with the clients of the lane it runs on (:func:`memstream.ops.retrieve_as_served`, as
+    ``memstream query`` runs it in its own process)."""
+    return await retrieve_as_served(c, req)

@@ -131,7 +131,7 @@ def query(
     from pydantic import ValidationError
 
     from memstream.clients import build_clients
-    from retrieval.service import retrieve
+    from memstream.ops import retrieve_as_served
     from schemas import RetrieveRequest
     from streams.codec import describe
 
@@ -145,8 +145,7 @@ def query(
     async def main():
         clients = await build_clients(settings)
         try:
-            return await retrieve(clients.store, clients.embedder, req, llm=clients.llm,
-                                  graph=clients.graph)
+            return await retrieve_as_served(clients, req)  # as /v1/retrieve answers it
         finally:
             await clients.close()
 
@@ -165,8 +164,10 @@ def _served(data_dir: Path | None, embedder: str | None, payload: dict, api_key:
     if server is None or (embedder is not None and server.embedder != embedder):
         return None
     answer = served.ask(server, "/v1/retrieve", payload, api_key)
-    if answer is None or answer.ok:
-        return None if answer is None else answer.body
+    if answer is None:
+        return None
+    if answer.ok:
+        return answer.body if served.is_retrieval_response(answer.body) else None
     if answer.status in (400, 422):
         console.print(f"[red]error:[/red] {answer.reason()}", soft_wrap=True, markup=True)
         raise typer.Exit(2)

@@ -21,10 +21,11 @@ import subprocess
 import sys
 import time
 
-from memstream.served import announce
+from memstream.served import announce, new_token
 from memstream.settings import Settings
 
 ENV_SETTINGS = "MEMSTREAM_SERVE_SETTINGS"  # the supervisor's settled Settings, as JSON, for its workers
+ENV_INSTANCE = "MEMSTREAM_SERVE_INSTANCE"  # the token the workers' responses carry (memstream.served)
 UP_S = 5.0  # a first-started worker failing (exit code > 0) sooner than this stops the serve; a restarted one
 # failing that fast is restarted after a backoff
 
@@ -85,9 +86,10 @@ def run_workers(settings: Settings, host: str, port: int, workers: int, **uvicor
     from memstream.metrics_shared import SharedMetrics
 
     SharedMetrics.clear(settings.data_dir)  # a crashed run's files: their pids may be reused by now
-    env = {**os.environ, ENV_SETTINGS: settings_json(settings)}
+    token = new_token()  # every worker's responses carry it: `memstream query` asks these workers
+    env = {**os.environ, ENV_SETTINGS: settings_json(settings), ENV_INSTANCE: token}
     args = [sys.executable, "-m", "memstream.serve_procs", host, str(port), json.dumps(uvicorn_kw)]
-    with announce(settings.data_dir, host, port, settings.embedder):  # `memstream query` asks the workers
+    with announce(settings.data_dir, host, port, settings.embedder, token):
         return _supervise(args, env, workers)
 
 
@@ -181,7 +183,8 @@ def worker_main(host: str, port: int, uvicorn_kw: dict, index: int) -> None:
         return
     settings = Settings(**json.loads(os.environ[ENV_SETTINGS]))
     sock = listening_socket(host, port)
-    config = uvicorn.Config(create_app(settings, shared=True), host=host, port=port, **uvicorn_kw)
+    app = create_app(settings, shared=True, instance=os.environ.get(ENV_INSTANCE))
+    config = uvicorn.Config(app, host=host, port=port, **uvicorn_kw)
     uvicorn.Server(config).run(sockets=[sock])
 
 

@@ -75,22 +75,69 @@ def test_a_server_that_refuses_the_key_leaves_the_question_to_the_cli(data):
         assert answer(proc)["items"] and "answering here" in proc.stderr
 
 
-def test_a_stale_announcement_is_ignored(tmp_path):
-    with served.announce(tmp_path, "0.0.0.0", 1, "none") as path:
+def test_a_copied_data_dir_does_not_ask_the_original_server(data, tmp_path):
+    import shutil
+
+    with running_server(data):
+        copy = tmp_path / "copy"
+        shutil.copytree(data, copy)  # its run/serve.json names the original, whose server is alive
+        assert served.find(data) is not None and served.find(copy) is None
+
+
+def test_stale_foreign_and_silent_announcements_are_ignored(tmp_path):
+    import socket
+    import threading
+
+    with served.announce(tmp_path, "0.0.0.0", 1, "none", "t0k") as path:
         told = served.find(tmp_path)
-        assert told == served.Served("http://127.0.0.1:1", os.getpid(), "none")
-        path.write_text(json.dumps({"url": "http://127.0.0.1:1", "pid": 2**22 + 1}), encoding="utf-8")
-        assert served.find(tmp_path) is None  # no such process
+        assert told == served.Served("http://127.0.0.1:1", os.getpid(), "none", "t0k")
+        body = json.loads(path.read_text(encoding="utf-8"))
+        for change in ({"pid": 2**22 + 1}, {"url": "http://10.1.2.3:8080"}, {"data_dir": "/elsewhere"}):
+            path.write_text(json.dumps(body | change), encoding="utf-8")
+            assert served.find(tmp_path) is None, change  # no such process / not loopback / another data dir
         path.write_text("{not json", encoding="utf-8")
         assert served.find(tmp_path) is None
     assert path.exists()  # not this process's announcement any more: left alone
-    assert served.ask(served.Served("http://127.0.0.1:1", 1, None), "/v1/retrieve", {}, None) is None
+    with socket.socket() as sock:  # accepts, then says something that is not HTTP, or nothing at all
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+
+        def talk() -> None:
+            for reply in (b"SSH-2.0-OpenSSH\r\n", None):
+                conn, _ = sock.accept()
+                if reply:
+                    conn.sendall(reply)
+                    conn.close()
+                else:
+                    threading.Event().wait(2)
+                    conn.close()
+
+        threading.Thread(target=talk, daemon=True).start()
+        server = served.Served(f"http://127.0.0.1:{port}", os.getpid(), None, "t0k")
+        assert served.ask(server, "/v1/retrieve", {}, "msk_x") is None  # not HTTP
+        assert served.ask(server, "/v1/retrieve", {}, None, timeout=0.5) is None  # silent
+    assert served.ask(served.Served("http://127.0.0.1:1", 1, None, "t"), "/v1/retrieve", {}, None) is None
 
 
-def test_the_data_dir_is_the_settings_one(tmp_path, monkeypatch):
-    monkeypatch.delenv(served.DATA_DIR_ENV, raising=False)
+def test_an_answer_without_the_announced_token_is_not_taken(data):
+    with running_server(data) as url:
+        told = served.find(data)
+        impostor = served.Served(url, told.pid, told.embedder, "another-token")
+        payload = {"chat_id": "c1", "query": "Where does ann live?"}
+        assert served.ask(impostor, "/v1/retrieve", payload, None) is None
+        answer = served.ask(told, "/v1/retrieve", payload, None)
+        assert answer is not None and answer.ok and served.is_retrieval_response(answer.body)
+    assert not served.is_retrieval_response("{}") and not served.is_retrieval_response("<html>")
+
+
+@pytest.mark.parametrize("env", [{}, {"MEMSTREAM_DATA_DIR": "{tmp}"}, {"MEMSTREAM_DATA_DIR": ""},
+                                 {"memstream_data_dir": "{tmp}"}])  # fmt: skip
+def test_the_data_dir_is_the_settings_one(tmp_path, monkeypatch, env):
+    for key in [k for k in os.environ if k.upper() == served.DATA_DIR_ENV]:
+        monkeypatch.delenv(key)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value.format(tmp=tmp_path))
     assert served.data_dir_of(None) == Settings().data_dir
-    monkeypatch.setenv(served.DATA_DIR_ENV, str(tmp_path))
-    assert served.data_dir_of(None) == Settings().data_dir == tmp_path
     assert served.data_dir_of(tmp_path / "x") == tmp_path / "x"
     assert served.url_of("::", 8080) == "http://[::1]:8080" and served.url_of("10.0.0.2", 80) == "http://10.0.0.2:80"
