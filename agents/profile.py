@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
-from agents.profile_lexicon import classes_of
+from agents.profile_lexicon import classes_of, cues_for
 from agents.text import TextMap, has_cjk, tokenize
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord, stable_id
 
@@ -89,8 +89,6 @@ def fact_lines(
     """(person, class) -> one line per source message of the facts about that person carrying the class's
     cues (several facts of one message join in one line). Only facts (not summaries, Q&A or tasks), not
     negated ones. Pure."""
-    from agents.profile_lexicon import cue_tokens
-
     people = set(participants)
     parts: dict[tuple[str, str, str], list[str]] = {}
     when: dict[str, datetime] = {}
@@ -103,8 +101,9 @@ def fact_lines(
         tokens = set(tokenize(f.text))
         mid = f.source_message_ids[0]
         when[mid] = getattr(f, "event_time", None) or f.valid_from  # type: ignore[union-attr]
+        cues = cues_for(tokens)  # a text with no CJK meets only the cues with none (no jieba for English)
         for cls in classes_of(tokens):
-            text = _clip(f.text, who, cue_tokens()[cls])
+            text = _clip(f.text, who, cues[cls])
             bucket = parts.setdefault((who, cls, mid), [])
             if text not in bucket:
                 bucket.append(text)

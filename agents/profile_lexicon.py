@@ -159,12 +159,16 @@ def _plain_cue_tokens() -> dict[str, frozenset[str]]:
     return {c: frozenset(plain_tokens(cues)) for c, (_, cues) in _CLASSES.items()}
 
 
-def classes_of(tokens: set[str] | frozenset[str]) -> list[str]:
-    """The classes whose cues a text's tokens carry, in class order. Pure. Tokens with no CJK in them can only
-    meet cue tokens with none (a CJK run's tokens are pieces of it), which are read without jieba: an English
+def cues_for(tokens: set[str] | frozenset[str]) -> dict[str, frozenset[str]]:
+    """:func:`cue_tokens` as far as ``tokens`` can meet them: tokens with no CJK in them can only meet cue
+    tokens with none (a CJK run's tokens are pieces of it), which are read without jieba, so an English
     question or message does not load its dictionary (~0.16 s of a ``memstream query``)."""
-    cues = cue_tokens() if any(has_cjk(t) for t in tokens) else _plain_cue_tokens()
-    return [c for c, cue in cues.items() if tokens & cue]
+    return cue_tokens() if any(has_cjk(t) for t in tokens) else _plain_cue_tokens()
+
+
+def classes_of(tokens: set[str] | frozenset[str]) -> list[str]:
+    """The classes whose cues a text's tokens carry, in class order. Pure."""
+    return [c for c, cue in cues_for(tokens).items() if tokens & cue]
 
 
 def asked_classes(text: str) -> list[str]:

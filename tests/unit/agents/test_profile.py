@@ -137,7 +137,14 @@ def test_classes_of_english_tokens_need_no_jieba():
                  "camping hiking painting guitar sushi Paris", "nothing of a class here"]:  # fmt: skip
         tokens = set(tokenize(text))
         assert classes_of(tokens) == [c for c, cues in cue_tokens().items() if tokens & cues]
-    script = ("import sys\nfrom agents.profile_lexicon import asked_classes\n"
-              "print(asked_classes('How many times has Melanie gone camping?'), 'rjieba' in sys.modules)\n")  # fmt: skip
+    script = (
+        "import sys\nfrom datetime import UTC, datetime\nfrom agents.profile import fact_lines\n"
+        "from agents.profile_lexicon import asked_classes\nfrom schemas import CandidateFact\n"
+        "f = CandidateFact(fact_id='f', chat_id='c', topic_id='t', speaker='Ann', subject='Ann',"
+        " text='Ann adopted a puppy and goes hiking every weekend in the hills near the old town with her friends',"
+        " event_time=datetime(2024, 3, 1, tzinfo=UTC), source_message_ids=['m'])\n"
+        "print(sorted(c for _, c in fact_lines([f], ['Ann'])), asked_classes('How many times has Melanie gone"
+        " camping?'), 'rjieba' in sys.modules)\n"
+    )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['outdoors'] False"
+    assert out.strip().endswith("['outdoors'] False") and "'pets'" in out, out
