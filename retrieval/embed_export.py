@@ -132,10 +132,12 @@ def ensure_exported(precision: str = "int8", directory: Path | None = None) -> P
 
 def optimized_file(source: Path) -> Path:
     """Where onnxruntime's optimised graph of ``source`` is kept: beside it, named by onnxruntime's version (the
-    fused operators it writes are that version's)."""
+    fused operators it writes are that version's) and by the source file's size and modification time (a
+    model exported or quantised again gets a graph of its own; the stale one is never read)."""
     import onnxruntime
 
-    return source.with_name(f"{source.stem}.ort-{onnxruntime.__version__}.onnx")
+    st = source.stat()
+    return source.with_name(f"{source.stem}.ort-{onnxruntime.__version__}.{st.st_size:x}-{st.st_mtime_ns:x}.onnx")
 
 
 def ensure_optimized(source: Path) -> Path:

@@ -96,22 +96,25 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
 
         from retrieval.embed_export import ensure_exported, ensure_optimized, tokenizer_file
 
-        path = ensure_optimized(self.model_path or ensure_exported(self.precision))
+        source = self.model_path or ensure_exported(self.precision)
+        path = ensure_optimized(source)
         log.info("loading %s (%s, onnxruntime) from %s", self.name, self.precision, path)
         tok = Tokenizer.from_file(str(tokenizer_file()))
         tok.enable_truncation(max_length=self.max_tokens)
         tok.no_padding()
-        return tok, path, {}  # the sessions, by intra-op thread count, made on first use (:meth:`_session`)
+        # the sessions, by intra-op thread count, made on first use (:meth:`_session`)
+        return tok, [path, source], {}
 
     def _session(self, model: Any, threads: int) -> Any:
         import onnxruntime as ort
 
-        _, path, sessions = model
+        _, paths, sessions = model
         if threads in sessions:
             return sessions[threads]
         with self._loading:  # the question thread and the pipeline's may both ask for a new one
             if threads in sessions:
                 return sessions[threads]
+            path = paths[0]
             opts = ort.SessionOptions()
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             opts.intra_op_num_threads = threads
@@ -120,7 +123,15 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
             # no busy-waiting between forwards: the model is called in bursts between the stages' Python work on
             # the same cores, and spinning threads took ~40% more CPU for the same vectors (5.3 vs 9 CPU-s, 300 texts)
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            sessions[threads] = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+            try:
+                sessions[threads] = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+            except Exception:  # noqa: BLE001 - a damaged kept graph: dropped, the model itself loads
+                if path == paths[1]:
+                    raise
+                log.warning("the optimised graph %s does not load; using %s", path, paths[1], exc_info=True)
+                Path(path).unlink(missing_ok=True)
+                paths[0] = paths[1]
+                sessions[threads] = ort.InferenceSession(str(paths[1]), opts, providers=["CPUExecutionProvider"])
         return sessions[threads]
 
     def _prepare(self, model: Any) -> None:

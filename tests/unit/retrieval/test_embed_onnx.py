@@ -122,8 +122,26 @@ def test_the_kept_optimised_graph_gives_the_same_vectors(tmp_path, precision):
         want = ort.InferenceSession(str(source), opts, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
         got = ort.InferenceSession(str(kept), opts, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
         assert np.array_equal(got, want)
+    source.touch()  # the model written again: a graph of its own, the old one never read
+    assert ensure_optimized(source) not in (kept, source)
     blocked = tmp_path / "blocked"  # where the kept file should go, something that is not a file is in the way
     blocked.mkdir()
     shutil.copyfile(source, blocked / source.name)
     optimized_file(blocked / source.name).mkdir()
     assert ensure_optimized(blocked / source.name) == blocked / source.name
+
+
+@pytest.mark.slow
+async def test_a_damaged_kept_graph_is_dropped_and_the_model_loads(tmp_path):
+    import shutil
+
+    from retrieval.embed_export import optimized_file
+
+    source = tmp_path / model_file("int8").name
+    shutil.copyfile(ensure_exported("int8"), source)
+    want = await OnnxMiniLMEmbedder(8, model_path=source).embed(TEXTS)  # keeps the optimised graph
+    kept = optimized_file(source)
+    assert kept.exists()
+    kept.write_bytes(b"not a model")
+    got = await OnnxMiniLMEmbedder(8, model_path=source).embed(TEXTS)
+    assert np.array_equal(got, want) and not kept.exists()
