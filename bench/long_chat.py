@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.throughput_ingest import shifted  # round r's input
+
 
 def _rss_mb() -> float:
     with open("/proc/self/statm") as fh:
@@ -29,17 +31,6 @@ def _rss_mb() -> float:
 def _size_mb(db: Path) -> float:
     """The store file with its write-ahead log."""
     return sum(p.stat().st_size for p in (db, db.with_name(db.name + "-wal")) if p.exists()) / 2**20
-
-
-def shifted(lines: list[str], r: int) -> list[str]:
-    """Round ``r`` of the input: the same messages with new ids, ``r + 1`` years later (same chats)."""
-    out = []
-    for line in lines:
-        o = json.loads(line)
-        o["message_id"] = f"{o['message_id']}-r{r}"
-        o["ts"] = str(int(o["ts"][:4]) + r + 1) + o["ts"][4:]
-        out.append(json.dumps(o))
-    return out
 
 
 async def run(data: Path, rounds: int, messages: int, embedder: str, work: Path) -> list[dict]:

@@ -56,6 +56,17 @@ def input_file(locomo: Path, out: Path, *, messages: int | None = None, per_sess
     return {"messages": len(msgs), "chats": len(chats)}
 
 
+def shifted(lines: list[str], r: int) -> list[str]:
+    """Round ``r`` of the input: the same messages with new ids, ``r + 1`` years later (same chats)."""
+    out = []
+    for line in lines:
+        o = json.loads(line)
+        o["message_id"] = f"{o['message_id']}-r{r}"
+        o["ts"] = str(int(o["ts"][:4]) + r + 1) + o["ts"][4:]
+        out.append(json.dumps(o))
+    return out
+
+
 def short_input_file(irc_dir: Path, out: Path, *, messages: int | None = None) -> dict:
     """IRC disentanglement lines (one chat per file, interleaved line by line) -> JSON Lines: the short
     messages of a busy IM group (mean ~56 characters against LoCoMo's ~138). Returns {messages, chats,
@@ -129,12 +140,11 @@ async def _run(args: argparse.Namespace) -> dict:
 
 async def steady_rss(clients: Any, data: Path, rounds: int, work: Path) -> float | None:
     """RSS growth per 100k messages once the process is warm: after the timed ingest, ``rounds`` more passes of
-    the same input into the same chats (new ids, a year later each: :func:`bench.long_chat.shifted`), the RSS
+    the same input into the same chats (new ids, a year later each: :func:`shifted`, as in bench.long_chat), the RSS
     read after each; the least-squares slope over them. The first 2,000 messages fill the process's bounded
     caches, so a slope over them (``rss_mb_per_100k_msgs_marginal``) read ~3x what the process keeps growing by
     (LoCoMo, MiniLM: ~1,450 against ~480 MB per 100k over 12,000 turns, bench.long_chat). The passes repeat the
     texts, so they are embedded from the cache: what grows is what the messages add (store caches, vectors)."""
-    from bench.long_chat import shifted
     from memstream.ops import ingest
 
     lines = data.read_text(encoding="utf-8").splitlines()

@@ -113,11 +113,12 @@ async def at_scale(n_docs: int, embedder: Any, texts: list[str], questions: list
 
 
 def cli_query_seconds(
-    data_dir: Path, chat: str, question: str, *, runs: int = 3, mode: str = "routed"
+    data_dir: Path, chat: str, question: str, *, runs: int = 3, mode: str = "routed", served: bool = False
 ) -> dict:
-    """Wall seconds of ``memstream query CHAT QUESTION`` as a fresh process (median and all runs)."""
+    """Wall seconds of ``memstream query --chat CHAT QUESTION`` as a fresh process (median and all runs), answered
+    in that process (``--local``) unless ``served``."""
     cmd = [sys.executable, "-m", "memstream.cli", "query", "--chat", chat, question, "--mode", mode, "--data-dir",
-           str(data_dir)]  # fmt: skip
+           str(data_dir), *([] if served else ["--local"])]  # fmt: skip
     took, error = [], None
     for _ in range(max(1, runs)):
         t0 = time.perf_counter()
@@ -152,8 +153,12 @@ def served_cli_query_seconds(data_dir: Path, chat: str, question: str, *, runs: 
             if proc.poll() is not None or time.monotonic() > deadline:
                 return {"error": f"memstream serve did not start (exit {proc.poll()})"}
             time.sleep(0.2)
-        cli_query_seconds(data_dir, chat, question, runs=1)  # the server's first question: its model loads
-        return cli_query_seconds(data_dir, chat, question, runs=runs) | {"served": True}
+        url = f"http://127.0.0.1:{port}"
+        cli_query_seconds(data_dir, chat, question, runs=1, served=True)  # the server's first: its model loads
+        before = _answered(url, urllib.request)
+        took = cli_query_seconds(data_dir, chat, question, runs=runs, served=True)
+        answered = _answered(url, urllib.request) - before  # by the server, not in the CLI's own process
+        return took | {"served": answered == len(took["runs"]), "server_answered": answered}
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -161,6 +166,13 @@ def served_cli_query_seconds(data_dir: Path, chat: str, question: str, *, runs: 
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def _answered(url: str, request: Any) -> int:
+    """How many retrievals the server has answered (its /metrics)."""
+    with request.urlopen(url + "/metrics", timeout=10) as resp:
+        lines = resp.read().decode().splitlines()
+    return int(float(next((ln.split()[-1] for ln in lines if ln.startswith("memstream_retrieve_total")), "0")))
 
 
 def _healthy(url: str, request: Any) -> bool:

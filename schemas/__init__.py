@@ -63,7 +63,12 @@ __all__ = [
 ]
 
 
+_SUBMODULES = frozenset(m.rsplit(".", 1)[1] for m in _WHERE) | {"ids"}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:  # ``schemas.memory`` after ``import schemas``, as when the package loaded them all
+        return import_module(f"schemas.{name}")
     module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module 'schemas' has no attribute {name!r}")

@@ -30,6 +30,7 @@ def test_the_contracts_load_by_name():
         assert value is getattr(sys.modules[schemas._MODULE_OF[name]], name)
     with pytest.raises(AttributeError):
         schemas.NoSuchModel  # noqa: B018
+    assert schemas.memory.MemoryRecord is schemas.MemoryRecord and schemas.ids.valid_id("c1") == "c1"
 
 
 @pytest.mark.parametrize("bad", ["a/b", "", " c1", "x" * 257, "tab\there", "\ud800"])
