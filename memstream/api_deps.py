@@ -8,9 +8,8 @@ from typing import Annotated
 from fastapi import Depends, Path, Request
 
 from memstream.auth import Principal, require_scope
-from memstream.clients import Clients
+from memstream.clients import Clients, retrieve_as_served
 from memstream.metrics import Metrics
-from memstream.ops import retrieve_as_served
 from memstream.serving import Lanes
 from schemas import RetrieveRequest, RetrieveResponse
 from schemas.base import Id
@@ -32,6 +31,6 @@ Writer = Annotated[Principal, Depends(require_scope("write"))]
 
 
 async def run_retrieve(req: RetrieveRequest, c: Clients) -> RetrieveResponse:
-    """One retrieval with the clients of the lane it runs on (:func:`memstream.ops.retrieve_as_served`, as
+    """One retrieval with the clients of the lane it runs on (:func:`memstream.clients.retrieve_as_served`, as
     ``memstream query`` runs it in its own process)."""
     return await retrieve_as_served(c, req)

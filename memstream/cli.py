@@ -130,8 +130,7 @@ def query(
         return
     from pydantic import ValidationError
 
-    from memstream.clients import build_clients
-    from memstream.ops import retrieve_as_served
+    from memstream.clients import build_clients, retrieve_as_served
     from schemas import RetrieveRequest
     from streams.codec import describe
 

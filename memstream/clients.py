@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlparse
 
 import numpy as np
@@ -22,6 +22,9 @@ from retrieval.protocols import Embedder, MemoryStore
 from streams.clients import Clients as StageClients
 from streams.clients import StageLog
 from streams.working_memory import WorkingMemory
+
+if TYPE_CHECKING:
+    from schemas import RetrieveRequest, RetrieveResponse
 
 log = logging.getLogger(__name__)
 
@@ -312,3 +315,15 @@ async def build_clients(
         graph=await open_graph(settings, dim),
         llm=open_llm(settings),
     )
+
+
+async def retrieve_as_served(clients: Clients, req: RetrieveRequest) -> RetrieveResponse:
+    """One retrieval as the API answers it (``/v1/retrieve``; ``memstream query``, in its own process too):
+    ``routed`` unless the request names a mode, with the settings' candidates and rank constant."""
+    from retrieval.service import retrieve
+
+    cfg = clients.settings.retrieval
+    if "mode" not in req.model_fields_set:  # routed is the default (better on LoCoMo at fewer tokens)
+        req = req.model_copy(update={"mode": "routed"})
+    return await retrieve(clients.store, clients.embedder, req, candidates=cfg.candidates, rrf_k=cfg.rrf_k,
+                          llm=clients.llm, graph=clients.graph)  # fmt: skip

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from memstream.clients import Clients
 from memstream.formats import Parsed, read_any
-from schemas import DeadLetter, RetrieveRequest, RetrieveResponse, stable_id
+from schemas import DeadLetter, stable_id
 from schemas.messages import StreamControl
 from streams.codec import encode
 from streams.log import Produce
@@ -137,14 +137,3 @@ async def delete_report(clients: Clients, chat_id: str, user: str | None) -> Del
         if wm is not None:
             await wm.close()
 
-
-async def retrieve_as_served(clients: Clients, req: RetrieveRequest) -> RetrieveResponse:
-    """One retrieval as the API answers it (``/v1/retrieve``, ``memstream query``): ``routed`` unless the request
-    names a mode, with the settings' candidates and rank constant."""
-    from retrieval.service import retrieve
-
-    cfg = clients.settings.retrieval
-    if "mode" not in req.model_fields_set:  # routed is the default (better on LoCoMo at fewer tokens)
-        req = req.model_copy(update={"mode": "routed"})
-    return await retrieve(clients.store, clients.embedder, req, candidates=cfg.candidates, rrf_k=cfg.rrf_k,
-                          llm=clients.llm, graph=clients.graph)  # fmt: skip
