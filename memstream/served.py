@@ -37,6 +37,7 @@ from typing import Any
 __all__ = [
     "DATA_DIR_ENV",
     "DEFAULT_DATA_DIR",
+    "ANSWER_SETTINGS",
     "INSTANCE_HEADER",
     "InstanceHeader",
     "Served",
@@ -47,6 +48,7 @@ __all__ = [
     "find",
     "is_retrieval_response",
     "new_token",
+    "same_settings",
 ]
 
 DEFAULT_DATA_DIR = Path(".memstream")  # Settings.data_dir's default (tests/api/test_cli_served_query.py)
@@ -63,10 +65,30 @@ def data_dir_of(option: Path | None) -> Path:
     importing the settings."""
     if option is not None:
         return option
-    if DATA_DIR_ENV in os.environ:
-        return Path(os.environ[DATA_DIR_ENV])
-    named = [v for k, v in os.environ.items() if k.upper() == DATA_DIR_ENV]
-    return Path(named[-1]) if named else DEFAULT_DATA_DIR
+    named = _setting("DATA_DIR")
+    return Path(named) if named is not None else DEFAULT_DATA_DIR
+
+
+def _setting(name: str) -> str | None:
+    """``MEMSTREAM_<name>`` from the environment as the settings read it: in any case, the last one set."""
+    found = [v for k, v in os.environ.items() if k.upper() == f"MEMSTREAM_{name}"]
+    return found[-1] if found else None
+
+
+# the settings (memstream.settings.Settings fields) besides the embedder that can change an answer
+ANSWER_SETTINGS = ("retrieval", "llm", "graph", "store_url")
+
+
+def same_settings(served: Served, embedder: str | None) -> bool:
+    """Whether this process would answer as the server does: the same embedder (``embedder``, else
+    ``MEMSTREAM_EMBEDDER``, when either is given), and none of :data:`ANSWER_SETTINGS` set in this process's
+    environment (``MEMSTREAM_RETRIEVAL__RRF_K``, another store…: the server may not have it, so the question
+    is answered here, with it)."""
+    wanted = embedder or _setting("EMBEDDER")
+    if wanted is not None and wanted != served.embedder:
+        return False
+    names = [f"MEMSTREAM_{n.upper()}" for n in ANSWER_SETTINGS]
+    return not any(k.upper() == n or k.upper().startswith(n + "__") for k in os.environ for n in names)
 
 
 def url_of(host: str, port: int) -> str:
@@ -139,11 +161,11 @@ def find(data_dir: Path) -> Served | None:
         same = {k: obj.get(k) for k in ("data_dir", "dev", "ino")} == _identity(data_dir)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    if not same or not _on_loopback(served.url):
+    if not same or not _on_loopback(served.url) or served.pid <= 0:
         return None
     try:
         os.kill(served.pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return None
     except PermissionError:  # alive, another user's
         pass

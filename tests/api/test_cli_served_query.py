@@ -141,3 +141,45 @@ def test_the_data_dir_is_the_settings_one(tmp_path, monkeypatch, env):
     assert served.data_dir_of(None) == Settings().data_dir
     assert served.data_dir_of(tmp_path / "x") == tmp_path / "x"
     assert served.url_of("::", 8080) == "http://[::1]:8080" and served.url_of("10.0.0.2", 80) == "http://10.0.0.2:80"
+
+
+def test_settings_that_change_an_answer_keep_the_question_here(monkeypatch):
+    server = served.Served("http://127.0.0.1:1", os.getpid(), "minilm", "t")
+    for key in [k for k in os.environ if k.upper().startswith("MEMSTREAM_")]:
+        monkeypatch.delenv(key)
+    assert set(served.ANSWER_SETTINGS) <= set(Settings.model_fields)
+    monkeypatch.setenv("MEMSTREAM_TEST_REDIS_URL", "redis://x")  # not a setting: no effect
+    monkeypatch.setenv("MEMSTREAM_LOG_LEVEL", "INFO")
+    assert served.same_settings(server, None) and served.same_settings(server, "minilm")
+    assert not served.same_settings(server, "none")
+    monkeypatch.setenv("memstream_embedder", "none")  # as the settings read it: any case
+    assert not served.same_settings(server, None)
+    monkeypatch.delenv("memstream_embedder")
+    for key in ("MEMSTREAM_RETRIEVAL__RRF_K", "MEMSTREAM_STORE_URL", "MEMSTREAM_LLM__BASE_URL"):
+        monkeypatch.setenv(key, "1")
+        assert not served.same_settings(server, None), key
+        monkeypatch.delenv(key)
+
+
+def test_odd_pids_in_the_announcement_are_no_server(tmp_path):
+    with served.announce(tmp_path, "127.0.0.1", 1, "none", "t") as path:
+        body = json.loads(path.read_text(encoding="utf-8"))
+        for pid in (0, -1, 10**30):
+            path.write_text(json.dumps(body | {"pid": pid}), encoding="utf-8")
+            assert served.find(tmp_path) is None, pid
+
+
+def test_chat_text_is_printed_as_written(tmp_path):
+    """Square brackets in chat text are not rich markup: "[/quote]" crashed query and memories."""
+    rows = [{"chat_id": "c2", "message_id": "m1", "sender": "carol", "ts": "2024-03-01T09:00:00Z",
+             "text": "My forum signature ends with [/quote] and [bold red]green[/] in it."}]  # fmt: skip
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps(rows[0]) + "\n", encoding="utf-8")
+    data = tmp_path / "data"
+    assert subprocess.run(memstream_cmd("ingest", str(src), "--data-dir", str(data), "--embedder", "none"),
+                          capture_output=True, timeout=300, env=child_env()).returncode == 0  # fmt: skip
+    for args in (["query", "--chat", "c2", "forum signature", "--local"], ["memories", "--chat", "c2"]):
+        proc = subprocess.run(memstream_cmd(*args, "--data-dir", str(data)), capture_output=True, text=True,
+                              timeout=300, env=child_env(COLUMNS="400"))  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-600:]
+        assert "[/quote]" in proc.stdout and "[bold red]green[/]" in proc.stdout, proc.stdout
