@@ -165,7 +165,15 @@ def ensure_optimized(source: Path) -> Path:
     except Exception:  # noqa: BLE001 - a read-only cache or an odd graph: the source loads as before
         log.warning("could not keep the optimised graph of %s; loading the source each time", source, exc_info=True)
         return source
+    for old in kept_graphs(source):  # those of an earlier model or onnxruntime: never read again
+        if old != target:
+            old.unlink(missing_ok=True)
     return target
+
+
+def kept_graphs(source: Path) -> list[Path]:
+    """The optimised graphs kept beside ``source``, of any onnxruntime version or model file."""
+    return sorted(p for p in source.parent.glob(f"{source.stem}.ort-*.onnx") if p.is_file())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -177,8 +185,9 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger("torch").setLevel(logging.ERROR)
     if args.force:
         for precision in ("fp32", "int8"):
+            for kept in kept_graphs(model_file(precision, args.dir)):
+                kept.unlink()
             model_file(precision, args.dir).unlink(missing_ok=True)
-            optimized_file(model_file(precision, args.dir)).unlink(missing_ok=True)
     for precision in ("fp32", "int8"):
         path = ensure_exported(precision, args.dir)
         print(f"{precision}: {path} ({path.stat().st_size / 1e6:.1f} MB)")

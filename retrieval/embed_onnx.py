@@ -8,6 +8,7 @@ computed; the output is in input order.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -129,7 +130,8 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
                 if path == paths[1]:
                     raise
                 log.warning("the optimised graph %s does not load; using %s", path, paths[1], exc_info=True)
-                Path(path).unlink(missing_ok=True)
+                with contextlib.suppress(OSError):  # a read-only cache keeps it; this process loads the model
+                    Path(path).unlink(missing_ok=True)
                 paths[0] = paths[1]
                 sessions[threads] = ort.InferenceSession(str(paths[1]), opts, providers=["CPUExecutionProvider"])
         return sessions[threads]

@@ -88,6 +88,12 @@ def test_export_into_an_empty_dir_is_idempotent(tmp_path):
     stamp = path.stat().st_mtime_ns
     assert ensure_exported("int8", tmp_path) == path and path.stat().st_mtime_ns == stamp
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary left
+    from retrieval.embed_export import kept_graphs, main
+
+    main(["--dir", str(tmp_path)])  # kept graphs beside both models
+    main(["--force", "--dir", str(tmp_path)])  # exported again, each with its optimised graph, the old ones gone
+    for precision in ("fp32", "int8"):
+        assert len(kept_graphs(model_file(precision, tmp_path))) == 1
 
 
 @pytest.mark.slow
@@ -100,7 +106,7 @@ def test_the_kept_optimised_graph_gives_the_same_vectors(tmp_path, precision):
 
     import onnxruntime as ort
 
-    from retrieval.embed_export import ensure_optimized, optimized_file, tokenizer_file
+    from retrieval.embed_export import ensure_optimized, kept_graphs, optimized_file, tokenizer_file
     from retrieval.embed_onnx import _feeds
 
     source = tmp_path / model_file(precision).name
@@ -122,8 +128,9 @@ def test_the_kept_optimised_graph_gives_the_same_vectors(tmp_path, precision):
         want = ort.InferenceSession(str(source), opts, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
         got = ort.InferenceSession(str(kept), opts, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
         assert np.array_equal(got, want)
-    source.touch()  # the model written again: a graph of its own, the old one never read
-    assert ensure_optimized(source) not in (kept, source)
+    source.touch()  # the model written again: a graph of its own, the old one never read, and removed
+    again = ensure_optimized(source)
+    assert again not in (kept, source) and kept_graphs(source) == [again]
     blocked = tmp_path / "blocked"  # where the kept file should go, something that is not a file is in the way
     blocked.mkdir()
     shutil.copyfile(source, blocked / source.name)
