@@ -4,8 +4,8 @@ The extractors' modules hold ~300 patterns; compiling them took ~0.13 s of every
 ``memstream query`` included, which uses none (a question is not distilled). :func:`lazy` stands in for
 ``re.compile``: the pattern compiles when first used, and from then on its methods are the compiled
 pattern's own, kept on the instance (a lookup in its ``__dict__``, as fast as the attribute of a module),
-so the hot loops of an ingest pay nothing for it. ``pattern`` is known without compiling. Anything that needs a real ``re.Pattern`` (``re.sub(p,
-…)``, ``isinstance``) takes :attr:`LazyPattern.compiled`.
+so the hot loops of an ingest pay nothing for it. ``pattern`` is known without compiling. Anything that
+needs a real ``re.Pattern`` (``re.sub(p, …)``, ``isinstance``) takes :attr:`LazyPattern.compiled`.
 """
 
 from __future__ import annotations

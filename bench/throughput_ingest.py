@@ -138,7 +138,7 @@ async def _run(args: argparse.Namespace) -> dict:
             **({"rss_mb_per_100k_msgs_steady": steady} if steady is not None else {})}  # fmt: skip
 
 
-async def steady_rss(clients: Any, data: Path, rounds: int, work: Path) -> float | None:
+async def steady_rss(clients: Any, data: Path, rounds: int, work: Path) -> float:
     """RSS growth per 100k messages once the process is warm: after the timed ingest, ``rounds`` more passes of
     the same input into the same chats (new ids, a year later each: :func:`shifted`, as in bench.long_chat), the RSS
     read after each; the least-squares slope over them. The first 2,000 messages fill the process's bounded
@@ -157,13 +157,15 @@ async def steady_rss(clients: Any, data: Path, rounds: int, work: Path) -> float
         finally:
             part.unlink()
         samples.append(((r + 1) * len(lines), _rss_mb()))
-    xs, ys = [x for x, _ in samples], [y for _, y in samples]
+    return round(_slope(samples) * 100_000, 1)
+
+
+def _slope(points: list[tuple[int, float]]) -> float:
+    """The least-squares slope of y on x over ``points`` (at least two distinct x), floored at 0."""
+    xs, ys = [x for x, _ in points], [y for _, y in points]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    denom = sum((x - mx) ** 2 for x in xs)
-    if not denom:
-        return None
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / denom
-    return round(max(slope, 0.0) * 100_000, 1)
+    slope = sum((x - mx) * (y - my) for x, y in points) / max(sum((x - mx) ** 2 for x in xs), 1e-9)
+    return max(slope, 0.0)
 
 
 def marginal_rss(samples: list[tuple[int, float]], messages: int) -> float | None:
@@ -176,10 +178,7 @@ def marginal_rss(samples: list[tuple[int, float]], messages: int) -> float | Non
     half = [(x, y) for x, y in samples if x >= total / 2]
     if len(half) < 2 or half[-1][0] == half[0][0]:
         return None
-    xs, ys = [x for x, _ in half], [y for _, y in half]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    slope = sum((x - mx) * (y - my) for x, y in half) / max(sum((x - mx) ** 2 for x in xs), 1e-9)
-    return round(max(slope, 0.0) * total / messages * 100_000, 1)
+    return round(_slope(half) * total / messages * 100_000, 1)
 
 
 def _cached_vectors(path: Path) -> int:

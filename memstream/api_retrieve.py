@@ -7,8 +7,9 @@ import time
 
 from fastapi import APIRouter, Request
 
-from memstream.api_deps import LanesDep, MetricsDep, Reader, run_retrieve
+from memstream.api_deps import LanesDep, MetricsDep, Reader
 from memstream.auth import authorize
+from memstream.clients import retrieve_as_served
 from schemas import RetrieveRequest, RetrieveResponse
 
 router = APIRouter()
@@ -24,7 +25,7 @@ async def retrieve_endpoint(req: RetrieveRequest, request: Request, who: Reader,
     ``bm25`` and ``embedding`` are the uniform searches."""
     authorize(request, who, "read", req.chat_id)
     t0 = time.perf_counter()
-    resp = await lanes.reader().call(lambda c: run_retrieve(req, c))
+    resp = await lanes.reader().call(lambda c: retrieve_as_served(c, req))
     m.counters["retrieve"] += 1
     m.counters["retrieve_empty"] += int(resp.no_relevant_memory)
     m.latency_ms.append((time.perf_counter() - t0) * 1000)
@@ -42,7 +43,7 @@ async def context_endpoint(req: RetrieveRequest, request: Request, who: Reader, 
     authorize(request, who, "read", req.chat_id)
     t0 = time.perf_counter()
     resp = await lanes.reader().call(lambda c: build_bot_context(
-        c.store, c.embedder, req, retrieve=lambda r: run_retrieve(r, c), count=count_tokens))  # fmt: skip
+        c.store, c.embedder, req, retrieve=lambda r: retrieve_as_served(c, r), count=count_tokens))  # fmt: skip
     m.counters["context"] += 1
     m.latency_ms.append((time.perf_counter() - t0) * 1000)
     return resp
