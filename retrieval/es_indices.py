@@ -146,6 +146,18 @@ class ESIndices:
                     out[local_id] = d["_source"]
         return out
 
+    async def _mget_keys(self, kind: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+        """:meth:`_mget` over ``(chat_id, local_id)`` keys of any chats, in one request a page."""
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        for i in range(0, len(keys), _PAGE):
+            chunk = keys[i : i + _PAGE]
+            docs = [{"_id": M.es_id(chat, x), "routing": chat} for chat, x in chunk]
+            resp = await self.es.mget(index=self.alias(kind), docs=docs)
+            for (chat, x), d in zip(chunk, resp["docs"], strict=True):
+                if d.get("found") and d["_source"].get("chat_id") == chat:
+                    out[(chat, x)] = d["_source"]
+        return out
+
     async def _scan(
         self, kind: str, query: dict[str, Any], sort: list[str], routing: str | None
     ) -> list[dict[str, Any]]:

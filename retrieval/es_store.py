@@ -134,6 +134,12 @@ class ESStore(ESIndices):
             ChatMessage.model_validate(found[i]["message"]) for i in dict.fromkeys(message_ids) if i in found
         ]
 
+    async def get_messages_in(self, keys: Sequence[tuple[str, str]]) -> list[ChatMessage]:
+        """The stored messages among ``(chat_id, message_id)`` keys of any chats, in the order asked: one
+        real-time read across the chats (each id routed to its chat; a hit of another chat is not taken)."""
+        found = await self._mget_keys("messages", list(dict.fromkeys(keys)))
+        return [ChatMessage.model_validate(found[k]["message"]) for k in dict.fromkeys(keys) if k in found]
+
     async def list_messages(
         self, chat_id: str, *, since: datetime | None = None, until: datetime | None = None
     ) -> list[ChatMessage]:
@@ -340,16 +346,22 @@ class ESStore(ESIndices):
 
     async def upsert_topic(self, topic: TopicSummary) -> None:
         """Store the topic's latest state and tag its messages' turn docs with its id."""
-        chat = topic.chat_id
-        meta = {"_index": self.alias("topics"), "_id": M.es_id(chat, topic.topic_id), "routing": chat}
-        ops: list[tuple[dict[str, Any], dict[str, Any] | None]] = [
-            ({"index": meta}, M.topic_source(topic, self._next_seq(1)))
-        ]
-        for m in topic.message_ids:
-            key = M.es_id(chat, M.turn_doc_id(chat, m))
-            ops.append(({"update": {"_index": self.alias("docs"), "_id": key, "routing": chat}},
-                        {"doc": {"topic_id": topic.topic_id}}))  # fmt: skip
-        await self._bulk(ops)
+        await self.upsert_topics([topic])
+
+    async def upsert_topics(self, topics: Sequence[TopicSummary]) -> None:
+        """:meth:`upsert_topic` for each of ``topics``, in order, in one bulk request (a segmenter batch
+        touches hundreds of topics: one request each was most of an ingest's round trips)."""
+        ops: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+        for topic in topics:
+            chat = topic.chat_id
+            meta = {"_index": self.alias("topics"), "_id": M.es_id(chat, topic.topic_id), "routing": chat}
+            ops.append(({"index": meta}, M.topic_source(topic, self._next_seq(1))))
+            for m in topic.message_ids:
+                key = M.es_id(chat, M.turn_doc_id(chat, m))
+                ops.append(({"update": {"_index": self.alias("docs"), "_id": key, "routing": chat}},
+                            {"doc": {"topic_id": topic.topic_id}}))  # fmt: skip
+        if ops:
+            await self._bulk(ops)
 
     async def list_topics(self, chat_id: str) -> list[TopicSummary]:
         rows = await self._scan(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 
@@ -96,6 +97,11 @@ class MemoryStore(Protocol):
 
     async def get_messages(self, chat_id: str, message_ids: list[str]) -> list[ChatMessage]: ...
 
+    async def get_messages_in(self, keys: Sequence[tuple[str, str]]) -> list[ChatMessage]:
+        """The stored messages among ``(chat_id, message_id)`` keys of any chats, in the order asked (unknown
+        keys skipped): one read for a batch of many chats."""
+        ...
+
     async def list_messages(
         self, chat_id: str, *, since: datetime | None = None, until: datetime | None = None
     ) -> list[ChatMessage]: ...
@@ -117,6 +123,10 @@ class MemoryStore(Protocol):
     async def search(self, query: SearchQuery) -> list[Hit]: ...
 
     async def upsert_topic(self, topic: TopicSummary) -> None: ...
+
+    async def upsert_topics(self, topics: Sequence[TopicSummary]) -> None:
+        """Several topics' states in one write (a segmenter batch's), in order."""
+        ...
 
     async def list_topics(self, chat_id: str) -> list[TopicSummary]: ...
 

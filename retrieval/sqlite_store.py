@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -175,6 +175,14 @@ class SQLiteStore:
             )
         return [parse_json(ChatMessage, found[i]) for i in dict.fromkeys(message_ids) if i in found]
 
+    async def get_messages_in(self, keys: Sequence[tuple[str, str]]) -> list[ChatMessage]:
+        """The stored messages among ``(chat_id, message_id)`` keys of any chats, in the order asked."""
+        by_chat: dict[str, list[str]] = {}
+        for chat_id, message_id in keys:
+            by_chat.setdefault(chat_id, []).append(message_id)
+        found = {(m.chat_id, m.message_id): m for c, ids in by_chat.items() for m in await self.get_messages(c, ids)}
+        return [found[k] for k in dict.fromkeys(keys) if k in found]
+
     async def list_messages(
         self, chat_id: str, *, since: datetime | None = None, until: datetime | None = None
     ) -> list[ChatMessage]:
@@ -287,17 +295,24 @@ class SQLiteStore:
 
     async def upsert_topic(self, topic: TopicSummary) -> None:
         """Store the topic's latest state and tag its messages' turn docs with its id."""
-        doc_ids = [f"turn:{topic.chat_id}:{m}" for m in topic.message_ids]
+        await self.upsert_topics([topic])
+
+    async def upsert_topics(self, topics: Sequence[TopicSummary]) -> None:
+        """:meth:`upsert_topic` for each of ``topics``, in order, in one transaction."""
+        if not topics:
+            return
         with self._write() as (db, _):
-            db.execute(
-                "INSERT OR REPLACE INTO topics (chat_id, topic_id, started_epoch, payload) VALUES (?,?,?,?)",
-                (topic.chat_id, topic.topic_id, topic.started_at.timestamp(), topic.model_dump_json()),
-            )
-            for chunk in chunks(doc_ids):
+            for topic in topics:
                 db.execute(
-                    f"UPDATE docs SET topic_id = ? WHERE +chat_id = ? AND doc_id IN ({marks(chunk)})",
-                    (topic.topic_id, topic.chat_id, *chunk),
+                    "INSERT OR REPLACE INTO topics (chat_id, topic_id, started_epoch, payload) VALUES (?,?,?,?)",
+                    (topic.chat_id, topic.topic_id, topic.started_at.timestamp(), topic.model_dump_json()),
                 )
+                doc_ids = [f"turn:{topic.chat_id}:{m}" for m in topic.message_ids]
+                for chunk in chunks(doc_ids):
+                    db.execute(
+                        f"UPDATE docs SET topic_id = ? WHERE +chat_id = ? AND doc_id IN ({marks(chunk)})",
+                        (topic.topic_id, topic.chat_id, *chunk),
+                    )
 
     async def list_topics(self, chat_id: str) -> list[TopicSummary]:
         rows = self.db.execute(

@@ -26,12 +26,9 @@ async def split_edits(
 ) -> tuple[list[ChatMessage], list[ChatMessage]]:
     """(messages for the segmenter, edits) of a batch, in order."""
     stored: dict[tuple[str, str], str] = {}
-    by_chat: dict[str, list[str]] = {}
-    for m in msgs:
-        by_chat.setdefault(m.chat_id, []).append(m.message_id)
-    for chat, ids in by_chat.items():
-        for old in await clients.store.get_messages(chat, ids):
-            stored[(chat, old.message_id)] = _body(old)
+    if msgs:  # the batch's chats in one read
+        for old in await clients.store.get_messages_in([(m.chat_id, m.message_id) for m in msgs]):
+            stored[(old.chat_id, old.message_id)] = _body(old)
     new: list[ChatMessage] = []
     edits: list[ChatMessage] = []
     for m in msgs:

@@ -70,6 +70,7 @@ class SegmentStage:
         self.deleted: set[tuple[str, str]] = set()
         self._skipped: set[tuple[str, str]] = set()  # (chat, message id) of deleted senders' messages seen
         self._checks: dict[tuple[str, str], topic_audit.TopicCheck] = {}  # close-time checks of this batch
+        self._read: dict[tuple[str, str], ChatMessage] = {}  # stored messages read in this batch (_messages)
         self._edited: list[ChatMessage] = []  # this batch's edits (a topic closing in it sees the new text)
 
     def load_state(self, parts: Mapping[str, str] | None) -> None:
@@ -91,6 +92,7 @@ class SegmentStage:
 
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()
+        self._read = {}
         self.deleted = await self.clients.log.deletions()
         items = self._without_deleted_parents(decode_all(self.source, "segment", records, out))
         msgs = [m for m in items if isinstance(m, ChatMessage) and not self._is_deleted(m)]
@@ -119,6 +121,7 @@ class SegmentStage:
                     touched[(repair.chat_id, repair.topic_id)] = repair
             out.processed += 1
         await self._save_topics(touched)
+        self._read = {}  # the edits below change stored messages
         for m in edited:  # after this batch's new messages and topics are stored
             try:
                 await edits.apply_edit(self.clients, m, out)
@@ -130,7 +133,7 @@ class SegmentStage:
     async def _on_closed(self, event: TopicEvent, out: StageOutput) -> list[TopicEvent]:
         """Close-time check (design doc 6.3): SPLIT at a semantic break, or MERGED into a near-duplicate
         recently closed topic; distillation jobs go to the repaired topics. Returns the repair events."""
-        stored = await self.clients.store.get_messages(event.chat_id, event.message_ids)
+        stored = await self._messages(event.chat_id, event.message_ids)
         messages = edits.as_edited(stored, self._edited)
         repairs: list[TopicEvent] = []
         audit = self.audit
@@ -145,10 +148,18 @@ class SegmentStage:
         for repair in repairs:
             by_id = {m.message_id: m for m in messages}
             if repair.kind == TopicEventKind.MERGED:
-                by_id = {m.message_id: m for m in await self.clients.store.get_messages(
-                    repair.chat_id, repair.message_ids)}  # fmt: skip
+                by_id = {m.message_id: m for m in await self._messages(repair.chat_id, repair.message_ids)}
             await self._emit_job(repair, out, [by_id[m] for m in repair.message_ids if m in by_id])
         return repairs
+
+    async def _messages(self, chat_id: str, message_ids: list[str]) -> list[ChatMessage]:
+        """``store.get_messages`` within one batch: a closed topic's messages are read once for its job and
+        its stored summary, not once each (each read is a round trip to Elasticsearch)."""
+        missing = [m for m in dict.fromkeys(message_ids) if (chat_id, m) not in self._read]
+        if missing:
+            for msg in await self.clients.store.get_messages(chat_id, missing):
+                self._read[(chat_id, msg.message_id)] = msg
+        return [self._read[(chat_id, m)] for m in dict.fromkeys(message_ids) if (chat_id, m) in self._read]
 
     async def _close_check(self, event: TopicEvent, messages: list[ChatMessage]) -> list[TopicEvent]:
         audit = self.audit
@@ -176,7 +187,7 @@ class SegmentStage:
             gap = (start - t.last_active_at).total_seconds()
             if t.state != "closed" or t.topic_id == event.topic_id or gap > audit.merge_gap_s:
                 continue
-            msgs = await self.clients.store.get_messages(t.chat_id, t.message_ids)
+            msgs = await self._messages(t.chat_id, t.message_ids)
             vecs = await embed(self.clients, [m.text for m in msgs])
             if msgs and vecs is not None:
                 views.append(topic_audit.TopicView(chat_id=t.chat_id, topic_id=t.topic_id, messages=msgs,
@@ -233,8 +244,11 @@ class SegmentStage:
         out.emit(DISTILL_JOBS, job.chat_id, job.job_id, job)
 
     async def _save_topics(self, touched: dict[tuple[str, str], TopicEvent]) -> None:
+        """The batch's touched topics stored in one write (:meth:`~retrieval.protocols.Store.upsert_topics`),
+        then the topics absorbed by its merges marked."""
         split = {(e.chat_id, t) for e in touched.values() if e.kind == TopicEventKind.SPLIT
                  for t in e.related_topic_ids}  # fmt: skip
+        summaries: list[TopicSummary] = []
         for (chat_id, topic_id), event in touched.items():
             pool = self.pools.get(chat_id)
             active = pool.topic(topic_id) if pool else None
@@ -250,7 +264,7 @@ class SegmentStage:
                 )
             elif event.kind in (TopicEventKind.CLOSED, TopicEventKind.SPLIT, TopicEventKind.MERGED):
                 # closed topics, the parts of a split, the keeper of a close-time merge
-                msgs = await self.clients.store.get_messages(chat_id, event.message_ids)
+                msgs = await self._messages(chat_id, event.message_ids)
                 if not msgs:
                     continue
                 check = self._checks.pop((chat_id, topic_id), None)
@@ -268,7 +282,8 @@ class SegmentStage:
                 )
             else:
                 continue
-            await self.clients.store.upsert_topic(summary)
+            summaries.append(summary)
+        await self.clients.store.upsert_topics(summaries)
         for event in [e for e in touched.values() if e.kind == TopicEventKind.MERGED]:
             await self._mark_merged(event)  # after the loop: a topic closed and merged away in one batch
         self._checks.clear()

@@ -142,6 +142,18 @@ async def test_upsert_messages_is_idempotent(store):
     assert await store.get_messages("B", ["m3"]) == []
 
 
+async def test_messages_of_many_chats_in_one_read(store):
+    """get_messages_in: keys of any chats, in the order asked, unknown keys skipped; an id is looked up in
+    its own chat only (chat A's m1 is not chat C's m1)."""
+    a = [msg("A", i, f"a says {i}") for i in range(3)]
+    b = [msg("B", i, f"b says {i}") for i in range(2)]
+    await store.upsert_messages(a, None)
+    await store.upsert_messages(b, None)
+    got = await store.get_messages_in([("B", "m1"), ("A", "m2"), ("C", "m1"), ("A", "nope"), ("A", "m0"), ("B", "m1")])
+    assert got == [b[1], a[2], a[0]]
+    assert await store.get_messages_in([]) == []
+
+
 async def test_turn_doc_shape(store):
     await store.upsert_messages([msg("A", 1, "hello there", sender="u7", name="Melanie")], None)
     [hit] = await store.search(SearchQuery(chat_id="A", text="melanie", mode="bm25"))  # found by speaker
@@ -445,6 +457,29 @@ async def test_topics_tag_turns(store):
     assert await store.list_topics("A") == [earlier, closed] and await store.list_topics("B") == []
     hits = await store.search(SearchQuery(chat_id="A", text="x", mode="bm25"))
     assert {h.doc.topic_id for h in hits} == {"t1"}
+
+
+async def test_topics_in_one_write_as_one_at_a_time(store):
+    """upsert_topics (a segmenter batch's topics, one write) leaves what upsert_topic would, topic by topic
+    in order: a topic given twice keeps its later state, and the turns are tagged by the last one naming
+    them; chats stay apart; nothing to write is no write."""
+    await store.upsert_messages([msg("A", 1, "x one"), msg("A", 2, "x two"), msg("A", 3, "x three")], None)
+    await store.upsert_messages([msg("B", 1, "x other chat")], None)
+    active = TopicSummary(
+        chat_id="A", topic_id="t1", state="active", message_ids=["m1", "m2"], participants=["u1"],
+        started_at=T0, last_active_at=T0 + timedelta(minutes=2),
+    )  # fmt: skip
+    part = active.model_copy(update={"topic_id": "t2", "state": "split", "message_ids": ["m2", "m3"],
+                                     "started_at": T0 + timedelta(minutes=1)})  # fmt: skip
+    closed = active.model_copy(update={"state": "closed", "message_ids": ["m1"]})
+    other = active.model_copy(update={"chat_id": "B", "topic_id": "t9", "message_ids": ["m1"]})
+    await store.upsert_topics([active, part, closed, other])
+    await store.upsert_topics([])
+    assert await store.list_topics("A") == [closed, part] and await store.list_topics("B") == [other]
+    hits = await store.search(SearchQuery(chat_id="A", text="x", mode="bm25"))
+    assert {h.doc.doc_id: h.doc.topic_id for h in hits} == {"turn:A:m1": "t1", "turn:A:m2": "t2", "turn:A:m3": "t2"}
+    other_hits = await store.search(SearchQuery(chat_id="B", text="x", mode="bm25"))
+    assert [h.doc.topic_id for h in other_hits] == ["t9"]
 
 
 async def test_delete_chat_and_user(store):
