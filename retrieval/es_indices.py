@@ -135,19 +135,12 @@ class ESIndices:
 
     async def _mget(self, kind: str, chat_id: str, local_ids: list[str]) -> dict[str, dict[str, Any]]:
         """Real-time fetch of a chat's records by local id -> ``_source`` (missing ids left out)."""
-        out: dict[str, dict[str, Any]] = {}
-        unique = list(dict.fromkeys(local_ids))
-        for i in range(0, len(unique), _PAGE):
-            chunk = unique[i : i + _PAGE]
-            docs = [{"_id": M.es_id(chat_id, x), "routing": chat_id} for x in chunk]
-            resp = await self.es.mget(index=self.alias(kind), docs=docs)
-            for local_id, d in zip(chunk, resp["docs"], strict=True):
-                if d.get("found") and d["_source"].get("chat_id") == chat_id:
-                    out[local_id] = d["_source"]
-        return out
+        found = await self._mget_keys(kind, [(chat_id, x) for x in dict.fromkeys(local_ids)])
+        return {x: source for (_, x), source in found.items()}
 
     async def _mget_keys(self, kind: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
-        """:meth:`_mget` over ``(chat_id, local_id)`` keys of any chats, in one request a page."""
+        """Real-time fetch by ``(chat_id, local_id)`` keys of any chats -> ``_source``, one request a page:
+        each id routed to its chat, and a hit that belongs to another chat is left out."""
         out: dict[tuple[str, str], dict[str, Any]] = {}
         for i in range(0, len(keys), _PAGE):
             chunk = keys[i : i + _PAGE]
