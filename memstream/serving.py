@@ -38,7 +38,7 @@ from memstream.clients import Clients, build_clients
 from memstream.dirlock import WorkLock, release_processing_lock, try_processing_lock
 from memstream.lane_task import run_on
 from memstream.settings import Settings
-from retrieval.embed_base import warm_up
+from retrieval.embed_base import SOON, warm_up
 
 log = logging.getLogger("memstream.serving")
 T = TypeVar("T")
@@ -124,13 +124,13 @@ class EmbedderProxy:
         fut = asyncio.run_coroutine_threadsafe(self.inner.embed(texts, is_query=is_query), self.lane.loop)  # type: ignore[arg-type]
         return await asyncio.wrap_future(fut)
 
-    def embed_ahead(self, texts: list[str], chunk: int) -> asyncio.Task[int] | None:
+    def embed_ahead(self, texts: list[str], chunk: int, priority: int = SOON) -> asyncio.Task[int] | None:
         """The cache's ``embed_ahead`` run on the embed lane's loop, where its in-flight table and connection
         live (reserved there before any later ``embed`` through this proxy runs); None when it has none."""
         ahead = getattr(self.inner, "embed_ahead", None)
         if ahead is None:
             return None
-        return run_on(self.lane.loop, lambda: ahead(texts, chunk))  # type: ignore[arg-type]
+        return run_on(self.lane.loop, lambda: ahead(texts, chunk, priority))  # type: ignore[arg-type]
 
 
 class Lanes:

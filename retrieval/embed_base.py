@@ -5,8 +5,10 @@ runs questions' forwards.
 Every pipeline call goes to the first thread's queue, and the thread takes the next job as soon as a forward
 ends, without waiting for an event loop to hand it over: when the loop is busy with a stage's Python (the
 Kafka worker runs every stage in one loop), the model still works through what is queued. Jobs run by
-priority, then in arrival order: ordinary calls (:data:`NORMAL`), then work queued ahead of the stage that
-needs it (:data:`AHEAD`, set for a block of code with :func:`embedding_priority`). An encoder that cuts a
+priority, then in arrival order: ordinary calls (:data:`NORMAL`), then the texts of results about to be
+decided (:data:`SOON`: the consolidator's candidates embedded ahead, all their chunks queued at once), then
+work queued further ahead of the stage that needs it (:data:`AHEAD`: the next batches of raw messages); set
+for a block of code with :func:`embedding_priority`. An encoder that cuts a
 call into several forwards lets a job that outranks it run between two of them (:func:`between_forwards`):
 a stage waiting for a few texts waits for one forward, not for a whole batch embedded ahead, and the ahead
 call's forwards (its int8 vectors depend on what shares a forward) stay as they were.
@@ -35,7 +37,7 @@ import numpy as np
 
 DIM = 384
 
-NORMAL, AHEAD = 0, 1  # job priorities of the pipeline's thread, lowest first
+NORMAL, SOON, AHEAD = 0, 1, 2  # job priorities of the pipeline's thread, lowest first
 _PRIORITY: contextvars.ContextVar[int] = contextvars.ContextVar("memstream_embed_priority", default=NORMAL)
 
 

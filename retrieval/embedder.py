@@ -19,7 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.embed_base import _empty, _LazyModelEmbedder, l2_normalise, warm_up
+from retrieval.embed_base import (
+    SOON,
+    _empty,
+    _LazyModelEmbedder,
+    current_priority,
+    embedding_priority,
+    l2_normalise,
+    warm_up,
+)
 from retrieval.protocols import Embedder
 from retrieval.sqlite_util import to_wal
 
@@ -167,18 +175,22 @@ class CachedEmbedder:
         finally:
             self._release(futures)
 
-    def embed_ahead(self, texts: list[str], chunk: int) -> asyncio.Task[int]:
+    def embed_ahead(self, texts: list[str], chunk: int, priority: int = SOON) -> asyncio.Task[int]:
         """Cache the vectors of ``texts`` (passages) in the background, for a stage that will ask for them
-        soon: calls of ``chunk`` texts, in their order. Every text neither cached nor being embedded is marked
-        in flight before this returns, so the stage waits for the call that holds it (that one only) instead
-        of embedding it again, and which texts share a call does not depend on when the stage asks (int8
-        vectors differ slightly with their batch; only a text another call is embedding at this moment is left
-        out). Cancelled or failed, the texts not embedded yet are released (their askers embed them). The
-        task's result: how many texts it embedded. Call it on the loop the cache's other calls run on."""
+        soon: calls of ``chunk`` texts, in their order, all queued for the model at once at ``priority``
+        (:mod:`retrieval.embed_base`; never before the caller's own calls), so the model goes from one to the
+        next without waiting for this loop, busy with the stages' Python. Every text neither cached nor being
+        embedded is marked in flight before this returns, so the stage waits for the call that holds it (that
+        one only) instead of embedding it again, and which texts share a call does not depend on when the
+        stage asks (int8 vectors differ slightly with their batch; only a text another call is embedding at
+        this moment is left out). Cancelled or failed, the texts not embedded yet are released (their askers
+        embed them). The task's result: how many texts it embedded. Call it on the loop the cache's other
+        calls run on."""
         todo = {k: t for k, t in self._uncached(texts, False)[2].items() if k not in self._inflight}
         futures = self._reserve(todo)
         self.misses += len(todo)
-        task = asyncio.create_task(self._fill_in_chunks(todo, futures, max(1, chunk)))
+        with embedding_priority(max(current_priority(), priority)):
+            task = asyncio.create_task(self._fill_in_chunks(todo, futures, max(1, chunk)))
         task.add_done_callback(lambda _: self._release(futures))  # also when cancelled before it ran
         return task
 
@@ -186,9 +198,14 @@ class CachedEmbedder:
         self, todo: dict[bytes, str], futures: dict[bytes, asyncio.Future], chunk: int
     ) -> int:
         items = list(todo.items())
-        for i in range(0, len(items), chunk):
-            part = dict(items[i : i + chunk])
-            await self._fill(part, False, {k: futures[k] for k in part})
+        parts = [dict(items[i : i + chunk]) for i in range(0, len(items), chunk)]
+        calls = [asyncio.ensure_future(self._fill(p, False, {k: futures[k] for k in p})) for p in parts]
+        try:
+            for call in calls:  # the first failure (or a cancel) stops the calls after it
+                await call
+        finally:
+            for call in calls:
+                call.cancel()
         return len(items)
 
     def _uncached(
@@ -216,7 +233,8 @@ class CachedEmbedder:
         new = dict(zip(todo, vectors, strict=True))
         self._store([(k, v.tobytes()) for k, v in new.items()])
         for k, fut in futures.items():
-            fut.set_result(new[k])
+            if not fut.done():  # released meanwhile (the call embedding ahead gave up): the cache has it
+                fut.set_result(new[k])
         return new
 
     def _release(self, futures: dict[bytes, asyncio.Future]) -> None:

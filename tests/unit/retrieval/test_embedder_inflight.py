@@ -70,9 +70,21 @@ async def test_embedding_ahead_reserves_every_text_at_once_and_fills_them_in_cal
     inner.gate.set()
     assert await task == 5
     second = await stage
-    assert inner.calls == [["a1", "a2"], ["new"], ["a3", "a4"], ["a5"]]  # a5 stayed in its own call
+    assert [c for c in inner.calls if c != ["new"]] == [["a1", "a2"], ["a3", "a4"], ["a5"]]  # a5: its own call
+    assert ["new"] in inner.calls
     assert np.allclose(second[0], np.array([2.0, 1.0, 1.0, 2.0]) / np.sqrt(10.0))  # a5 (normalised)
     assert emb._inflight == {}
+
+
+async def test_embedding_ahead_hands_every_chunk_to_the_model_before_the_first_is_done():
+    inner = SlowEmbedder()  # the gate stays shut: no call ends until every chunk was asked for
+    emb = CachedEmbedder(inner)
+    task = emb.embed_ahead(["b1", "b2", "b3", "b4", "b5"], chunk=2)
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert inner.calls == [["b1", "b2"], ["b3", "b4"], ["b5"]]  # the model never waits for this loop
+    inner.gate.set()
+    assert await task == 5 and emb._inflight == {}
 
 
 async def test_embedding_ahead_cancelled_before_it_ran_releases_its_texts():
@@ -104,5 +116,7 @@ async def test_embedding_ahead_that_fails_lets_a_waiting_stage_embed_the_rest_it
     with pytest.raises(RuntimeError, match="model gone"):
         await task
     out = await asyncio.wait_for(waiting, 5)
-    assert inner.calls == [["p"], ["q"], ["r", "q"]] and out.shape == (2, 4)  # the abandoned two: one call
+    # every chunk was handed over at once: r's call was under way when q's failed, so only q is done again
+    assert inner.calls[:3] == [["p"], ["q"], ["r"]] and out.shape == (2, 4)
+    assert sorted(t for call in inner.calls[3:] for t in call) == ["q"]
     assert emb._inflight == {}

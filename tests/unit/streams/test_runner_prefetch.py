@@ -114,11 +114,13 @@ class _Recording(HashingEmbedder):
         super().__init__()
         self.texts: list[list[str]] = []
         self.forward_s = forward_s
+        self._model = asyncio.Lock()  # one forward at a time, as the model's thread runs them
 
     async def embed(self, texts: list[str], *, is_query: bool = False) -> np.ndarray:
-        self.texts.append(list(texts))
-        await asyncio.sleep(self.forward_s)  # the forward: other calls may come meanwhile
-        return await super().embed(texts, is_query=is_query)
+        async with self._model:
+            self.texts.append(list(texts))
+            await asyncio.sleep(self.forward_s)  # the forward: other calls may come meanwhile
+            return await super().embed(texts, is_query=is_query)
 
 
 async def test_under_serve_the_prefetch_runs_on_the_embed_lane_and_nothing_is_embedded_twice(tmp_path):
@@ -180,3 +182,32 @@ async def test_a_run_that_failed_midway_prefetches_again_on_the_next_run(tmp_pat
         assert await runner.lag() == dict.fromkeys(await runner.lag(), 0)
     finally:
         await clients.close()
+
+
+async def test_the_embed_lane_keeps_the_callers_priority():
+    """Under ``serve`` the processor's calls run on the embed lane's loop: the raw messages it embeds ahead
+    must still queue after the stages' own calls (the priority, a context variable, goes along with the
+    call: ``call_soon_threadsafe`` runs it in a copy of the caller's context)."""
+    from memstream.serving import EmbedderProxy, Lane
+    from retrieval.embed_base import AHEAD, NORMAL, SOON, current_priority, embedding_priority
+
+    class Seen(HashingEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.priorities: list[int] = []
+
+        async def embed(self, texts, *, is_query=False):
+            self.priorities.append(current_priority())
+            return await super().embed(texts, is_query=is_query)
+
+    inner = Seen()
+    lane = await Lane("embed").start()
+    try:
+        proxy = EmbedderProxy(CachedEmbedder(inner), lane)
+        await proxy.embed(["a stage's own call"])
+        with embedding_priority(AHEAD):
+            await proxy.embed(["the next batch, embedded ahead"])
+        await proxy.embed_ahead(["a result's candidate"], 8)
+        assert inner.priorities == [NORMAL, AHEAD, SOON]
+    finally:
+        await lane.stop()
