@@ -166,3 +166,27 @@ def test_bench_throughput_runs_tiny_and_writes_every_figure(tmp_path):
     assert r["ratios"]["kafka_1_vs_embedded"] == round(sum(p["ratio"] for p in pairs) / 2, 3)
     assert all(isinstance(t["pass"], bool) for t in r["targets"].values())
     assert r["ingest"]["embedded_texts"] >= 30  # every message's text, plus what the stages derived
+
+
+def test_timeline_summary_spreads_each_forward_over_its_seconds():
+    from bench.throughput_timeline import summary
+
+    events = [("stage", "segmenter", 0.1, 0.9, 256), ("forward", "m", 0.5, 1.75, 64),
+              ("stage", "segmenter", 1.0, 1.5, 100), ("forward", "m", 1.8, 2.0, 8)]  # fmt: skip
+    got = summary(events, 2.1)
+    assert got["model_busy_per_s"] == [0.5, 0.95, 0.0] and got["model_busy_s"] == 1.45  # 0.75 + 0.2 in second 1
+    assert got["stages"]["segmenter"] == {"seconds": 1.3, "records": 356, "first": 0.1, "last": 1.5}
+    assert got["forwards"] == 2 and got["texts"] == 72
+
+
+def test_timeline_of_a_real_ingest_times_every_stage_batch(tmp_path):
+    from bench.throughput_timeline import main
+    from tests.helpers import make_messages, write_jsonl
+
+    data = write_jsonl(tmp_path / "in.jsonl", make_messages(3, 30))
+    out = tmp_path / "events.json"
+    got = main(["--data", str(data), "--data-dir", str(tmp_path / "d"), "--embedder", "none", "--out", str(out)])
+    assert got["stages"]["segmenter"]["records"] == 93  # 90 messages and a flush per chat
+    assert got["stages"]["indexer"]["records"] > 0 and got["model_busy_s"] == 0.0
+    events = json.loads(out.read_text())
+    assert events and all(e[2] <= e[3] <= got["wall_s"] + 1e-6 for e in events)
