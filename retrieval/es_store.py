@@ -18,15 +18,14 @@ from typing import Any, Literal
 import numpy as np
 from elasticsearch import ApiError
 
-from agents.profile import kept_versions
-from retrieval import es_delete
+from retrieval import es_decisions, es_delete
 from retrieval import es_mapping as M
 from retrieval import es_queries as Q
 from retrieval.deletion import Forgotten
-from retrieval.es_indices import BulkError, ESIndices
+from retrieval.es_indices import ESIndices
 from retrieval.es_lookup import find_memories as _find_memories
 from retrieval.protocols import Hit, MemoryFilter, SearchQuery
-from schemas import ChatMessage, DecisionOp, MemoryDecision, MemoryRecord, TopicSummary
+from schemas import ChatMessage, MemoryDecision, MemoryRecord, TopicSummary
 
 RRFMode = Literal["server", "client", "auto"]
 _FILL_VECTOR = "if (ctx._source.vector == null) { ctx._source.vector = params.v } else { ctx.op = 'noop' }"
@@ -151,72 +150,13 @@ class ESStore(ESIndices):
 
     async def apply_decision(self, decision: MemoryDecision, vector: np.ndarray | None) -> bool:
         """Apply one consolidator decision; False (and no change) if this decision id was applied before."""
-        record, chat = decision.record, decision.chat_id
-        if decision.op in (DecisionOp.ADD, DecisionOp.UPDATE) and record is None:
-            raise ValueError(f"{decision.op} decision {decision.decision_id} carries no record")
-        if record is not None and record.chat_id != chat:
-            raise ValueError(f"decision {decision.decision_id}: record belongs to another chat")
-        decision_key = M.es_id(chat, decision.decision_id)
-        target = decision.target_memory_id if decision.op in (DecisionOp.UPDATE, DecisionOp.DELETE) else None
-        applied, live = await self._decision_state(chat, decision_key, target)
-        if applied:
-            return False
-        vec = self._check_vectors(vector, 1) if vector is not None and record is not None else None
-        ops: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
-        if target and live is not None:
-            by = record.memory_id if decision.op == DecisionOp.UPDATE and record else None
-            ops += self._close_ops(chat, live, decision.at, by)
-        if decision.op in (DecisionOp.ADD, DecisionOp.UPDATE) and record is not None:
-            ops += self._memory_ops(record, None if vec is None else vec[0])
-        meta = {"_index": self.alias("decisions"), "_id": decision_key, "routing": chat}
-        ops.append(({"create": meta}, M.decision_source(decision)))
-        try:  # one bulk, the decision last: items of one chat (one shard) are applied in order
-            results = await self._bulk(ops)
-        except BulkError:  # an effect failed: forget the decision so a redelivery applies it again
-            await self.es.options(ignore_status=404).delete(
-                index=self.alias("decisions"), id=decision_key, routing=chat, refresh=self.refresh
-            )
-            raise
-        keep = kept_versions(record) if decision.op == DecisionOp.UPDATE else None
-        if keep is not None and record is not None:
-            await self._drop_beyond(record, keep)
-        return results[-1].get("status") == 201
+        return await es_decisions.apply_decisions(self, [decision], [vector]) == 1
 
-    async def _drop_beyond(self, record: MemoryRecord, keep: int) -> None:
-        """Delete the superseded versions of ``record``'s (attribute, subject) but the ``keep`` superseded last."""
-        chat = record.chat_id
-        query = Q.build_chat_query(chat, terms={"attribute": [record.attribute or ""], "subject": [record.subject or ""]})
-        query["bool"]["filter"].append({"exists": {"field": "valid_to"}})
-        closed = await self._scan("memories", query, ["valid_to", "memory_id"], chat)  # superseded first to last
-        old = [src["memory_id"] for src in closed[: max(0, len(closed) - keep)]]
-        if old:
-            await self._bulk([op for memory_id in old for op in self._drop_ops(chat, memory_id)])
-
-    async def _decision_state(
-        self, chat_id: str, decision_key: str, target: str | None
-    ) -> tuple[bool, MemoryRecord | None]:
-        """In one real-time read: was the decision applied, and the target memory if it is live."""
-        docs = [
-            {
-                "_index": self.alias("decisions"),
-                "_id": decision_key,
-                "routing": chat_id,
-                "_source": ["chat_id"],
-            }
-        ]
-        if target:
-            docs.append(
-                {"_index": self.alias("memories"), "_id": M.es_id(chat_id, target), "routing": chat_id}
-            )
-        got = [d["_source"] if d.get("found") and d["_source"].get("chat_id") == chat_id else None
-               for d in (await self.es.mget(docs=docs))["docs"]]  # fmt: skip
-        memory = got[1] if target else None
-        live = (
-            MemoryRecord.model_validate(memory["record"])
-            if memory and memory.get("valid_to") is None
-            else None
-        )
-        return got[0] is not None, live
+    async def apply_decisions(self, decisions: list[MemoryDecision], vectors: list[np.ndarray | None]) -> int:
+        """:meth:`apply_decision` for each decision in order, in one read and one bulk request
+        (:mod:`retrieval.es_decisions`); returns how many changed the store. An invalid decision raises after
+        the ones before it are applied, as one call each would."""
+        return await es_decisions.apply_decisions(self, decisions, vectors)
 
     def _memory_ops(self, record: MemoryRecord, vector: Any) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
         """Writes of a new memory version: its record and its searchable doc."""

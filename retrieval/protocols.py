@@ -9,7 +9,7 @@ from typing import Literal, Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas import ChatMessage, MemoryDecision, MemoryRecord, TopicSummary
+from schemas import ChatMessage, DecisionOp, MemoryDecision, MemoryRecord, TopicSummary
 
 DocKind = Literal["turn", "fact", "summary", "qa", "task", "decision", "title", "profile"]
 
@@ -108,6 +108,11 @@ class MemoryStore(Protocol):
 
     async def apply_decision(self, decision: MemoryDecision, vector: np.ndarray | None) -> bool: ...
 
+    async def apply_decisions(self, decisions: list[MemoryDecision], vectors: list[np.ndarray | None]) -> int:
+        """``apply_decision`` for each in order, as one write where the backend can; returns how many changed
+        the store. An invalid decision raises after the ones before it are applied."""
+        ...
+
     async def get_memory(self, chat_id: str, memory_id: str) -> MemoryRecord | None: ...
 
     async def list_memories(self, chat_id: str, *, live_only: bool = True) -> list[MemoryRecord]: ...
@@ -135,3 +140,13 @@ class MemoryStore(Protocol):
     async def delete_chat(self, chat_id: str) -> int: ...
 
     async def delete_user(self, chat_id: str | None, sender: str) -> int: ...
+
+
+def check_decision(decision: MemoryDecision) -> None:
+    """What every store refuses to apply (``ValueError``): an ADD or UPDATE without its record, a record of
+    another chat than the decision's."""
+    record = decision.record
+    if decision.op in (DecisionOp.ADD, DecisionOp.UPDATE) and record is None:
+        raise ValueError(f"{decision.op} decision {decision.decision_id} carries no record")
+    if record is not None and record.chat_id != decision.chat_id:
+        raise ValueError(f"decision {decision.decision_id}: record belongs to another chat")

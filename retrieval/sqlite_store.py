@@ -25,7 +25,7 @@ from agents.text import parse_json
 from retrieval import sqlite_search
 from retrieval import sqlite_sources as doc_sources
 from retrieval.deletion import Forgotten
-from retrieval.protocols import Hit, MemoryFilter, SearchQuery
+from retrieval.protocols import Hit, MemoryFilter, SearchQuery, check_decision
 from retrieval.sqlite_delete import drop_memory, forget_chat, forget_user
 from retrieval.sqlite_edit import replace_message as _replace_message
 from retrieval.sqlite_lookup import find_memories as _find_memories
@@ -198,7 +198,7 @@ class SQLiteStore:
 
     async def apply_decision(self, decision: MemoryDecision, vector: np.ndarray | None) -> bool:
         """Apply one consolidator decision; False (and no change) if this decision id was applied before."""
-        _check_decision(decision)
+        check_decision(decision)
         if self._applied(decision):
             return False
         vec = self._check_vectors(vector, 1) if vector is not None and decision.record is not None else None
@@ -213,7 +213,7 @@ class SQLiteStore:
         with self._write() as (db, fx):
             for decision, vector in zip(decisions, vectors, strict=True):
                 try:
-                    _check_decision(decision)
+                    check_decision(decision)
                     if self._applied(decision):
                         continue
                     vec = self._check_vectors(vector, 1) if vector is not None and decision.record else None
@@ -361,14 +361,6 @@ _BEYOND_KEPT = (
     "SELECT memory_id FROM memories WHERE chat_id = ? AND attribute = ? AND subject IS ? AND valid_to IS NOT NULL"
     " ORDER BY julianday(valid_to) DESC, memory_id DESC LIMIT -1 OFFSET ?"
 )
-
-
-def _check_decision(decision: MemoryDecision) -> None:
-    record = decision.record
-    if decision.op in (DecisionOp.ADD, DecisionOp.UPDATE) and record is None:
-        raise ValueError(f"{decision.op} decision {decision.decision_id} carries no record")
-    if record is not None and record.chat_id != decision.chat_id:
-        raise ValueError(f"decision {decision.decision_id}: record belongs to another chat")
 
 
 def _apply(db: sqlite3.Connection, fx: _Effects, decision: MemoryDecision, vec: np.ndarray | None) -> None:

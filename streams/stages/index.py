@@ -18,14 +18,8 @@ async def apply_decisions(
     with_record = [d for d in decisions if d.record is not None and d.record.kind != MemoryKind.PROFILE]
     vectors = await item_vectors(clients, [d.record for d in with_record], derived_vectors)  # type: ignore[misc]
     vec_by_id = {d.decision_id: vectors[i] for i, d in enumerate(with_record)} if vectors is not None else {}
-    batch = getattr(clients.store, "apply_decisions", None)
-    if batch is not None:  # one transaction for the lot (the embedded store)
-        return await batch(decisions, [vec_by_id.get(d.decision_id) for d in decisions])
-    applied = 0
-    for decision in decisions:
-        if await clients.store.apply_decision(decision, vec_by_id.get(decision.decision_id)):
-            applied += 1
-    return applied
+    # one write for the lot: a SQLite transaction, one Elasticsearch read and bulk (retrieval.es_decisions)
+    return await clients.store.apply_decisions(decisions, [vec_by_id.get(d.decision_id) for d in decisions])
 
 
 class IndexStage:

@@ -232,6 +232,53 @@ async def test_decisions_are_idempotent(store):
     assert await store.get_memory("B", "mem1") is None
 
 
+def _decision_list(chat: str) -> tuple[list[MemoryDecision], list]:
+    """Every kind of decision, a repeat among them, and an UPDATE of a memory added earlier in the list."""
+    ds = [
+        decision(f"{chat}-d1", DecisionOp.ADD, chat, rec=record(chat, f"{chat}-k1", "Alice lives in Paris")),
+        decision(f"{chat}-d2", DecisionOp.ADD, chat, rec=record(chat, f"{chat}-k2", "Bob likes tea", subject="bob")),
+        decision(f"{chat}-d1", DecisionOp.ADD, chat, rec=record(chat, f"{chat}-k1", "Alice lives in Paris")),  # a repeat: once
+        decision(f"{chat}-d3", DecisionOp.UPDATE, chat, rec=record(chat, f"{chat}-k3", "Alice lives in Berlin", minutes=5),
+                 target=f"{chat}-k1"),  # fmt: skip
+        decision(f"{chat}-d4", DecisionOp.DELETE, chat, target=f"{chat}-k2", minutes=90),
+        decision(f"{chat}-d5", DecisionOp.NOOP, chat, target=f"{chat}-k3"),
+        decision(f"{chat}-d6", DecisionOp.UPDATE, chat, rec=record(chat, f"{chat}-k4", "Alice lives in Rome", minutes=9),
+                 target=f"{chat}-k3", minutes=99),  # fmt: skip
+    ]
+    return ds, [unit(0), unit(1), unit(0), unit(0, 2), None, None, unit(0, 3)]
+
+
+async def _memories_of(store: MemoryStore, chat: str) -> list[str]:
+    """The chat's memories, every version, with the chat's name taken out of them and their ids (ids are
+    unique across chats: each chat's decisions name their memories after it)."""
+    mems = await store.list_memories(chat, live_only=False)
+    return [m.model_copy(update={"chat_id": "-"}).model_dump_json().replace(f'"{chat}-', '"') for m in mems]
+
+
+async def test_decisions_in_one_call_as_one_at_a_time(store):
+    one, vecs = _decision_list("A")
+    applied = [await store.apply_decision(d, v) for d, v in zip(one, vecs, strict=True)]
+    assert applied == [True, True, False, True, True, True, True]
+    batch, vecs = _decision_list("B")
+    assert await store.apply_decisions(batch, vecs) == 6
+    assert await _memories_of(store, "B") == await _memories_of(store, "A")
+    assert [m.memory_id for m in await store.list_memories("B")] == ["B-k4"]
+    old = await store.get_memory("B", "B-k3")
+    assert old.superseded_by == "B-k4" and old.valid_to == T0 + timedelta(minutes=99)
+    for chat in ("A", "B"):
+        q = SearchQuery(chat_id=chat, text="alice lives", vector=unit(0).tolist(), mode="hybrid")
+        assert [h.doc.doc_id for h in await store.search(q)] == [f"{chat}-k4"]
+    assert await store.apply_decisions(batch, vecs) == 0  # all applied before: nothing changes
+
+
+async def test_an_invalid_decision_in_a_list_raises_after_the_ones_before_it(store):
+    ds, vecs = _decision_list("A")
+    bad = decision("d9", DecisionOp.ADD, rec=None)  # an ADD without a record
+    with pytest.raises(ValueError, match="carries no record"):
+        await store.apply_decisions([*ds[:2], bad, ds[3]], [*vecs[:2], None, vecs[3]])
+    assert [m.memory_id for m in await store.list_memories("A")] == ["A-k1", "A-k2"]  # applied; d3 not reached
+
+
 async def test_update_invalidates_old_version_and_keeps_it(store):
     await store.apply_decision(
         decision("d1", DecisionOp.ADD, rec=record("A", "mem1", "Alice lives in Paris")), unit(0)
