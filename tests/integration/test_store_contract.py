@@ -279,6 +279,32 @@ async def test_an_invalid_decision_in_a_list_raises_after_the_ones_before_it(sto
     assert [m.memory_id for m in await store.list_memories("A")] == ["A-k1", "A-k2"]  # applied; d3 not reached
 
 
+@pytest.mark.parametrize("backend", ["es-client"])
+async def test_a_list_whose_bulk_failed_is_applied_again_whole(make_store, backend, monkeypatch):
+    """Elasticsearch: a bulk that fails in part forgets every decision of the list, so the redelivery
+    applies them all again, and their effects, done twice, end where one clean call ends."""
+    from retrieval.es_indices import BulkError
+
+    store = await make_store(backend)
+    bulk, failed = store._bulk, []
+
+    async def fails_once(ops):
+        results = await bulk(ops)  # written, then reported as failed in part
+        if not failed and any("create" in action for action, _ in ops):
+            failed.append(True)
+            raise BulkError("1 bulk actions failed; first: simulated")
+        return results
+
+    monkeypatch.setattr(store, "_bulk", fails_once)
+    ds, vecs = _decision_list("A")
+    with pytest.raises(BulkError):
+        await store.apply_decisions(ds, vecs)
+    assert await store.apply_decisions(ds, vecs) == 6  # none was kept as applied
+    clean, vecs = _decision_list("B")
+    await store.apply_decisions(clean, vecs)
+    assert await _memories_of(store, "A") == await _memories_of(store, "B")
+
+
 async def test_update_invalidates_old_version_and_keeps_it(store):
     await store.apply_decision(
         decision("d1", DecisionOp.ADD, rec=record("A", "mem1", "Alice lives in Paris")), unit(0)
