@@ -189,4 +189,4 @@ def test_timeline_of_a_real_ingest_times_every_stage_batch(tmp_path):
     assert got["stages"]["segmenter"]["records"] == 93  # 90 messages and a flush per chat
     assert got["stages"]["indexer"]["records"] > 0 and got["model_busy_s"] == 0.0
     events = json.loads(out.read_text())
-    assert events and all(e[2] <= e[3] <= got["wall_s"] + 1e-6 for e in events)
+    assert events and all(e[2] <= e[3] <= got["wall_s"] + 1e-3 for e in events)  # wall_s: rounded to ms
