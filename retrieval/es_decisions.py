@@ -104,10 +104,13 @@ async def _apply(store: _Store, items: list[tuple[MemoryDecision, Any]]) -> int:
     except BulkError:  # an effect failed: forget the decisions so a redelivery applies them again
         await _forget(store, [d for d, _ in fresh])
         raise
+    trims: dict[tuple[str, str | None, str | None], tuple[MemoryRecord, int]] = {}  # one per line of a profile
     for decision, _ in fresh:
         keep = kept_versions(decision.record) if decision.op == DecisionOp.UPDATE else None
-        if keep is not None and decision.record is not None:
-            await _drop_beyond(store, decision.record, keep)
+        if keep is not None and (r := decision.record) is not None:
+            trims[(r.chat_id, r.attribute, r.subject)] = (r, keep)
+    for record, keep in trims.values():
+        await _drop_beyond(store, record, keep)
     return sum(1 for _, at in fresh if results[at].get("status") == 201)
 
 

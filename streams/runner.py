@@ -231,9 +231,8 @@ class EmbeddedRunner:
         texts, instead of after the model was done (short IRC lines: ~1 s of a 7.7 s ingest)."""
         moved = 0
         topic = self.consolidate.source.name
-        while self.graph is None or (
-            await self.log.committed(self.consolidate.group, topic) < await self.log.committed(self.graph.group, topic)
-        ):
+        until = await self.log.committed(self.graph.group, topic) if self.graph is not None else None  # fixed here
+        while until is None or await self.log.committed(self.consolidate.group, topic) < until:
             await self._prefetch(self.consolidate)  # results beyond the last window, if any
             n = await self._run_stage(self.consolidate, batch=1, limit=1, stats=stats, progress=progress)
             if not n:
