@@ -1,6 +1,7 @@
 """The Faust app: every stage bound to its Kafka topic, running the same stage list as the embedded runner.
 
-An agent takes a batch of events, wraps them as :class:`~streams.log.Record`, runs the stage through
+An agent takes a batch of events (the next one filling meanwhile, its turns queued for the model:
+:mod:`streams.faust_take`), wraps them as :class:`~streams.log.Record`, runs the stage through
 :class:`streams.worker.Pipeline` (effects, then the sends and the broker's acks) and only then acks the
 events, so a crash before that point redelivers the batch (see :mod:`streams.worker`).
 
@@ -23,6 +24,7 @@ from faust.transport.drivers import aiokafka as faust_kafka
 from retrieval.embed_base import warm_up
 from streams.clients import Clients
 from streams.config import PipelineConfig
+from streams.faust_take import take_ahead
 from streams.kafka_log import BATCH_BYTES, ID_HEADER, send_all
 from streams.log import Produce, Record
 from streams.topics import ALL_TOPICS, DISTILL_JOBS, DISTILL_RESULTS, MEMORY_DECISIONS, RAW_MESSAGES
@@ -136,6 +138,11 @@ class _Runtime:
         async with self._send_lock:  # two agents' rounds interleaved could batch a partition's last records
             await send_all(items, send_one, partitions_of)
 
+    def embed_ahead(self, events: list[Any]) -> None:
+        """A raw batch waiting behind the current one: its turns queued for the model (once it is loaded)."""
+        if self.pipeline is not None:
+            self.pipeline.embed_ahead([record_of(e) for e in events])
+
     async def run(self, stage: str, records: list[Record]) -> None:
         """Process a batch until it succeeds: its events are acked only when this returns."""
         delay = 0.5
@@ -178,8 +185,10 @@ def create_app(wiring: Wiring) -> faust.App:
               for s in ALL_TOPICS}  # fmt: skip
 
     def bind(stage: str, topic: str, batch: int) -> None:
+        on_full = runtime.embed_ahead if stage == "segment" else None
+
         async def agent(stream):
-            async for events in stream.take_events(batch, within=cfg.within_s):
+            async for events in take_ahead(stream, batch, cfg.within_s, on_full=on_full):
                 await runtime.run(stage, [record_of(e) for e in events])
 
         agent.__name__ = f"{stage}_agent"

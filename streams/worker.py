@@ -136,9 +136,7 @@ class Pipeline:
             if raw:
                 pools[chat] = ChatPool.model_validate_json(raw)
         self.segment.pools = pools
-        policy = self.pipeline_cfg.sensitive  # producers that wrote Kafka directly were not screened
-        records = [r if r.value is None else replace(r, value=screen_value(r.value, policy)) for r in records]
-        out = await self._segment(records)
+        out = await self._segment(self._screened(records))
         await send(out.produced)
         for chat, raw in self.segment.dump_state().items():  # only the pools this batch changed
             version = last.get(chat)
@@ -151,14 +149,29 @@ class Pipeline:
             await self._save_windows(pool)
         return out
 
+    def _screened(self, records: list[Record]) -> list[Record]:
+        policy = self.pipeline_cfg.sensitive  # producers that wrote Kafka directly were not screened
+        return [r if r.value is None else replace(r, value=screen_value(r.value, policy)) for r in records]
+
+    def _parts(self, records: list[Record]) -> list[list[Record]]:
+        with_model = self.stages.segment.clients.embedder is not None  # else nothing to embed ahead
+        size = max(1, self.cfg.segment_part if with_model else len(records))
+        return [records[i : i + size] for i in range(0, len(records), size)]
+
+    def embed_ahead(self, records: list[Record]) -> None:
+        """Queue the turns of a raw batch that waits behind the current one for the model, part by part as
+        :meth:`segment_batch` will ask for them (the same calls: the same vectors), screened as it will
+        screen them; it then finds them embedded or being embedded."""
+        if self.clients.embedder is not None:
+            for part in self._parts(self._screened(records)):
+                self._embed_turns(part)
+
     async def _segment(self, records: list[Record]) -> StageOutput:
         """The segmenter over the batch in parts (the same output: its pools carry over). Every part's turns
         are queued for the model at once, in order, as bulk work (:mod:`streams.worker_embed`): the model goes
         through them while the parts before run their Python and the later stages' calls go first, as the
         embedded runner embeds a batch ahead."""
-        with_model = self.stages.segment.clients.embedder is not None  # else nothing to embed ahead
-        size = max(1, self.cfg.segment_part if with_model else len(records))
-        parts = [records[i : i + size] for i in range(0, len(records), size)]
+        parts = self._parts(records)
         out = StageOutput()
         ahead = [self._embed_turns(part) for part in parts] if len(parts) > 1 else []
         try:

@@ -1,0 +1,91 @@
+"""streams.faust_take.take_ahead on a real Faust agent (its test context: no broker)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import faust
+
+from streams.faust_take import take_ahead
+
+
+async def run_agent(values: int, body, *, on_full=None, batch: int = 4, ahead: int = 1) -> None:
+    """An agent over take_ahead; ``body(events)`` per batch; returns once every value was yielded."""
+    app = faust.App("take-test", broker="kafka://127.0.0.1:1", web_enabled=False, autodiscover=False,
+                    store="memory://")  # fmt: skip
+    topic = app.topic("take-test", value_serializer="raw")
+    done = asyncio.Event()
+    total = [0]
+
+    @app.agent(topic)
+    async def agent(stream):
+        async for events in take_ahead(stream, batch, 0.2, ahead=ahead, on_full=on_full):
+            await body(events)
+            total[0] += len(events)
+            if total[0] >= values:
+                done.set()
+
+    async with agent.test_context() as ctx:
+        for i in range(values):
+            await ctx.put(str(i).encode())
+        await asyncio.wait_for(done.wait(), 10)
+
+
+async def wait_until(check, seconds: float = 2.0) -> bool:
+    for _ in range(int(seconds / 0.01)):
+        if check():
+            return True
+        await asyncio.sleep(0.01)
+    return check()
+
+
+async def test_the_next_batch_fills_and_is_prepared_while_one_is_processed_and_acks_follow_the_body():
+    prepared: list[list[bytes]] = []
+    batches: list[list[bytes]] = []
+    acked_during: list[bool] = []
+    ahead_seen: list[int] = []
+    earlier: list = []
+
+    async def body(events):
+        batches.append([e.value for e in events])
+        acked_during.extend(e.message.acked for e in events)
+        assert all(m.acked for m in earlier)  # the batch before: acked once its body returned
+        earlier[:] = [e.message for e in events]
+        if len(batches) == 1:  # while this one is processed, the next fills and is handed to on_full
+            await wait_until(lambda: len(prepared) >= 2)
+            ahead_seen.append(len(prepared))
+
+    await run_agent(10, body, on_full=lambda evs: prepared.append([e.value for e in evs]))
+    assert batches == [[b"0", b"1", b"2", b"3"], [b"4", b"5", b"6", b"7"], [b"8", b"9"]]  # last: within 0.2 s
+    assert prepared == batches[:2]  # only full batches are prepared
+    assert ahead_seen == [2]
+    assert not any(acked_during)
+    assert all(m.acked for m in earlier) or await wait_until(lambda: all(m.acked for m in earlier))
+
+
+async def test_the_reader_waits_when_the_batches_ahead_are_full():
+    prepared: list[int] = []
+    held: list[int] = []
+
+    async def body(events):
+        if not held:
+            await wait_until(lambda: len(prepared) >= 4, 0.5)  # give the reader time to run past its room
+            held.append(len(prepared))
+
+    await run_agent(24, body, on_full=lambda evs: prepared.append(len(evs)), ahead=2)
+    assert held == [3]  # the batch being processed and two full ones ahead, no more
+    assert prepared == [4] * 6
+
+
+async def test_a_failing_on_full_is_logged_and_the_batches_still_come(caplog):
+    batches: list[int] = []
+
+    def broken(events):
+        raise ValueError("boom")
+
+    async def body(events):
+        batches.append(len(events))
+
+    await run_agent(9, body, on_full=broken)
+    assert batches == [4, 4, 1]
+    assert "preparing a batch failed" in caplog.text
