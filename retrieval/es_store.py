@@ -198,13 +198,13 @@ class ESStore(ESIndices):
 
     async def turn_vectors(self, chat_id: str, message_ids: list[str]) -> dict[str, np.ndarray]:
         """The stored vectors of these messages' turns (message id -> vector; none for a turn without one)."""
-        ids = {M.turn_doc_id(chat_id, m): m for m in dict.fromkeys(message_ids)}
-        found = await self._mget("docs", chat_id, list(ids))
-        return {
-            ids[d]: np.asarray(src["vector"], dtype=np.float32)
-            for d, src in found.items()
-            if src.get("vector")
-        }
+        return {m: v for (_, m), v in (await self.turn_vectors_in([(chat_id, m) for m in message_ids])).items()}
+
+    async def turn_vectors_in(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
+        """:meth:`turn_vectors` of any chats in one real-time read (each id routed to its chat)."""
+        ids = {(c, M.turn_doc_id(c, m)): (c, m) for c, m in dict.fromkeys(keys)}
+        found = await self._mget_keys("docs", list(ids))
+        return {ids[k]: np.asarray(src["vector"], dtype=np.float32) for k, src in found.items() if src.get("vector")}
 
     async def similar_memories(
         self, chat_id: str, vector: np.ndarray, *, k: int = 10, subject: str | None = None
@@ -219,6 +219,25 @@ class ESStore(ESIndices):
         ranked = [(h["_source"]["doc_id"], Q.cosine_from_score(h["_score"])) for h in resp["hits"]["hits"]]
         records = await self._mget("memories", chat_id, [doc_id for doc_id, _ in ranked])
         return [(MemoryRecord.model_validate(records[d]["record"]), s) for d, s in ranked if d in records]
+
+    async def similar_memories_many(
+        self, chat_id: str, vectors: np.ndarray, *, k: int = 10
+    ) -> list[list[tuple[MemoryRecord, float]]]:
+        """:meth:`similar_memories` of each row in one ``msearch`` and one ``mget`` of the records found."""
+        rows = [None if k <= 0 or self.dim is None else (self._check_vectors(v, 1) or [None])[0] for v in vectors]
+        header = {"index": self.alias("docs"), "routing": chat_id}
+        asked = [i for i, q in enumerate(rows) if q is not None]
+        ranked: list[list[tuple[str, float]]] = [[] for _ in rows]
+        if asked:
+            searches = [line for i in asked for line in (header, Q.build_similar_knn(chat_id, rows[i], k, None))]
+            resp = await self.es.msearch(searches=searches)
+            for i, r in zip(asked, resp["responses"], strict=True):
+                if "error" in r:
+                    raise RuntimeError(f"similar memories search failed: {r['error']}")
+                ranked[i] = [(h["_source"]["doc_id"], Q.cosine_from_score(h["_score"])) for h in r["hits"]["hits"]]
+        records = await self._mget("memories", chat_id, list(dict.fromkeys(d for row in ranked for d, _ in row)))
+        return [[(MemoryRecord.model_validate(records[d]["record"]), s) for d, s in row if d in records]
+                for row in ranked]  # fmt: skip
 
     # ---- search ----------------------------------------------------------------------------------
 

@@ -121,9 +121,19 @@ class MemoryStore(Protocol):
         self, chat_id: str, vector: np.ndarray, *, k: int = 10, subject: str | None = None
     ) -> list[tuple[MemoryRecord, float]]: ...
 
+    async def similar_memories_many(
+        self, chat_id: str, vectors: np.ndarray, *, k: int = 10
+    ) -> list[list[tuple[MemoryRecord, float]]]:
+        """``similar_memories`` for each row of ``vectors``, in one read where the backend can."""
+        ...
+
     async def find_memories(self, chat_id: str, query: MemoryFilter) -> list[MemoryRecord]: ...
 
     async def turn_vectors(self, chat_id: str, message_ids: list[str]) -> dict[str, np.ndarray]: ...
+
+    async def turn_vectors_in(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
+        """``turn_vectors`` for ``(chat_id, message_id)`` keys of any chats, in one read (a batch's)."""
+        ...
 
     async def search(self, query: SearchQuery) -> list[Hit]: ...
 

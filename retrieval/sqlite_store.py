@@ -255,6 +255,13 @@ class SQLiteStore:
                 out[ids[doc_id]] = np.frombuffer(blob, dtype=np.float32)
         return out
 
+    async def turn_vectors_in(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
+        """:meth:`turn_vectors` of any chats (in process: a read per chat)."""
+        by_chat: dict[str, list[str]] = {}
+        for chat_id, message_id in keys:
+            by_chat.setdefault(chat_id, []).append(message_id)
+        return {(c, m): v for c, ids in by_chat.items() for m, v in (await self.turn_vectors(c, ids)).items()}
+
     async def similar_memories(
         self, chat_id: str, vector: np.ndarray, *, k: int = 10, subject: str | None = None
     ) -> list[tuple[MemoryRecord, float]]:
@@ -269,6 +276,11 @@ class SQLiteStore:
         top = cv.top(query, keep, k)
         payloads = sqlite_search.records_by_rid(self.db, chat_id, [rid for rid, _ in top])
         return [(parse_json(MemoryRecord, payloads[rid]), s) for rid, s in top if payloads.get(rid)]
+
+    async def similar_memories_many(
+        self, chat_id: str, vectors: np.ndarray, *, k: int = 10
+    ) -> list[list[tuple[MemoryRecord, float]]]:
+        return [await self.similar_memories(chat_id, v, k=k) for v in vectors]  # in process: no round trips
 
     # ---- search ----------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from streams.config import PipelineConfig
 from streams.log import EventLog, Produce
 from streams.stages import StageOutput, build_stages
 from streams.stages.io import decode_all
+from streams.stages.vectors import shared_turn_vectors
 from streams.topics import DEAD_LETTERS, DERIVED_TOPICS, RAW_MESSAGES
 
 log = logging.getLogger("memstream.runner")
@@ -232,13 +233,18 @@ class EmbeddedRunner:
         moved = 0
         topic = self.consolidate.source.name
         until = await self.log.committed(self.graph.group, topic) if self.graph is not None else None  # fixed here
-        while until is None or await self.log.committed(self.consolidate.group, topic) < until:
-            await self._prefetch(self.consolidate)  # results beyond the last window, if any
-            n = await self._run_stage(self.consolidate, batch=1, limit=1, stats=stats, progress=progress)
-            if not n:
-                break
-            moved += n
-            moved += await self._run_stage(self.index, batch=self.batch, limit=None, stats=stats, progress=progress)
+        with shared_turn_vectors():  # the consolidator and the indexer compose the same items' vectors
+            start = await self.log.committed(self.consolidate.group, topic)
+            if until is not None and until > start:  # the turns they are composed of: one read for the batch
+                await self.consolidate.read_turn_vectors(await self.log.read(topic, start, until - start))
+            while until is None or await self.log.committed(self.consolidate.group, topic) < until:
+                await self._prefetch(self.consolidate)  # results beyond the last window, if any
+                n = await self._run_stage(self.consolidate, batch=1, limit=1, stats=stats, progress=progress)
+                if not n:
+                    break
+                moved += n
+                moved += await self._run_stage(self.index, batch=self.batch, limit=None, stats=stats,
+                                               progress=progress)  # fmt: skip
         return moved
 
     async def prune_consumed(self) -> int:

@@ -38,6 +38,7 @@ from streams.log import Produce, Record
 from streams.sensitive import screen_value
 from streams.stages import StageOutput, build_stages
 from streams.stages.io import decode_all, is_deleted
+from streams.stages.vectors import shared_turn_vectors
 from streams.topics import DISTILL_RESULTS, MEMORY_DECISIONS, RAW_MESSAGES
 from streams.worker_embed import PriorityEmbedder, bulk
 from streams.working_memory import WorkingMemory
@@ -253,29 +254,33 @@ class Pipeline:
         if self.graph is not None:  # the graph stage reads the same results first (idempotent by result id),
             graphed = await self.graph.process(records)  # the batch at once, as the embedded runner does
             total.dead += graphed.dead
-        for r in records:
-            entry = f"consolidate:{r.record_id}"
-            journalled = await self.wm.get_journal(r.key, entry)
-            if journalled is not None:
-                produced = [Produce(**p) for p in json.loads(journalled)]
-            else:
-                self.consolidate.deleted = deleted  # its profile lines skip users deleted meanwhile
-                out = await self.consolidate.process([r])
-                produced = out.produced
-                total.dead += out.dead
-                total.processed += out.processed
-                payload = json.dumps([asdict(p) for p in produced])
-                await self.wm.put_journal(r.key, entry, payload, self.cfg.journal_ttl_s)
-            decisions = [p for p in produced if p.topic == MEMORY_DECISIONS.name]
-            kept = _kept_decisions(decisions, deleted)
-            applied = await self.index.process(
-                [Record(p.topic, -1, p.key, p.record_id, p.value) for p in kept]
-            )
-            self._applied.update(dict.fromkeys(p.record_id for p in kept))
-            others = [p for p in produced if p.topic != MEMORY_DECISIONS.name]
-            total.produced += others + kept + applied.produced
+        with shared_turn_vectors():  # the consolidator and the indexer compose the same items' vectors
+            await self.consolidate.read_turn_vectors(records)  # the turns they are made of: one read
+            for r in records:
+                await self._consolidate_one(r, deleted, total)
         await send(total.produced)
         return total
+
+    async def _consolidate_one(self, r: Record, deleted: set[tuple[str, str]], total: StageOutput) -> None:
+        """One result: its decisions (journalled, or recalled from the journal) applied, its output added."""
+        entry = f"consolidate:{r.record_id}"
+        journalled = await self.wm.get_journal(r.key, entry)
+        if journalled is not None:
+            produced = [Produce(**p) for p in json.loads(journalled)]
+        else:
+            self.consolidate.deleted = deleted  # its profile lines skip users deleted meanwhile
+            out = await self.consolidate.process([r])
+            produced = out.produced
+            total.dead += out.dead
+            total.processed += out.processed
+            payload = json.dumps([asdict(p) for p in produced])
+            await self.wm.put_journal(r.key, entry, payload, self.cfg.journal_ttl_s)
+        decisions = [p for p in produced if p.topic == MEMORY_DECISIONS.name]
+        kept = _kept_decisions(decisions, deleted)
+        applied = await self.index.process([Record(p.topic, -1, p.key, p.record_id, p.value) for p in kept])
+        self._applied.update(dict.fromkeys(p.record_id for p in kept))
+        others = [p for p in produced if p.topic != MEMORY_DECISIONS.name]
+        total.produced += others + kept + applied.produced
 
     async def index_batch(self, records: list[Record], send: Send) -> StageOutput:
         """Decisions from the topic; the ones this worker's consolidator applied itself are skipped unread

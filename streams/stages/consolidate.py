@@ -26,7 +26,7 @@ from schemas import CandidateFact, DecisionOp, DistillResult, MemoryDecision, Me
 from streams.clients import Clients
 from streams.log import Record
 from streams.stages.io import StageOutput, decode_all, embed, for_each_item, is_deleted
-from streams.stages.vectors import DerivedVectors, composed, item_vectors
+from streams.stages.vectors import DerivedVectors, composed, item_vectors, share_turn_vectors_of
 from streams.topics import DISTILL_RESULTS, MEMORY_DECISIONS
 
 __all__ = ["ConsolidateStage"]
@@ -78,16 +78,26 @@ class ConsolidateStage:
 
     def prefetch_texts(self, records: list[Record]) -> list[str]:
         """The texts :meth:`process` will embed for these results (their candidates are kept for it)."""
+        todo = {c.text: c for c in self._candidates_of(records)}
+        return [c.text for c in todo.values() if not composed(c, self.derived_vectors)]  # composed: no model
+
+    async def read_turn_vectors(self, records: list[Record]) -> None:
+        """Within :func:`~streams.stages.vectors.shared_turn_vectors`: the stored turn vectors that these
+        results' composed candidates (and the records made of them) are made of, in one read."""
+        await share_turn_vectors_of(self.clients, self._candidates_of(records), self.derived_vectors)
+
+    def _candidates_of(self, records: list[Record]) -> list[CandidateFact]:
+        """The candidates of these results, kept for :meth:`process`."""
         if len(self._candidates) > 4096:  # results never decided here (a worker's journalled ones): forget
             self._candidates = {}
-        todo: dict[str, CandidateFact] = {}
+        out: list[CandidateFact] = []
         for item in decode_all(self.source, "consolidate", records, StageOutput()):  # errors: in process
             if isinstance(item, DistillResult):
                 cands = self._candidates.get(item.result_id)
                 if cands is None:
                     cands = self._candidates[item.result_id] = consolidator.candidates_from_result(item)
-                todo.update((c.text, c) for c in cands)
-        return [c.text for c in todo.values() if not composed(c, self.derived_vectors)]  # composed: no model
+                out += cands
+        return out
 
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()
@@ -176,11 +186,17 @@ class ConsolidateStage:
         store = self.clients.store
         slot_mates: dict[str, list[MemoryRecord]] = {}
         out: list[Pairs] = []
+        nearest: list[Pairs] = [[] for _ in candidates]
+        if vectors is not None:  # each chat's candidates in one read (a result's are all of its chat)
+            rows: dict[str, list[int]] = {}
+            for i, c in enumerate(candidates):
+                rows.setdefault(c.chat_id, []).append(i)
+            for chat, idx in rows.items():
+                for i, found in zip(idx, await store.similar_memories_many(chat, vectors[idx], k=k), strict=True):
+                    nearest[i] = found
         for i, c in enumerate(candidates):
-            pairs: Pairs = []
-            if vectors is not None:  # a profile is an aggregate, never a near-duplicate of one statement
-                pairs = [(r, s) for r, s in await store.similar_memories(c.chat_id, vectors[i], k=k)
-                         if r.kind != MemoryKind.PROFILE]  # fmt: skip
+            # a profile is an aggregate, never a near-duplicate of one statement
+            pairs: Pairs = [(r, s) for r, s in nearest[i] if r.kind != MemoryKind.PROFILE]
             if c.kind == MemoryKind.FACT and c.attribute and c.subject:
                 if c.attribute not in slot_mates:
                     query = MemoryFilter(attribute=c.attribute, kinds=["fact"], limit=200)

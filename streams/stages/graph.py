@@ -38,6 +38,7 @@ class GraphStage:
         self.store = store
         self.cfg = cfg
         self._ahead: dict[str, list[str]] = {}  # result id -> its texts to embed ahead (prefetch_texts)
+        self._sent: dict[tuple[str, str], tuple[str, str] | None] | None = None  # the batch's senders
 
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()
@@ -50,8 +51,24 @@ class GraphStage:
             for name, value in stats.model_dump().items():
                 out.metrics[f"graph_{name}"] = out.metrics.get(f"graph_{name}", 0.0) + value
 
-        await for_each_item(self.source, "graph", "graph", records, out, handle)
+        self._sent = await self._read_senders(records)
+        try:
+            await for_each_item(self.source, "graph", "graph", records, out, handle)
+        finally:
+            self._sent = None
         return out
+
+    async def _read_senders(self, records: list[Record]) -> dict[tuple[str, str], tuple[str, str] | None]:
+        """Who sent each source message of these results, in one read across their chats (one round trip
+        a result on Elasticsearch otherwise): (chat id, message id) -> (sender id, display name), None for a
+        message no longer stored."""
+        keys = [(item.chat_id, m) for item in decode_all(self.source, "graph", records, StageOutput())
+                if isinstance(item, DistillResult) for m in item.source_message_ids]  # fmt: skip
+        sent: dict[tuple[str, str], tuple[str, str] | None] = dict.fromkeys(keys)
+        if keys:
+            for m in await self.clients.store.get_messages_in(keys):
+                sent[(m.chat_id, m.message_id)] = (m.sender, m.display_name)
+        return sent
 
     def prefetch_texts(self, records: list[Record]) -> list[str]:
         """What :meth:`apply_result` will embed for these results, as far as it is known before the merge:
@@ -137,7 +154,10 @@ class GraphStage:
 
     async def _senders(self, result: DistillResult) -> dict[str, tuple[str, str]]:
         """message id -> (sender id, display name) for the topic's messages still in the store."""
-        msgs = await self.clients.store.get_messages(result.chat_id, result.source_message_ids)
+        chat, sent = result.chat_id, self._sent
+        if sent is not None and all((chat, m) in sent for m in result.source_message_ids):  # read for the batch
+            return {m: who for m in result.source_message_ids if (who := sent[(chat, m)]) is not None}
+        msgs = await self.clients.store.get_messages(chat, result.source_message_ids)
         return {m.message_id: (m.sender, m.display_name) for m in msgs}
 
 

@@ -109,6 +109,7 @@ class SegmentStage:
                 stepped.append(self._step(item, vec_by_key.get(item.key), out, records))
         # stored with the inferred reply (the immediate layer's reply chain) before any job reads them
         await self.clients.store.upsert_messages(_with_inferred_parents(msgs, stepped), vectors)
+        await self._read_closed(stepped)
         touched: dict[tuple[str, str], TopicEvent] = {}
         for events in stepped:
             for event in events:
@@ -151,6 +152,15 @@ class SegmentStage:
                 by_id = {m.message_id: m for m in await self._messages(repair.chat_id, repair.message_ids)}
             await self._emit_job(repair, out, [by_id[m] for m in repair.message_ids if m in by_id])
         return repairs
+
+    async def _read_closed(self, stepped: list[list[TopicEvent]]) -> None:
+        """The stored messages of every topic this batch closed, in one read across its chats (a round trip
+        each on Elasticsearch: at the end of a burst a batch closes hundreds), for :meth:`_messages`."""
+        keys = [(e.chat_id, m) for events in stepped for e in events if e.kind == TopicEventKind.CLOSED
+                for m in e.message_ids if (e.chat_id, m) not in self._read]  # fmt: skip
+        if keys:
+            for msg in await self.clients.store.get_messages_in(keys):
+                self._read[(msg.chat_id, msg.message_id)] = msg
 
     async def _messages(self, chat_id: str, message_ids: list[str]) -> list[ChatMessage]:
         """``store.get_messages`` within one batch: a closed topic's messages are read once for its job and

@@ -173,6 +173,11 @@ async def test_turn_vectors_are_read_back_per_chat(store):
     assert set(got) == {"m1", "m2"}
     assert np.allclose(got["m1"], unit(1), atol=1e-6) and np.allclose(got["m2"], unit(2, 3), atol=1e-6)
     assert set(await store.turn_vectors("B", ["m1", "m2"])) == {"m1"}  # chats stay apart
+    keys = [("B", "m1"), ("A", "m2"), ("B", "m2"), ("A", "m3"), ("C", "m1"), ("A", "m2")]
+    many = await store.turn_vectors_in(keys)  # several chats in one read, each id in its own chat only
+    assert set(many) == {("B", "m1"), ("A", "m2")}
+    assert np.allclose(many[("A", "m2")], got["m2"]) and np.allclose(many[("B", "m1")], unit(4), atol=1e-6)
+    assert await store.turn_vectors_in([]) == {}
 
 
 async def test_list_messages_time_window_and_order(store):
@@ -425,6 +430,24 @@ async def test_similar_memories(store):
     assert [r.memory_id for r, _ in await store.similar_memories("A", unit(0), subject="bob")] == ["m2"]
     assert await store.similar_memories("A", unit(0), k=0) == []
     assert await store.similar_memories("B", unit(0)) == []
+
+
+async def test_similar_memories_of_many_vectors_in_one_call_are_each_ones_own(store):
+    """similar_memories_many (the consolidator's candidates of a result, one read): row by row what
+    similar_memories answers, in order; other chats' memories stay out."""
+    await store.apply_decision(decision("d1", DecisionOp.ADD, rec=record("A", "m1", "Alice lives in Paris")),
+                               unit(0))  # fmt: skip
+    await store.apply_decision(decision("d2", DecisionOp.ADD, rec=record("A", "m2", "Bob is in Rome")), unit(0, 1))
+    await store.apply_decision(decision("d3", DecisionOp.ADD, rec=record("A", "m3", "Cats purr")), unit(5))
+    await store.apply_decision(decision("d4", DecisionOp.ADD, "B", record("B", "m9", "Elsewhere")), unit(1))
+    rows = np.stack([unit(1), unit(5), unit(0), unit(7)])
+    many = await store.similar_memories_many("A", rows, k=2)
+    one_by_one = [await store.similar_memories("A", v, k=2) for v in rows]
+    assert many == one_by_one
+    assert [[r.memory_id for r, _ in found] for found in many] == [["m2", "m1"], ["m3", "m1"], ["m1", "m2"],
+                                                                   ["m1", "m2"]]  # fmt: skip
+    assert await store.similar_memories_many("A", rows, k=0) == [[], [], [], []]
+    assert await store.similar_memories_many("C", rows[:1]) == [[]]
 
 
 # ---- search --------------------------------------------------------------------------------------
