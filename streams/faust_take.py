@@ -7,10 +7,12 @@ a 12 s run). :func:`take_ahead` is ``take_events`` with room for ``ahead`` full 
 being processed; ``on_full`` sees each batch as it fills, so the worker queues its texts for the model
 while the batches before it run their Python, as the embedded runner does.
 
-Acks are the same: each event is acked only after the agent's body has processed the batch it came in
-(offsets are committed only up to the first event not yet acked, so the batches waiting here are
-redelivered after a crash). Relies on the same Faust stream internals as ``take_events`` (a processor fed
-by the passive reader, ``enable_acks`` off, ``ack`` per event).
+Each event is acked only after the agent's body has returned from the batch it came in (offsets are
+committed only up to the first event not yet acked, so a batch cancelled midway and the batches waiting
+here are delivered again after a crash or restart; unlike ``take_events``, which acks a cancelled batch).
+A graceful stop waits for every event taken in to be acked: up to ``ahead + 1`` batches where
+``take_events`` has one. Relies on the same Faust stream internals as ``take_events`` (a processor fed by
+the passive reader, ``enable_acks`` off, ``ack`` per event, the processor removed when done).
 """
 
 from __future__ import annotations
@@ -26,22 +28,34 @@ __all__ = ["take_ahead"]
 log = logging.getLogger("memstream.faust")
 
 
-async def take_ahead(
+def take_ahead(
     stream: Any, max_: int, within: float, *, ahead: int = 1, on_full: Callable[[list[Any]], None] | None = None
 ) -> AsyncIterator[list[Any]]:
     """Lists of up to ``max_`` events: a full one as soon as it fills, else what came within ``within`` s.
 
     While the caller processes a batch, up to ``ahead`` more fill behind it (the stream's reader waits
     when they are all full). ``on_full`` is called with each full batch as it fills (an exception there is
-    logged, not raised: it may only prepare work)."""
+    logged, not raised: it may only prepare work). The generator is tracked like ``take_events``' so the
+    stream closes it when it stops."""
+    agen = _take_ahead(stream, max_, within, ahead=ahead, on_full=on_full)
+    stream._active_agens.add(agen)
+    return agen
+
+
+async def _take_ahead(
+    stream: Any, max_: int, within: float, *, ahead: int, on_full: Callable[[list[Any]], None] | None
+) -> AsyncIterator[list[Any]]:
     max_, ahead = max(1, max_), max(1, ahead)
     filling: list[Any] = []
     full: deque[list[Any]] = deque()
     ready = asyncio.Event()  # a full batch waits
     room = asyncio.Event()  # fewer than ``ahead`` full batches wait
     room.set()
+    closed = False
 
     async def add(value: Any) -> Any:
+        if closed:  # a new take on this stream (an agent restarted) reads from here on
+            return value
         event = stream.current_event
         if event is None:
             raise RuntimeError("take_ahead found current_event is None")
@@ -61,24 +75,33 @@ async def take_ahead(
                 await stream.wait(room)
         return value
 
+    acks = stream.enable_acks
     stream.enable_acks = False  # acked below, once the caller is done with the batch
     stream.add_processor(add)
     stream._enable_passive(aiter(stream.channel))
-    while not stream.should_stop:
-        if not full:
-            await stream.wait_for_stopped(ready, timeout=within)
-        if full:
-            batch = full.popleft()
-        elif filling:  # not full within ``within``: what there is
-            batch = filling.copy()
-            filling.clear()
-        else:
-            continue
-        if not full:
-            ready.clear()
-        room.set()
-        try:
+    try:
+        while not stream.should_stop:
+            if not full:
+                await stream.wait_for_stopped(ready, timeout=within or None)  # 0: as take_events, no timeout
+            if full:
+                batch = full.popleft()
+            elif filling:  # not full within ``within``: what there is
+                batch = filling.copy()
+                filling.clear()
+            else:
+                continue
+            if not full:
+                ready.clear()
+            room.set()
             yield batch
-        finally:
-            for event in batch:
+            for event in batch:  # only once the caller is done with it: a batch cancelled midway is not
                 await stream.ack(event)
+    finally:
+        # closed (the agent stopped or crashed): the batches not processed are dropped unacked, so their
+        # offsets are not committed and they are delivered again; the reader is let go
+        closed = True
+        full.clear()
+        filling.clear()
+        room.set()
+        stream.enable_acks = acks
+        stream._processors.remove(add)

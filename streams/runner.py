@@ -47,6 +47,7 @@ class RunStats:
 class EmbeddedRunner:
     PREFETCH_CHUNK = 64  # texts per call when the consolidator's candidates are embedded ahead
     AHEAD_BATCHES = 2  # batches of raw messages queued for the model at once, ahead of the segmenter
+    VECTOR_WINDOW = 256  # results whose items' turn vectors are read at once (and held) by _consolidate
 
     def __init__(self, clients: Clients, cfg: PipelineConfig, *, batch: int = 256) -> None:
         if not isinstance(clients.log, EventLog):
@@ -233,18 +234,21 @@ class EmbeddedRunner:
         moved = 0
         topic = self.consolidate.source.name
         until = await self.log.committed(self.graph.group, topic) if self.graph is not None else None  # fixed here
-        with shared_turn_vectors():  # the consolidator and the indexer compose the same items' vectors
+        while True:  # windows of results; in each, the turns their items are composed of are read once
             start = await self.log.committed(self.consolidate.group, topic)
-            if until is not None and until > start:  # the turns they are composed of: one read for the batch
-                await self.consolidate.read_turn_vectors(await self.log.read(topic, start, until - start))
-            while until is None or await self.log.committed(self.consolidate.group, topic) < until:
-                await self._prefetch(self.consolidate)  # results beyond the last window, if any
-                n = await self._run_stage(self.consolidate, batch=1, limit=1, stats=stats, progress=progress)
-                if not n:
-                    break
-                moved += n
-                moved += await self._run_stage(self.index, batch=self.batch, limit=None, stats=stats,
-                                               progress=progress)  # fmt: skip
+            end = start + self.VECTOR_WINDOW if until is None else min(until, start + self.VECTOR_WINDOW)
+            if end <= start:
+                break
+            with shared_turn_vectors():  # for the consolidator and the indexer, which compose the same items
+                await self.consolidate.read_turn_vectors(await self.log.read(topic, start, end - start))
+                while await self.log.committed(self.consolidate.group, topic) < end:
+                    await self._prefetch(self.consolidate)  # results beyond the last window, if any
+                    n = await self._run_stage(self.consolidate, batch=1, limit=1, stats=stats, progress=progress)
+                    if not n:
+                        return moved
+                    moved += n
+                    moved += await self._run_stage(self.index, batch=self.batch, limit=None, stats=stats,
+                                                   progress=progress)  # fmt: skip
         return moved
 
     async def prune_consumed(self) -> int:

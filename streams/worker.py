@@ -163,9 +163,9 @@ class Pipeline:
         """Queue the turns of a raw batch that waits behind the current one for the model, part by part as
         :meth:`segment_batch` will ask for them (the same calls: the same vectors), screened as it will
         screen them; it then finds them embedded or being embedded."""
-        if self.clients.embedder is not None:
-            for part in self._parts(self._screened(records)):
-                self._embed_turns(part)
+        parts = self._parts(self._screened(records)) if self.clients.embedder is not None else []
+        for part in parts if len(parts) > 1 else []:  # one part: the segmenter's own call embeds it
+            self._embed_turns(part)
 
     async def _segment(self, records: list[Record]) -> StageOutput:
         """The segmenter over the batch in parts (the same output: its pools carry over). Every part's turns

@@ -89,3 +89,60 @@ async def test_a_failing_on_full_is_logged_and_the_batches_still_come(caplog):
     await run_agent(9, body, on_full=broken)
     assert batches == [4, 4, 1]
     assert "preparing a batch failed" in caplog.text
+
+
+def _app(name: str):
+    app = faust.App(name, broker="kafka://127.0.0.1:1", web_enabled=False, autodiscover=False, store="memory://")
+    return app, app.topic(name, value_serializer="raw")
+
+
+async def test_a_take_started_again_on_the_same_stream_reads_on_and_the_first_lets_go():
+    """An agent whose body raised is restarted by Faust on the same stream: the first take's processor is
+    gone and its batches dropped unacked (delivered again from the committed offset), the second reads on."""
+    app, topic = _app("take-restart")
+    got: list[tuple[int, list[bytes]]] = []
+    first: list = []
+    done = asyncio.Event()
+
+    @app.agent(topic)
+    async def agent(stream):
+        for attempt in range(2):  # what Faust's supervisor does after a crash: a new take on the stream
+            try:
+                async for events in take_ahead(stream, 2, 0.1):
+                    got.append((attempt, [e.value for e in events]))
+                    if attempt == 0:
+                        first.extend(e.message for e in events)
+                        raise ValueError("boom")
+                    if events[-1].value == b"11":
+                        done.set()
+            except ValueError:
+                await asyncio.sleep(0)
+        assert len(stream._processors) == 1  # only the second take's
+
+    async with agent.test_context() as ctx:
+        for i in range(12):
+            await asyncio.wait_for(ctx.put(str(i).encode()), 2)  # the first take's reader must not hold
+        await asyncio.wait_for(done.wait(), 5)
+    assert got[0] == (0, [b"0", b"1"]) and not any(m.acked for m in first)
+    later = [v for attempt, vs in got[1:] for v in vs]
+    assert all(attempt == 1 for attempt, _ in got[1:]) and later == sorted(later, key=int)
+    assert later[-1] == b"11"
+
+
+async def test_a_batch_whose_body_is_cancelled_is_not_acked():
+    app, topic = _app("take-cancel")
+    seen: list = []
+    started = asyncio.Event()
+
+    @app.agent(topic)
+    async def agent(stream):
+        async for events in take_ahead(stream, 4, 0.2):
+            seen.extend(e.message for e in events)
+            started.set()
+            await asyncio.sleep(100)  # stopped midway
+
+    async with agent.test_context() as ctx:
+        for i in range(6):
+            await ctx.put(str(i).encode())
+        await asyncio.wait_for(started.wait(), 5)
+    assert len(seen) == 4 and not any(m.acked for m in seen)  # take_events acks such a batch
