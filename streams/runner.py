@@ -20,7 +20,7 @@ from streams.clients import Clients
 from streams.config import PipelineConfig
 from streams.log import EventLog, Produce
 from streams.stages import StageOutput, build_stages
-from streams.stages.io import decode_all
+from streams.stages.io import decode_all, is_deleted
 from streams.stages.vectors import shared_turn_vectors
 from streams.topics import DEAD_LETTERS, DERIVED_TOPICS, RAW_MESSAGES
 
@@ -136,7 +136,9 @@ class EmbeddedRunner:
                     if records:
                         raw = records[-1].offset + 1
                         msgs = decode_all(RAW_MESSAGES, "segment", records, StageOutput())
-                        texts = [m.text for m in msgs if isinstance(m, ChatMessage) and m.text.strip()]
+                        gone = await self.clients.log.deletions()  # the segmenter drops theirs: no vectors
+                        texts = [m.text for m in msgs if isinstance(m, ChatMessage) and m.text.strip()
+                                 and not is_deleted(gone, m.chat_id, m.sender)]  # fmt: skip
                         queued.append(asyncio.ensure_future(emb.embed(texts)))
                         await asyncio.sleep(0)  # the call reserves its texts and queues its forwards now
                         continue

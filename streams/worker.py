@@ -127,6 +127,7 @@ class Pipeline:
 
     async def segment_batch(self, records: list[Record], send: Send) -> StageOutput:
         """Load the batch's chats' pools, run the segmenter, send, then save the pools (fenced by offset)."""
+        await self.deletions()  # the ledger, for what is embedded ahead of the segmenter too
         last: dict[str, int] = {}
         for r in records:
             for chat in {r.key, _peek_chat(r)} - {None, "-"}:
@@ -197,7 +198,9 @@ class Pipeline:
         if embedder is None:
             return None
         msgs = decode_all(RAW_MESSAGES, "segment", records, StageOutput())  # errors: in the segmenter
-        texts = [m.text for m in msgs if isinstance(m, ChatMessage) and m.text.strip()]
+        gone = self._deleted or set()  # the ledger as last read: the segmenter drops theirs, no vectors
+        texts = [m.text for m in msgs if isinstance(m, ChatMessage) and m.text.strip()
+                 and not is_deleted(gone, m.chat_id, m.sender)]  # fmt: skip
         return self._background(bulk(lambda: embedder.embed(texts)))
 
     def _background(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task:

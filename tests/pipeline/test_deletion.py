@@ -113,6 +113,28 @@ async def test_active_topics_forget_the_user_in_the_segmenter_checkpoint(tmp_pat
         await clients.close()
 
 
+async def test_a_deleted_users_later_messages_are_not_embedded_ahead(tmp_path, minilm):
+    """The runner embeds raw messages ahead of the segmenter; a deleted user's later messages (which the
+    segmenter drops) must not leave their vectors in the cache meanwhile."""
+    case, data_dir = ENGLISH, tmp_path / "d"
+    clients = await _clients(data_dir, minilm)
+    policy = Settings().sensitive
+    try:
+        await _ingest(clients, tmp_path, case.rows)
+        assert await delete(clients, case.chat, case.user) > 0
+        later = [{**r, "message_id": r["message_id"] + "c", "ts": r["ts"].replace("09:", "12:"),
+                  "text": r["text"] + " (said again later)"} for r in case.rows]  # fmt: skip
+        await _ingest(clients, tmp_path, later)
+        theirs = {apply(policy, case.chat, r["text"]).text for r in later if r["sender"] == case.user}
+        others = {apply(policy, case.chat, r["text"]).text for r in later if r["sender"] != case.user}
+        assert theirs and _cached(data_dir, sorted(theirs), minilm.cache_name) == 0
+        assert _cached(data_dir, sorted(others), minilm.cache_name) == len(others)  # the rest went on
+        await check_retrieval(clients, case)
+        await check_stored(clients, case)
+    finally:
+        await clients.close()
+
+
 async def test_deleting_a_chat_leaves_nothing_of_it_and_other_chats_untouched(tmp_path, minilm):
     data_dir = tmp_path / "d"
     clients = await _clients(data_dir, minilm)
