@@ -250,8 +250,8 @@ class SQLiteStore:
         ids = {f"turn:{chat_id}:{m}": m for m in dict.fromkeys(message_ids)}
         out: dict[str, np.ndarray] = {}
         for chunk in chunks(list(ids)):
-            sql = f"SELECT doc_id, vec FROM vectors WHERE doc_id IN ({marks(chunk)})"
-            for doc_id, blob in self.db.execute(sql, chunk):
+            sql = f"SELECT doc_id, vec FROM vectors WHERE chat_id = ? AND doc_id IN ({marks(chunk)})"
+            for doc_id, blob in self.db.execute(sql, (chat_id, *chunk)):  # a doc id is not unique across chats
                 out[ids[doc_id]] = np.frombuffer(blob, dtype=np.float32)
         return out
 
