@@ -177,10 +177,7 @@ class SQLiteStore:
 
     async def get_messages_in(self, keys: Sequence[tuple[str, str]]) -> list[ChatMessage]:
         """The stored messages among ``(chat_id, message_id)`` keys of any chats, in the order asked."""
-        by_chat: dict[str, list[str]] = {}
-        for chat_id, message_id in keys:
-            by_chat.setdefault(chat_id, []).append(message_id)
-        found = {(m.chat_id, m.message_id): m for c, ids in by_chat.items() for m in await self.get_messages(c, ids)}
+        found = {(m.chat_id, m.message_id): m for c, ids in _by_chat(keys).items() for m in await self.get_messages(c, ids)}
         return [found[k] for k in dict.fromkeys(keys) if k in found]
 
     async def list_messages(
@@ -257,10 +254,7 @@ class SQLiteStore:
 
     async def turn_vectors_in(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
         """:meth:`turn_vectors` of any chats (in process: a read per chat)."""
-        by_chat: dict[str, list[str]] = {}
-        for chat_id, message_id in keys:
-            by_chat.setdefault(chat_id, []).append(message_id)
-        return {(c, m): v for c, ids in by_chat.items() for m, v in (await self.turn_vectors(c, ids)).items()}
+        return {(c, m): v for c, ids in _by_chat(keys).items() for m, v in (await self.turn_vectors(c, ids)).items()}
 
     async def similar_memories(
         self, chat_id: str, vector: np.ndarray, *, k: int = 10, subject: str | None = None
@@ -392,3 +386,11 @@ def _apply(db: sqlite3.Connection, fx: _Effects, decision: MemoryDecision, vec: 
         (decision.decision_id, decision.chat_id, decision.op.value,
          record.memory_id if record else decision.target_memory_id, decision.at.isoformat()),
     )  # fmt: skip
+
+
+def _by_chat(keys: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+    """``(chat_id, id)`` keys -> the ids asked of each chat, in order (reads across chats, one per chat)."""
+    out: dict[str, list[str]] = {}
+    for chat_id, local_id in keys:
+        out.setdefault(chat_id, []).append(local_id)
+    return out

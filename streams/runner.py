@@ -15,12 +15,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from retrieval.embed_base import AHEAD, embedding_priority
-from schemas import ChatMessage
 from streams.clients import Clients
 from streams.config import PipelineConfig
 from streams.log import EventLog, Produce
 from streams.stages import StageOutput, build_stages
-from streams.stages.io import decode_all, is_deleted
+from streams.stages.io import turn_texts
 from streams.stages.vectors import shared_turn_vectors
 from streams.topics import DEAD_LETTERS, DERIVED_TOPICS, RAW_MESSAGES
 
@@ -135,10 +134,7 @@ class EmbeddedRunner:
                     records = await self.log.read(RAW_MESSAGES.name, raw, self.batch)
                     if records:
                         raw = records[-1].offset + 1
-                        msgs = decode_all(RAW_MESSAGES, "segment", records, StageOutput())
-                        gone = await self.clients.log.deletions()  # the segmenter drops theirs: no vectors
-                        texts = [m.text for m in msgs if isinstance(m, ChatMessage) and m.text.strip()
-                                 and not is_deleted(gone, m.chat_id, m.sender)]  # fmt: skip
+                        texts = turn_texts(records, await self.clients.log.deletions())
                         queued.append(asyncio.ensure_future(emb.embed(texts)))
                         await asyncio.sleep(0)  # the call reserves its texts and queues its forwards now
                         continue

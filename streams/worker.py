@@ -30,16 +30,16 @@ from typing import Any
 
 from agents.segmenter import ChatPool
 from agents.text import clear_text_caches
-from schemas import ChatMessage, MemoryDecision
+from schemas import MemoryDecision
 from streams.clients import Clients
 from streams.codec import DecodeError, decode
 from streams.config import PipelineConfig
 from streams.log import Produce, Record
 from streams.sensitive import screen_value
 from streams.stages import StageOutput, build_stages
-from streams.stages.io import decode_all, is_deleted
+from streams.stages.io import is_deleted, turn_texts
 from streams.stages.vectors import shared_turn_vectors
-from streams.topics import DISTILL_RESULTS, MEMORY_DECISIONS, RAW_MESSAGES
+from streams.topics import DISTILL_RESULTS, MEMORY_DECISIONS
 from streams.worker_embed import PriorityEmbedder, bulk
 from streams.working_memory import WorkingMemory
 
@@ -164,9 +164,12 @@ class Pipeline:
         """Queue the turns of a raw batch that waits behind the current one for the model, part by part as
         :meth:`segment_batch` will ask for them (the same calls: the same vectors), screened as it will
         screen them; it then finds them embedded or being embedded."""
-        parts = self._parts(self._screened(records)) if self.clients.embedder is not None else []
-        for part in parts if len(parts) > 1 else []:  # one part: the segmenter's own call embeds it
-            self._embed_turns(part)
+        if self.clients.embedder is None:
+            return
+        parts = self._parts(self._screened(records))
+        if len(parts) > 1:  # one part: the segmenter's own call embeds it
+            for part in parts:
+                self._embed_turns(part)
 
     async def _segment(self, records: list[Record]) -> StageOutput:
         """The segmenter over the batch in parts (the same output: its pools carry over). Every part's turns
@@ -197,10 +200,7 @@ class Pipeline:
         embedder = self.stages.segment.clients.embedder
         if embedder is None:
             return None
-        msgs = decode_all(RAW_MESSAGES, "segment", records, StageOutput())  # errors: in the segmenter
-        gone = self._deleted or set()  # the ledger as last read: the segmenter drops theirs, no vectors
-        texts = [m.text for m in msgs if isinstance(m, ChatMessage) and m.text.strip()
-                 and not is_deleted(gone, m.chat_id, m.sender)]  # fmt: skip
+        texts = turn_texts(records, self._deleted or set())  # the ledger as last read
         return self._background(bulk(lambda: embedder.embed(texts)))
 
     def _background(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task:

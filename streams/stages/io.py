@@ -8,13 +8,13 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from schemas import DeadLetter, stable_id
+from schemas import ChatMessage, DeadLetter, stable_id
 from streams.clients import Clients
 from streams.codec import DecodeError, Tombstone, decode, encode
 from streams.log import Produce, Record
-from streams.topics import DEAD_LETTERS, TopicSpec
+from streams.topics import DEAD_LETTERS, RAW_MESSAGES, TopicSpec
 
-__all__ = ["StageOutput", "decode_all", "embed", "for_each_item"]
+__all__ = ["StageOutput", "decode_all", "embed", "for_each_item", "is_deleted", "turn_texts"]
 
 log = logging.getLogger("memstream.stages")
 
@@ -85,3 +85,11 @@ def is_deleted(deleted: set[tuple[str, str]], chat_id: str, sender: str | None =
     if (chat_id, "*") in deleted:
         return True
     return sender is not None and any(c == chat_id and s.casefold() == sender.casefold() for c, s in deleted)
+
+
+def turn_texts(records: list[Record], deleted: set[tuple[str, str]]) -> list[str]:
+    """The texts of raw records that the segmenter will embed (for embedding them ahead of it): decodable
+    messages with text, not of a chat or sender in the deletion ledger ``deleted`` (it drops those)."""
+    msgs = decode_all(RAW_MESSAGES, "segment", records, StageOutput())  # errors: reported by the segmenter
+    return [m.text for m in msgs if isinstance(m, ChatMessage) and m.text.strip()
+            and not is_deleted(deleted, m.chat_id, m.sender)]  # fmt: skip
