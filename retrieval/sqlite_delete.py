@@ -25,6 +25,7 @@ from retrieval.deletion import (
     trim_topic,
 )
 from retrieval.scrub import erase_freed
+from retrieval.sqlite_turn_ids import turn_prefix
 from retrieval.sqlite_util import chunks as _chunks
 from retrieval.sqlite_util import marks as _marks
 from retrieval.sqlite_writes import insert_memory
@@ -187,7 +188,7 @@ def _trim_topics(db: sqlite3.Connection, chat_id: str, out: Forgotten) -> None:
 
 def _turn_vectors(store: _Store, chat_id: str, message_ids: Collection[str]) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
-    prefix = f"turn:{chat_id}:"
+    prefix = turn_prefix(chat_id)
     for chunk in _chunks([prefix + m for m in sorted(message_ids)]):
         rows = store.db.execute(
             f"SELECT doc_id, vec FROM vectors WHERE +chat_id = ? AND doc_id IN ({_marks(chunk)})",

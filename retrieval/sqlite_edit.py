@@ -7,6 +7,7 @@ import sqlite3
 
 import numpy as np
 
+from retrieval.sqlite_turn_ids import turn_doc_id
 from schemas import ChatMessage
 
 __all__ = ["replace_message"]
@@ -26,7 +27,7 @@ def replace_message(
     )
     if cur.rowcount == 0:
         return None
-    doc_id = f"turn:{msg.chat_id}:{msg.message_id}"
+    doc_id = turn_doc_id(msg.chat_id, msg.message_id)
     row = db.execute(
         "SELECT rid FROM docs WHERE chat_id = ? AND doc_id = ?", (msg.chat_id, doc_id)
     ).fetchone()

@@ -24,12 +24,14 @@ from agents.profile import kept_versions
 from agents.text import parse_json
 from retrieval import sqlite_search
 from retrieval import sqlite_sources as doc_sources
+from retrieval import sqlite_turn_ids as turn_ids
 from retrieval.deletion import Forgotten
 from retrieval.protocols import Hit, MemoryFilter, SearchQuery, check_decision
 from retrieval.sqlite_delete import drop_memory, forget_chat, forget_user
 from retrieval.sqlite_edit import replace_message as _replace_message
 from retrieval.sqlite_lookup import find_memories as _find_memories
 from retrieval.sqlite_schema import SCHEMA, chat_token, epoch, turn_body
+from retrieval.sqlite_turn_ids import turn_doc_id
 from retrieval.sqlite_util import chunks, marks, open_sqlite
 from retrieval.sqlite_vectors import DEFAULT_MAX_BYTES as _MAX_BYTES
 from retrieval.sqlite_vectors import Caches as _Caches
@@ -67,6 +69,7 @@ class SQLiteStore:
             return
         conn, recorded = open_sqlite(self.path, SCHEMA, self.dim, "store")
         doc_sources.ensure(conn)  # a file written before the sources index: filled once
+        turn_ids.ensure(conn)  # a file written with the old turn ids: brought up to date once
         if recorded is not None:
             self.dim, self._dim_recorded = recorded, True
         self._conn = conn
@@ -149,7 +152,7 @@ class SQLiteStore:
             )
             added = db.total_changes - before
             for i, m in enumerate(messages):
-                row = (f"turn:{m.chat_id}:{m.message_id}", m.chat_id, "turn", m.text, m.display_name, m.sender,
+                row = (turn_doc_id(m.chat_id, m.message_id), m.chat_id, "turn", m.text, m.display_name, m.sender,
                        m.ts.isoformat(), m.ts.timestamp(), None, None, json.dumps([m.message_id]), "[]", None)  # fmt: skip
                 put_doc(db, fx, row, turn_body(m), None if vecs is None else vecs[i])
         return added
@@ -244,7 +247,7 @@ class SQLiteStore:
 
     async def turn_vectors(self, chat_id: str, message_ids: list[str]) -> dict[str, np.ndarray]:
         """The stored vectors of these messages' turns (message id -> vector; none for a turn without one)."""
-        ids = {f"turn:{chat_id}:{m}": m for m in dict.fromkeys(message_ids)}
+        ids = {turn_doc_id(chat_id, m): m for m in dict.fromkeys(message_ids)}
         out: dict[str, np.ndarray] = {}
         for chunk in chunks(list(ids)):
             sql = f"SELECT doc_id, vec FROM vectors WHERE chat_id = ? AND doc_id IN ({marks(chunk)})"
@@ -313,7 +316,7 @@ class SQLiteStore:
                     "INSERT OR REPLACE INTO topics (chat_id, topic_id, started_epoch, payload) VALUES (?,?,?,?)",
                     (topic.chat_id, topic.topic_id, topic.started_at.timestamp(), topic.model_dump_json()),
                 )
-                doc_ids = [f"turn:{topic.chat_id}:{m}" for m in topic.message_ids]
+                doc_ids = [turn_doc_id(topic.chat_id, m) for m in topic.message_ids]
                 for chunk in chunks(doc_ids):
                     db.execute(
                         f"UPDATE docs SET topic_id = ? WHERE +chat_id = ? AND doc_id IN ({marks(chunk)})",
