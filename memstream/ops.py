@@ -28,9 +28,10 @@ log = logging.getLogger("memstream.ops")
 @dataclass
 class IngestReport:
     read: int = 0
-    new: int = 0
+    new: int = 0  # messages not in the log before (re-ingesting a file adds none)
     rejected: int = 0
     chats: set[str] = field(default_factory=set)
+    controls: set[str] = field(default_factory=set)  # the record ids of the flush controls produced
     stats: RunStats | None = None
 
 
@@ -58,7 +59,8 @@ def to_records(parsed: Iterable[Parsed], report: IngestReport, *, flush: bool, s
     if flush:
         for chat_id, ts in sorted(last_ts.items()):
             ctl = StreamControl(control="flush", chat_id=chat_id, at=ts)
-            yield Produce(RAW_MESSAGES.name, chat_id, stable_id("flush", chat_id, ts.isoformat()), encode(ctl))
+            report.controls.add(record_id := stable_id("flush", chat_id, ts.isoformat()))
+            yield Produce(RAW_MESSAGES.name, chat_id, record_id, encode(ctl))
 
 
 def screen(parsed: Iterable[Parsed], policy: SensitivePolicy | None) -> Iterator[Parsed]:
@@ -99,7 +101,8 @@ async def ingest(
             yield item
 
     parsed = screen(counted(read_any(path, fmt)), clients.settings.sensitive)
-    report.new = await runner.produce(to_records(parsed, report, flush=flush, source=str(path)))
+    records = to_records(parsed, report, flush=flush, source=str(path))
+    report.new = await runner.produce(records, lambda p: p.topic == RAW_MESSAGES.name and p.record_id not in report.controls)
     report.stats = await runner.run_until_idle(progress)
     log.info("ingested", extra={"read": report.read, "rejected": report.rejected, "chats": len(report.chats)})
     return report

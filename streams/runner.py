@@ -66,17 +66,24 @@ class EmbeddedRunner:
         self._prefetched_to = 0  # in a run: the consolidator's records below this offset were prefetched
         self.totals = RunStats()  # every run of this runner (the server's /metrics)
 
-    async def produce(self, items: Iterable[Produce]) -> int:
-        """Append to the log (idempotent by record id); returns how many records were new."""
+    async def produce(self, items: Iterable[Produce], counted: Callable[[Produce], bool] | None = None) -> int:
+        """Append to the log (idempotent by record id); returns how many records were new (of those
+        ``counted`` accepts, when given: the new messages among flush controls and dead letters, say)."""
         chunk: list[Produce] = []
         added = 0
+
+        async def append() -> int:
+            if counted is None:
+                return await self.log.append(chunk)
+            return sum(new and counted(p) for new, p in zip(await self.log.append_each(chunk), chunk, strict=True))
+
         for item in items:
             chunk.append(item)
             if len(chunk) >= 1000:
-                added += await self.log.append(chunk)
+                added += await append()
                 chunk = []
         if chunk:
-            added += await self.log.append(chunk)
+            added += await append()
         return added
 
     async def _load(self) -> None:

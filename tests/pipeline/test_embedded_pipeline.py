@@ -110,6 +110,8 @@ async def test_malformed_lines_go_to_dead_letters_and_the_run_goes_on(tmp_path):
     try:
         report = await ingest(clients, src)
         assert report.rejected == len(bad)
+        assert report.new == len(rows) == 60  # messages: not the dead letters, not the chats' flush controls
+        assert (await ingest(clients, src)).new == 0  # the same file again adds nothing
         from streams.topics import DEAD_LETTERS
 
         dls = [json.loads(r.value) for r in await clients.log.read(DEAD_LETTERS.name, 0, 100)]
