@@ -50,10 +50,12 @@ async def latencies(store: Any, embedder: Any, questions: list[tuple[str, str]],
                     graph: Any = None, now: dict | None = None, warmup: int = 5) -> dict[str, dict]:  # fmt: skip
     """Per mode: p50/p95/p99 ms of ``retrieval.service.retrieve`` over ``questions`` (after ``warmup``), and
     the same of the process's CPU time (``cpu_ms``: every thread, the embedder's included), which other jobs
-    on the machine disturb less than the wall clock."""
-    from retrieval.service import retrieve
+    on the machine disturb less than the wall clock. The router is warmed first as ``memstream serve`` warms
+    it when it starts (``retrieval.service.warm``)."""
+    from retrieval.service import retrieve, warm
     from schemas import RetrieveRequest
 
+    await warm(store, embedder, graph=graph)
     out = {}
     for mode in MODES:
         took: list[float] = []

@@ -187,6 +187,7 @@ class Lanes:
         for lane in self._make_readers(cfg.readers):
             lane.max_pending = cfg.max_pending
             await lane.start(opener)
+        await self._warm_router()
         self.ingest.max_pending = cfg.max_pending
         await self.ingest.start(opener)
         self._opener = opener
@@ -217,6 +218,17 @@ class Lanes:
                     log.exception("taking over processing failed; exiting for a restart (the lock goes too)")
                     os._exit(1)
                 return
+
+    async def _warm_router(self) -> None:
+        """The router's first question, asked now on a reader lane (an empty chat: nothing is read), not by
+        the first user: it loads ~50 modules (~0.1 s). A failure here only costs that user the time."""
+        from retrieval.service import warm
+
+        try:
+            took = await self.readers[0].call(lambda c: warm(c.store, c.embedder, graph=c.graph))
+            log.info("router warmed up", extra={"seconds": round(took, 3)})
+        except Exception:  # noqa: BLE001 - never stops the server from starting
+            log.warning("router warm-up failed", exc_info=True)
 
     def _make_readers(self, n: int) -> list[Lane]:
         self.readers = [Lane(f"reader-{i}") for i in range(max(1, n))]

@@ -110,5 +110,27 @@ async def retrieve(
     )
 
 
+# Questions of the main routes (temporal, set / multi-hop, knowledge update) for :func:`warm`.
+WARM_QUESTIONS = (
+    "When did Ann start her new job last week?",
+    "What activities has Ann done with her family?",
+    "Where does Ann work now?",
+)
+WARM_CHAT = "memstream-warm-up"  # a chat id no store holds: the warm-up reads nothing of anyone's
+
+
+async def warm(store: MemoryStore, embedder: Embedder | None, *, graph: Any | None = None) -> float:
+    """Ask :data:`WARM_QUESTIONS` (routed, no LLM) in an empty chat, so that a server's first user does not pay
+    for what the router loads on its first question (~50 modules, ~0.1 s) and its first graph expansion.
+    Reads only. Returns the seconds it took."""
+    import retrieval.graph_expand  # noqa: F401 - first used on a question whose candidates have entities
+
+    t0 = time.perf_counter()
+    for question in WARM_QUESTIONS:
+        req = RetrieveRequest(chat_id=WARM_CHAT, query=question, mode="routed")
+        await retrieve(store, embedder, req, graph=graph)
+    return time.perf_counter() - t0
+
+
 def _ms(t: float) -> float:
     return round((time.perf_counter() - t) * 1000, 3)

@@ -30,13 +30,14 @@ def child_env(**extra: str) -> dict[str, str]:
 
 @contextmanager
 def running_server(data_dir: Path, *, embedder: str | None = "none", timeout: float = 120.0,
-                   env: dict[str, str] | None = None) -> Iterator[str]:  # fmt: skip
+                   env: dict[str, str] | None = None, log_level: str | None = None) -> Iterator[str]:  # fmt: skip
     """Start ``memstream serve`` on ``data_dir``; yield its base URL once /healthz answers; stop it.
-    ``embedder`` None: the one the data dir is indexed with."""
+    ``embedder`` None: the one the data dir is indexed with. Its output goes to ``serve-PORT.log`` beside
+    ``data_dir``."""
     port = free_port()
     log = (data_dir.parent / f"serve-{port}.log").open("w")
     proc = subprocess.Popen(
-        memstream_cmd("serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(data_dir),
+        memstream_cmd(*(["--log-level", log_level] if log_level else []), "serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(data_dir),
                       *(["--embedder", embedder] if embedder else [])),
         stdout=log, stderr=subprocess.STDOUT, env=child_env(**(env or {})), cwd=Path(__file__).parents[1],
     )  # fmt: skip
