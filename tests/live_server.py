@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -15,7 +16,7 @@ import httpx
 
 from memstream.devservers import free_port
 
-__all__ = ["child_env", "free_port", "memstream_cmd", "running_server", "stop"]
+__all__ = ["child_env", "free_port", "ingested", "memstream_cmd", "running_server", "stop"]
 
 
 def memstream_cmd(*args: str) -> list[str]:
@@ -26,6 +27,20 @@ def child_env(**extra: str) -> dict[str, str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     env.pop("MEMSTREAM_DATA_DIR", None)
     return {**env, **extra}
+
+
+def ingested(tmp_path: Path, texts: list[str], chat: str = "c1") -> Path:
+    """A data dir built by ``memstream ingest`` (no embedder) of ``texts`` in ``chat``, one a minute from
+    2024-03-01 09:00, sent by ann and bo in turn."""
+    rows = [{"chat_id": chat, "message_id": f"m{i}", "sender": "ann" if i % 2 == 0 else "bo", "text": t,
+             "ts": f"2024-03-01T09:{i:02d}:00Z"} for i, t in enumerate(texts)]  # fmt: skip
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    data = tmp_path / "data"
+    proc = subprocess.run(memstream_cmd("ingest", str(src), "--data-dir", str(data), "--embedder", "none"),
+                          capture_output=True, text=True, timeout=300, env=child_env())  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-800:]
+    return data
 
 
 @contextmanager

@@ -14,7 +14,7 @@ import pytest
 
 from memstream import served
 from memstream.settings import Settings
-from tests.live_server import child_env, memstream_cmd, running_server
+from tests.live_server import child_env, ingested, memstream_cmd, running_server
 
 TEXTS = ["I moved to Hangzhou last spring.", "Nice! How is the weather there?", "Rainy, but I love the lake.",
          "Do you still play the violin?", "Yes, every Sunday with a quartet."]  # fmt: skip
@@ -22,15 +22,7 @@ TEXTS = ["I moved to Hangzhou last spring.", "Nice! How is the weather there?", 
 
 @pytest.fixture
 def data(tmp_path) -> Path:
-    rows = [{"chat_id": "c1", "message_id": f"m{i}", "sender": "ann" if i % 2 == 0 else "bo", "text": t,
-             "ts": f"2024-03-01T09:0{i}:00Z"} for i, t in enumerate(TEXTS)]  # fmt: skip
-    src = tmp_path / "in.jsonl"
-    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    data = tmp_path / "data"
-    proc = subprocess.run(memstream_cmd("ingest", str(src), "--data-dir", str(data), "--embedder", "none"),
-                          capture_output=True, text=True, timeout=300, env=child_env())  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-800:]
-    return data
+    return ingested(tmp_path, TEXTS)
 
 
 def query(data: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
