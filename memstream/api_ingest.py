@@ -1,7 +1,8 @@
 """``POST /v1/messages``: a batch is judged message by message, like a line of ``memstream ingest``.
 
-Each message is accepted (new in the log), a duplicate (the same chat, id and text were already there) or
-dead-lettered with the reason (kept whole in the dead-letter topic; nothing else in the batch is affected).
+Each message is accepted (new in the log), a duplicate (the same chat, id and text were already there),
+dead-lettered with the reason (kept whole in the dead-letter topic; nothing else in the batch is affected) or
+withheld: its chat, or its sender in that chat, was deleted, so it is not kept (the pipeline would drop it).
 :func:`judge` is pure; :func:`append_batch` is the thin part that writes.
 """
 
@@ -18,8 +19,9 @@ from schemas import ChatMessage
 from streams.codec import describe
 from streams.log import Produce
 from streams.sensitive import SensitivePolicy
+from streams.stages.io import sender_deleted
 
-Status = Literal["accepted", "duplicate", "dead_lettered"]
+Status = Literal["accepted", "duplicate", "dead_lettered", "withheld"]
 
 
 class IngestBatch(BaseModel):
@@ -40,6 +42,7 @@ class IngestAccepted(BaseModel):
     accepted: int  # new or duplicate (in the log either way)
     new: int
     dead_lettered: int = 0
+    withheld: int = 0  # of a deleted chat or sender: not kept
     processed: dict[str, int] = Field(default_factory=dict)
     results: list[MessageResult] = Field(default_factory=list)
 
@@ -66,10 +69,19 @@ def claimed_chats(items: list[dict[str, Any]]) -> set[str]:
     return {c for c in (item.get("chat_id") for item in items) if isinstance(c, str)}
 
 
-def results_of(items: list[dict[str, Any]], parsed: list[Parsed], flags: list[bool]) -> list[MessageResult]:
-    """Per-message results from the append flags of their records (same order as ``items``)."""
+WITHHELD = "its chat, or its sender in this chat, was deleted: the message is not kept"
+
+
+def results_of(items: list[dict[str, Any]], parsed: list[Parsed], flags: list[bool],
+               held: list[bool] | None = None) -> list[MessageResult]:  # fmt: skip
+    """Per-message results from the append flags of their records (same order as ``items``; ``held``: the
+    messages withheld, which have no record and no flag)."""
     results, it = [], iter(flags)
     for i, (item, p) in enumerate(zip(items, parsed, strict=True)):
+        if held is not None and held[i]:
+            results.append(MessageResult(index=i, chat_id=p.message.chat_id, message_id=p.message.message_id,
+                                         status="withheld", reason=WITHHELD))  # fmt: skip
+            continue
         new = next(it, True)
         if p.message is None:
             results.append(MessageResult(index=i, chat_id=_short(item.get("chat_id")),
@@ -84,13 +96,18 @@ def results_of(items: list[dict[str, Any]], parsed: list[Parsed], flags: list[bo
 async def append_batch(log: Any, batch: IngestBatch, parsed: list[Parsed]) -> IngestAccepted:
     """Append the batch's records in one transaction: one per message (the message, or its dead letter),
     in input order, then the flush controls (see :func:`memstream.ops.to_records`)."""
-    records: list[Produce] = list(to_records(parsed, IngestReport(), flush=batch.flush, source="api"))
+    deleted = await log.deletions() if hasattr(log, "deletions") else set()
+    held = [p.message is not None and sender_deleted(deleted, p.message) for p in parsed]
+    kept = [p for p, h in zip(parsed, held, strict=True) if not h]
+    records: list[Produce] = list(to_records(kept, IngestReport(), flush=batch.flush, source="api"))
     if hasattr(log, "append_each"):
-        flags = (await log.append_each(records))[: len(parsed)]
+        flags = (await log.append_each(records))[: len(kept)]
     else:  # Kafka: appended; the consumers de-duplicate by record id
         await log.append(records)
-        flags = [True] * len(parsed)
-    results = results_of(batch.messages, parsed, flags)
+        flags = [True] * len(kept)
+    results = results_of(batch.messages, parsed, flags, held)
     new = sum(r.status == "accepted" for r in results)
     dead = sum(r.status == "dead_lettered" for r in results)
-    return IngestAccepted(accepted=len(results) - dead, new=new, dead_lettered=dead, results=results)
+    withheld = sum(held)
+    return IngestAccepted(accepted=len(results) - dead - withheld, new=new, dead_lettered=dead, withheld=withheld,
+                          results=results)  # fmt: skip

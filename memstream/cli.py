@@ -104,7 +104,8 @@ def ingest(
         raise typer.Exit(2) from exc
     stats = report.stats
     console.print(
-        f"read {report.read} records ({report.new} new, {report.rejected} rejected to dead letters) "
+        f"read {report.read} records ({report.new} new, {report.rejected} rejected to dead letters"
+        + (f", {report.withheld} withheld: their chat or sender was deleted" if report.withheld else "") + ") "
         f"from {len(report.chats)} chat(s); processed {stats.processed if stats else {}} "
         f"in {stats.seconds if stats else 0:.1f}s"
     )

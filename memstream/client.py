@@ -45,12 +45,14 @@ class MemstreamError(Exception):
 
 class Accepted(BaseModel):
     """The answer to ``add_messages`` (the API's ``IngestAccepted``, read without importing the server):
-    messages accepted (new or duplicate), new ones, dead-lettered ones, records processed per stage, and each
-    message's result (``{"index", "chat_id", "message_id", "status", "reason"}``)."""
+    messages accepted (new or duplicate), new ones, dead-lettered ones, withheld ones (of a deleted chat or
+    sender: not kept), records processed per stage, and each message's result (``{"index", "chat_id",
+    "message_id", "status", "reason"}``)."""
 
     accepted: int
     new: int
     dead_lettered: int = 0
+    withheld: int = 0
     processed: dict[str, int] = {}
     results: list[dict[str, Any]] = []
 

@@ -150,6 +150,8 @@ class MemoryTools:
         messages = messages_from_args(a, self.now())
         got = await self.client.add_messages(messages, flush=bool(a.get("flush", False)))
         text = f"stored {got.new} new of {len(messages)} message(s) in chat {a['chat_id']}"
+        if got.withheld:
+            text += f" ({got.withheld} withheld: the chat or their sender was deleted)"
         return {"content": [{"type": "text", "text": text}], "structuredContent": got.model_dump(), "isError": False}
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +17,7 @@ from streams.codec import encode
 from streams.log import Produce
 from streams.runner import EmbeddedRunner, Progress, RunStats
 from streams.sensitive import SensitivePolicy, apply
+from streams.stages.io import sender_deleted
 from streams.topics import DEAD_LETTERS, RAW_MESSAGES
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ class IngestReport:
     rejected: int = 0
     chats: set[str] = field(default_factory=set)
     controls: set[str] = field(default_factory=set)  # the record ids of the flush controls produced
+    withheld: int = 0  # messages of a chat or sender the deletion ledger holds: not kept (:func:`withhold`)
     stats: RunStats | None = None
 
 
@@ -61,6 +63,18 @@ def to_records(parsed: Iterable[Parsed], report: IngestReport, *, flush: bool, s
             ctl = StreamControl(control="flush", chat_id=chat_id, at=ts)
             report.controls.add(record_id := stable_id("flush", chat_id, ts.isoformat()))
             yield Produce(RAW_MESSAGES.name, chat_id, record_id, encode(ctl))
+
+
+def withhold(parsed: Iterable[Parsed], deleted: Collection[tuple[str, str]], report: IngestReport) -> Iterator[Parsed]:
+    """The input without the messages of a deleted chat or of a deleted sender in its chat (the deletion
+    ledger ``deleted``): the pipeline would drop them unprocessed, so they are not written to the log either
+    (no copy of a deleted user's new messages is kept). Counted in ``report.withheld``."""
+    for p in parsed:
+        if p.message is not None and sender_deleted(deleted, p.message):
+            report.withheld += 1
+            report.read += 1  # read, though not passed on to :func:`to_records` (which counts the rest)
+            continue
+        yield p
 
 
 def screen(parsed: Iterable[Parsed], policy: SensitivePolicy | None) -> Iterator[Parsed]:
@@ -101,10 +115,12 @@ async def ingest(
             yield item
 
     parsed = screen(counted(read_any(path, fmt)), clients.settings.sensitive)
+    parsed = withhold(parsed, await clients.log.deletions(), report)
     records = to_records(parsed, report, flush=flush, source=str(path))
     report.new = await runner.produce(records, lambda p: p.topic == RAW_MESSAGES.name and p.record_id not in report.controls)
     report.stats = await runner.run_until_idle(progress)
-    log.info("ingested", extra={"read": report.read, "rejected": report.rejected, "chats": len(report.chats)})
+    log.info("ingested", extra={"read": report.read, "new": report.new, "rejected": report.rejected,
+                                "withheld": report.withheld, "chats": len(report.chats)})  # fmt: skip
     return report
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -14,7 +15,7 @@ from streams.codec import DecodeError, Tombstone, decode, encode
 from streams.log import Produce, Record
 from streams.topics import DEAD_LETTERS, RAW_MESSAGES, TopicSpec
 
-__all__ = ["StageOutput", "decode_all", "embed", "for_each_item", "is_deleted", "turn_texts"]
+__all__ = ["StageOutput", "decode_all", "embed", "for_each_item", "is_deleted", "sender_deleted", "turn_texts"]
 
 log = logging.getLogger("memstream.stages")
 
@@ -87,9 +88,15 @@ def is_deleted(deleted: set[tuple[str, str]], chat_id: str, sender: str | None =
     return sender is not None and any(c == chat_id and s.casefold() == sender.casefold() for c, s in deleted)
 
 
+def sender_deleted(deleted: Collection[tuple[str, str]], msg: ChatMessage) -> bool:
+    """The message's chat, or its sender (by id) in that chat, is in the deletion ledger ``deleted``: the
+    segmenter drops it, and ingest does not keep it (:func:`memstream.ops.withhold`)."""
+    return (msg.chat_id, "*") in deleted or (msg.chat_id, msg.sender) in deleted
+
+
 def turn_texts(records: list[Record], deleted: set[tuple[str, str]]) -> list[str]:
     """The texts of raw records that the segmenter will embed (for embedding them ahead of it): decodable
     messages with text, not of a chat or sender in the deletion ledger ``deleted`` (it drops those)."""
     msgs = decode_all(RAW_MESSAGES, "segment", records, StageOutput())  # errors: reported by the segmenter
     return [m.text for m in msgs if isinstance(m, ChatMessage) and m.text.strip()
-            and not is_deleted(deleted, m.chat_id, m.sender)]  # fmt: skip
+            and not sender_deleted(deleted, m)]  # fmt: skip

@@ -23,7 +23,7 @@ from schemas.messages import StreamControl
 from streams.clients import Clients
 from streams.log import Record
 from streams.stages import edits
-from streams.stages.io import StageOutput, decode_all, embed
+from streams.stages.io import StageOutput, decode_all, embed, sender_deleted
 from streams.topics import (
     DISTILL_JOBS,
     RAW_MESSAGES,
@@ -205,7 +205,7 @@ class SegmentStage:
         return views
 
     def _is_deleted(self, msg: ChatMessage) -> bool:
-        return (msg.chat_id, "*") in self.deleted or (msg.chat_id, msg.sender) in self.deleted
+        return sender_deleted(self.deleted, msg)
 
     def _without_deleted_parents(self, items: list) -> list:
         """A reply to a deleted sender's message (met in a replay of a log that still holds it) keeps no

@@ -17,6 +17,7 @@ from memstream.ops import delete, delete_report, ingest, replay
 from memstream.settings import Settings
 from retrieval.embedder import CachedEmbedder, cache_key
 from streams.codec import is_tombstone
+from streams.log_erase import raw_messages
 from streams.sensitive import apply
 from streams.topics import RAW_MESSAGES
 from tests.helpers import write_jsonl
@@ -39,8 +40,8 @@ async def _clients(data_dir: Path, minilm):
     return await build_clients(Settings(data_dir=data_dir), embedder=emb)
 
 
-async def _ingest(clients, tmp_path: Path, rows: list[dict], flush: bool = True) -> None:
-    await ingest(clients, write_jsonl(tmp_path / f"in-{len(rows)}.jsonl", rows), flush=flush)
+async def _ingest(clients, tmp_path: Path, rows: list[dict], flush: bool = True):
+    return await ingest(clients, write_jsonl(tmp_path / f"in-{len(rows)}.jsonl", rows), flush=flush)
 
 
 def _cached(data_dir: Path, texts: list[str], model: str) -> int:
@@ -113,9 +114,10 @@ async def test_active_topics_forget_the_user_in_the_segmenter_checkpoint(tmp_pat
         await clients.close()
 
 
-async def test_a_deleted_users_later_messages_are_not_embedded_ahead(tmp_path, minilm):
-    """The runner embeds raw messages ahead of the segmenter; a deleted user's later messages (which the
-    segmenter drops) must not leave their vectors in the cache meanwhile."""
+async def test_a_deleted_users_later_messages_are_not_kept_nor_embedded(tmp_path, minilm):
+    """A deleted user's later messages in the chat (which the segmenter would drop) are not written to the
+    log (withheld at ingest: no copy of them anywhere in the data dir) and leave no vector in the cache; the
+    others' messages go on as usual."""
     case, data_dir = ENGLISH, tmp_path / "d"
     clients = await _clients(data_dir, minilm)
     policy = Settings().sensitive
@@ -124,7 +126,11 @@ async def test_a_deleted_users_later_messages_are_not_embedded_ahead(tmp_path, m
         assert await delete(clients, case.chat, case.user) > 0
         later = [{**r, "message_id": r["message_id"] + "c", "ts": r["ts"].replace("09:", "12:"),
                   "text": r["text"] + " (said again later)"} for r in case.rows]  # fmt: skip
-        await _ingest(clients, tmp_path, later)
+        report = await _ingest(clients, tmp_path, later)
+        assert report.withheld == sum(r["sender"] == case.user for r in later) > 0
+        assert report.new == len(later) - report.withheld and report.read == len(later)
+        assert await raw_messages(clients.log, case.chat, case.user) == []  # the old ones are tombstones
+        assert canary_files(data_dir, case) == {}  # the later messages repeat the canaries: in no file
         theirs = {apply(policy, case.chat, r["text"]).text for r in later if r["sender"] == case.user}
         others = {apply(policy, case.chat, r["text"]).text for r in later if r["sender"] != case.user}
         assert theirs and _cached(data_dir, sorted(theirs), minilm.cache_name) == 0
@@ -189,3 +195,11 @@ def test_http_delete_of_a_user_removes_everything_derived_at_once(tmp_path, mini
             assert not any(set(t["message_ids"]) & case.user_ids for t in topics)
             assert not contains_canary(client.get(f"/v1/chats/{case.chat}/export").text, case)
             assert canary_files(data_dir, case) == {}
+            later = [{**r, "message_id": r["message_id"] + "-later"} for r in case.rows]
+            r = client.post("/v1/messages", json={"messages": later, "flush": True})
+            assert r.status_code == 202, r.text
+            body, theirs = r.json(), [row["sender"] == case.user for row in later]
+            assert [x["status"] == "withheld" for x in body["results"]] == theirs
+            assert body["withheld"] == sum(theirs) > 0 and body["new"] == body["accepted"] == len(later) - sum(theirs)
+            assert all("deleted" in x["reason"] for x in body["results"] if x["status"] == "withheld")
+            assert canary_files(data_dir, case) == {}  # nothing of theirs was kept
