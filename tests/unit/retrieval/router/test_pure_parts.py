@@ -146,6 +146,27 @@ def test_a_dated_question_gets_the_window_search_whatever_its_type():
         assert all(s.since <= T <= s.until for s in window)  # padded around 3 March
 
 
+def test_sub_queries_per_person_have_their_own_vector_the_keyword_one_the_questions():
+    """Multi-hop sub-queries: one per named person (their name and the keywords, embedded on their own) and
+    the keywords alone ("focus": BM25 on the keywords, kNN with the question's vector — no second text to
+    embed for it)."""
+    from retrieval.router.pipeline import Run, extra_specs
+    from schemas import RetrieveRequest
+
+    cfg, now = RouterConfig(), T + timedelta(days=30)
+    for query, people in (("Which paintings did Anna and Carol show at the gallery?", ["Anna", "Carol"]),
+                          ("What books has Anna read?", ["Anna"])):
+        run = Run(req=RetrieveRequest(chat_id="c", query=query, k=10, now=now), cfg=cfg, now=now)
+        qa = analyse(query, people, now)
+        specs = {s.label: s for s in extra_specs(run, qa, [cfg.recipe("multi_hop")])}
+        subs = [s for label, s in specs.items() if label.startswith("sub")]
+        focus = [s for label, s in specs.items() if label.startswith("focus")]
+        # two people: a search each (the keywords with the first name would repeat the first); one: the focus
+        assert (len(subs), len(focus)) == ((2, 0) if len(people) > 1 else (0, 1)), (query, list(specs))
+        assert all(s.embed_text == s.text != query for s in subs)  # "Carol paint show gallery", …
+        assert all(s.embed_text == query and s.text != query for s in focus)
+
+
 def test_a_day_is_dated_once_and_a_budget_holds_more_items():
     from retrieval.router.layers import body_line, item_line, pack_dated
 
