@@ -36,6 +36,7 @@ from retrieval.sqlite_util import chunks, marks, open_sqlite
 from retrieval.sqlite_vectors import DEFAULT_MAX_BYTES as _MAX_BYTES
 from retrieval.sqlite_vectors import Caches as _Caches
 from retrieval.sqlite_vectors import bump as _bump
+from retrieval.sqlite_vectors import turn_vectors
 from retrieval.sqlite_writes import close_memory, insert_memory, put_doc
 from retrieval.vector_cache import ChatVectors as _ChatVectors
 from retrieval.vector_cache import Effects as _Effects
@@ -248,12 +249,8 @@ class SQLiteStore:
     async def turn_vectors(self, chat_id: str, message_ids: list[str]) -> dict[str, np.ndarray]:
         """The stored vectors of these messages' turns (message id -> vector; none for a turn without one)."""
         ids = {turn_doc_id(chat_id, m): m for m in dict.fromkeys(message_ids)}
-        out: dict[str, np.ndarray] = {}
-        for chunk in chunks(list(ids)):
-            sql = f"SELECT doc_id, vec FROM vectors WHERE chat_id = ? AND doc_id IN ({marks(chunk)})"
-            for doc_id, blob in self.db.execute(sql, (chat_id, *chunk)):  # a doc id is not unique across chats
-                out[ids[doc_id]] = np.frombuffer(blob, dtype=np.float32)
-        return out
+        cv = self._chat_vectors(chat_id) if ids else None
+        return turn_vectors(self.db, chat_id, ids, cv)
 
     async def turn_vectors_in(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
         """:meth:`turn_vectors` of any chats (in process: a read per chat)."""

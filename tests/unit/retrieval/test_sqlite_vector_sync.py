@@ -43,6 +43,8 @@ async def answers(store: SQLiteStore, chat: str, queries: np.ndarray) -> list:
                                 include_superseded=superseded)  # fmt: skip
             out.append([(h.doc.doc_id, round(h.score, 5)) for h in await store.search(query)])
         out.append([(r.memory_id, round(s, 5)) for r, s in await store.similar_memories(chat, q, k=100)])
+    turns = await store.turn_vectors(chat, [f"m{i}" for i in range(600)])  # read from the cached matrix
+    out.append(sorted((m, v.tolist()) for m, v in turns.items()))
     return out
 
 
@@ -53,6 +55,10 @@ async def same_as_fresh(store: SQLiteStore, path, chats=("a", "b")) -> None:
         queries = vecs(3)
         for chat in chats:
             assert cached(store, chat) == cached(fresh, chat), chat
+            turns = await store.turn_vectors(chat, [f"m{i}" for i in range(600)])
+            stored = {d.split(":")[-1]: v for d, v in store.db.execute(
+                "SELECT doc_id, vec FROM vectors WHERE chat_id = ? AND doc_id LIKE 'turn:%'", (chat,))}  # fmt: skip
+            assert {m: v.tobytes() for m, v in turns.items()} == stored, chat  # the file's vectors, to the bit
             assert await answers(store, chat, queries) == await answers(fresh, chat, queries), chat
     finally:
         await fresh.close()
@@ -114,6 +120,7 @@ async def test_a_deletion_by_the_other_connection_leaves_no_vector_in_this_ones_
         assert hits and not {h.doc.doc_id for h in hits} & {f"turn:a:m{i}" for i in (1, 4, 7, 10)}
     cv = two._chat_vectors("a")
     assert not any((np.abs(cv.matrix - np.asarray(v)).max(axis=1) < 1e-6).any() for v in gone.values())
+    assert await two.turn_vectors("a", list(gone)) == {}
     await same_as_fresh(two, path)
     await one.delete_chat("b")
     assert len(two._chat_vectors("b").rids) == 0
@@ -127,8 +134,10 @@ async def test_an_edit_by_the_other_connection_replaces_the_cached_vector(pair):
     assert await one.replace_message(msg("a", 5, "edited text"), new)
     hits = await two.search(SearchQuery(chat_id="a", text="", vector=new.tolist(), mode="knn", k=1))
     assert [h.doc.doc_id for h in hits] == ["turn:a:m5"] and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert np.allclose((await two.turn_vectors("a", ["m5"]))["m5"], new, atol=1e-6)
     retracted = msg("a", 6, "x").model_copy(update={"text": "", "metadata": {"retracted": True}})
     assert await one.replace_message(retracted, None)  # a retraction: the turn has no vector any more
+    assert await two.turn_vectors("a", ["m6"]) == {}
     assert "turn:a:m6" not in {
         h.doc.doc_id
         for h in await two.search(SearchQuery(chat_id="a", text="", vector=new.tolist(), mode="knn", k=100))
