@@ -166,8 +166,9 @@ def kafka_produce(
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
+    withheld = f", {report.withheld} withheld: their chat or sender was deleted" if report.withheld else ""
     console.print(f"produced {report.new} records ({report.read} read, {report.rejected} rejected to dead "
-                  f"letters) from {len(report.chats)} chat(s)")  # fmt: skip
+                  f"letters{withheld}) from {len(report.chats)} chat(s)")  # fmt: skip
 
 
 @kafka_app.command("lag")

@@ -23,7 +23,7 @@ from kafka.errors import NoError, TopicAlreadyExistsError
 from kafka.structs import OffsetAndMetadata
 
 from memstream.formats import read_any
-from memstream.ops import IngestReport, screen, to_records
+from memstream.ops import IngestReport, screen, to_records, withhold
 from streams.kafka_log import (
     BATCH_BYTES,
     ID_HEADER,
@@ -141,9 +141,11 @@ def produce_file(
     exact_offsets: bool = False,
     policy: SensitivePolicy | None = None,
 ) -> IngestReport:
-    """Produce a file of messages (jsonl | locomo | irc) to the raw topic; rejects go to dead letters."""
+    """Produce a file of messages (jsonl | locomo | irc) to the raw topic; rejects go to dead letters; messages
+    of a chat or sender in the deletion ledger are withheld (``report.withheld``), as ``memstream ingest`` does."""
     report = IngestReport()
-    records = to_records(screen(read_any(path, fmt), policy), report, flush=flush, source=str(path))
+    parsed = withhold(screen(read_any(path, fmt), policy), read_ledger(brokers), report)
+    records = to_records(parsed, report, flush=flush, source=str(path))
     report.new = produce(brokers, records, exact_offsets=exact_offsets)
     return report
 

@@ -9,7 +9,7 @@ import json
 import pytest
 from kafka.admin import NewTopic
 
-from memstream.kafka_admin import _admin, bootstrap_topics, produce, read_ledger
+from memstream.kafka_admin import _admin, bootstrap_topics, produce, produce_file, read_ledger
 from memstream.kafka_delete import _raw_by_partition, cleanup_policy, raw_tombstones
 from memstream.kafka_replay import delete_data
 from memstream.settings import Settings
@@ -59,6 +59,14 @@ async def test_kafka_delete_tombstones_the_users_raw_records_on_a_compacted_topi
             if is_tombstone(r.value):
                 assert r.value == "" and isinstance(decode(RAW_MESSAGES, r.value), Tombstone)
     assert raw_tombstones(hosts, "c", "u") == 0  # idempotent: nothing left to erase
+
+    later = tmp_path / "later.jsonl"  # the deleted user's new messages are not produced at all
+    later.write_text("".join(json.dumps({"chat_id": "c", "message_id": f"n{i}", "sender": s, "text": f"{s} later {i}",
+                                         "ts": "2024-01-02T00:00:00Z"}) + "\n" for i, s in enumerate("uvu")))  # fmt: skip
+    report = produce_file(hosts, later, exact_offsets=True)
+    assert (report.read, report.withheld) == (3, 2)
+    texts = [r.value for recs in _raw_by_partition(hosts).values() for r in recs if not is_tombstone(r.value)]
+    assert any("v later 1" in t for t in texts) and not any("u later" in t for t in texts)
 
 
 async def test_no_tombstones_on_the_default_retention_only_raw_topic(tansu_broker):
