@@ -34,9 +34,12 @@ class QueryAnalysis(BaseModel):
 
 def name_matches(query: str, participants: list[str]) -> list[str]:
     """Participants named in the question: a full name, a first name, or a capitalised prefix of three or
-    more letters of one (``Mel`` for ``Melanie``); CJK names by substring. Longest names first."""
+    more letters of one (``Mel`` for ``Melanie``); CJK names by substring. Longest names first. A first name
+    of two letters ("Bo", "Li") counts when written exactly so, capitalised, not as a question's first word
+    ("Do", "Is" …)."""
     found: list[str] = []
-    words = re.findall(r"[A-Za-z][\w'-]*", query)
+    words = [w.removesuffix("'s").removesuffix("\u2019s") for w in re.findall(r"[A-Za-z][\w'-]*", query)]
+    inner = set(words[1:])  # a two-letter first name must not be the question's first word
     for name in sorted(set(participants), key=len, reverse=True):
         if not name:
             continue
@@ -46,9 +49,8 @@ def name_matches(query: str, participants: list[str]) -> list[str]:
             continue
         first = name.split()[0].lower()
         for w in words:
-            w = w.removesuffix("'s").removesuffix("\u2019s")
-            if w[0].isupper() and len(w) >= 3 and (w.lower() == first or (first.startswith(w.lower()) and
-                                                                            len(w) >= 3)):  # fmt: skip
+            short = len(w) == 2 and w == name.split()[0] and w[1].islower() and w in inner
+            if short or (w[0].isupper() and len(w) >= 3 and (w.lower() == first or first.startswith(w.lower()))):
                 found.append(name)
                 break
     return found

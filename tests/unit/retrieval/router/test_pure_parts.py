@@ -46,6 +46,11 @@ def test_strategy_mix_fuses_a_second_likely_type_and_folds_abstention():
 def test_query_analysis():
     assert name_matches("What did Mel paint?", ["Melanie", "Caroline"]) == ["Melanie"]
     assert name_matches("小王现在住在哪里？", ["小王", "老李"]) == ["小王"]
+    # two-letter first names (Bo, Li, Wu): written exactly so, not as the question's first word
+    assert name_matches("What have Anna and Bo both painted?", ["Anna", "Bo"]) == ["Anna", "Bo"]
+    assert name_matches("What is Li's job, and Wu Fang's?", ["Li", "Wu Fang", "Xu"]) == ["Wu Fang", "Li"]
+    assert name_matches("Do you know where we met?", ["Do", "We"]) == []  # a first word; a lowercase word
+    assert name_matches("What did Bob say to Bo?", ["Bob"]) == ["Bob"] and name_matches("Is it Bob?", ["Bo"]) == []
     assert "collection" in variants("collect") and "collect" in variants("collection")
     assert subqueries("What do Ann and Bo both like?", ["Ann", "Bo"], ["like"])[:2] == ["Ann like", "Bo like"]
     qa = analyse("What did Alice eat in June 2023?", ["Alice"], T)
