@@ -106,7 +106,8 @@ def ingest(
     console.print(
         f"read {report.read} records ({report.new} new, {report.rejected} rejected to dead letters"
         + (f", {report.withheld} withheld: their chat or sender was deleted" if report.withheld else "") + ") "
-        f"from {len(report.chats)} chat(s); processed {stats.processed if stats else {}} "
+        f"from {len(report.chats)} chat(s); processed "
+        f"{' · '.join(f'{k} {v}' for k, v in (stats.processed if stats else {}).items()) or 'nothing new'} "
         f"in {stats.seconds if stats else 0:.1f}s"
     )
 
