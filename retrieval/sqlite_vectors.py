@@ -197,6 +197,9 @@ def turn_vectors(
             continue
         rids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
         at = np.minimum(np.searchsorted(cv.rids, rids), len(cv.rids) - 1)
-        found = (cv.rids[at] == rids).tolist()
-        out.update((ids[d], cv.matrix[i]) for (_, d), i, ok in zip(rows, at.tolist(), found, strict=True) if ok)
+        found = cv.rids[at] == rids
+        vecs = cv.matrix[at[found]]  # a copy, read-only as the file's were: the cache's rows stay untouched
+        vecs.flags.writeable = False
+        docs = [d for (_, d), ok in zip(rows, found.tolist(), strict=True) if ok]
+        out.update((ids[d], vecs[j]) for j, d in enumerate(docs))
     return out
