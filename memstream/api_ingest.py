@@ -53,7 +53,8 @@ def _short(value: Any) -> str | None:
 
 def judge(items: list[dict[str, Any]], policy: SensitivePolicy | None = None) -> list[Parsed]:
     """Validate every message on its own (a reject keeps its original payload and the reason), then apply
-    the sensitive-information policy (a dropped message becomes a reject carrying the masked text)."""
+    the sensitive-information policy (a dropped message becomes a reject carrying the masked text). The API
+    passes no policy: :func:`append_batch` applies it after the deletion ledger has withheld what it must."""
     out = []
     for i, item in enumerate(items):
         try:
@@ -93,11 +94,17 @@ def results_of(items: list[dict[str, Any]], parsed: list[Parsed], flags: list[bo
     return results
 
 
-async def append_batch(log: Any, batch: IngestBatch, parsed: list[Parsed]) -> IngestAccepted:
+async def append_batch(
+    log: Any, batch: IngestBatch, parsed: list[Parsed], policy: SensitivePolicy | None = None
+) -> IngestAccepted:
     """Append the batch's records in one transaction: one per message (the message, or its dead letter),
-    in input order, then the flush controls (see :func:`memstream.ops.to_records`)."""
+    in input order, then the flush controls (see :func:`memstream.ops.to_records`). A message of a deleted
+    chat or sender is withheld first (nothing of it is written, not even a dead letter of a message the
+    sensitive-information ``policy`` would drop); the policy screens the rest."""
     deleted = await log.deletions() if hasattr(log, "deletions") else set()
     held = [p.message is not None and sender_deleted(deleted, p.message) for p in parsed]
+    screened = iter(screen([p for p, h in zip(parsed, held, strict=True) if not h], policy))
+    parsed = [p if h else next(screened) for p, h in zip(parsed, held, strict=True)]  # one out per one in
     kept = [p for p, h in zip(parsed, held, strict=True) if not h]
     records: list[Produce] = list(to_records(kept, IngestReport(), flush=batch.flush, source="api"))
     if hasattr(log, "append_each"):

@@ -144,7 +144,7 @@ def produce_file(
     """Produce a file of messages (jsonl | locomo | irc) to the raw topic; rejects go to dead letters; messages
     of a chat or sender in the deletion ledger are withheld (``report.withheld``), as ``memstream ingest`` does."""
     report = IngestReport()
-    parsed = withhold(screen(read_any(path, fmt), policy), read_ledger(brokers), report)
+    parsed = screen(withhold(read_any(path, fmt), read_ledger(brokers), report), policy)
     records = to_records(parsed, report, flush=flush, source=str(path))
     report.new = produce(brokers, records, exact_offsets=exact_offsets)
     return report

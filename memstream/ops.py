@@ -114,8 +114,8 @@ async def ingest(
                 on_read()
             yield item
 
-    parsed = screen(counted(read_any(path, fmt)), clients.settings.sensitive)
-    parsed = withhold(parsed, await clients.log.deletions(), report)
+    parsed = withhold(counted(read_any(path, fmt)), await clients.log.deletions(), report)  # before the policy:
+    parsed = screen(parsed, clients.settings.sensitive)  # a dropped message of a deleted user leaves no dead letter
     records = to_records(parsed, report, flush=flush, source=str(path))
     report.new = await runner.produce(records, lambda p: p.topic == RAW_MESSAGES.name and p.record_id not in report.controls)
     report.stats = await runner.run_until_idle(progress)

@@ -23,9 +23,6 @@ __all__ = ["ensure", "turn_doc_id", "turn_prefix"]
 log = logging.getLogger(__name__)
 
 _FLAG = "turn_ids_v2"
-# Rows a clash could touch: a chat id with ':' or '%' (its ids change), a message id with ':' (the other side).
-_CHATS = "(instr(chat_id, ':') > 0 OR instr(chat_id, '%') > 0)"
-_MESSAGES = f"({_CHATS} OR instr(message_id, ':') > 0)"
 
 
 def turn_prefix(chat_id: str) -> str:
@@ -49,8 +46,9 @@ def ensure(db: sqlite3.Connection) -> None:
     db.execute("BEGIN IMMEDIATE")
     try:
         if not db.execute("SELECT 1 FROM meta WHERE key = ?", (_FLAG,)).fetchone():
-            _rename(db)
-            restored = _restore(db)
+            odd, suspects = _chats(db)
+            _rename(db, odd)
+            restored = _restore(db, suspects)
             if restored:
                 log.warning("restored %d turn(s) that a clash of doc ids had left out of the search index; "
                             "they have no vector until `memstream replay`", restored)  # fmt: skip
@@ -61,14 +59,26 @@ def ensure(db: sqlite3.Connection) -> None:
     db.execute("COMMIT")
 
 
-def _rename(db: sqlite3.Connection) -> None:
-    """New ids for the turns of chats with ``:`` or ``%``: first to a placeholder each (an old id may equal
-    another row's new one until that row is renamed too), then to the new id."""
-    rows = db.execute(
-        f"SELECT rid, doc_id, chat_id, source_message_ids FROM docs WHERE kind = 'turn' AND {_CHATS}"
-    )
-    moves = [(rid, old, chat, turn_doc_id(chat, ids[0])) for rid, old, chat, src in rows.fetchall()
-             if (ids := json.loads(src or "[]"))]  # fmt: skip - a turn cites its own message
+def _chats(db: sqlite3.Connection) -> tuple[list[str], list[str]]:
+    """The chats whose turn ids change (a ``:`` or ``%`` in the id), and the chats a clash could have
+    touched: two old ids read the same only if one chat id is the other plus ``:`` and more, so those and
+    their prefixes up to a ``:``. Most files have none: nothing else is read."""
+    chats = {c for (c,) in db.execute("SELECT DISTINCT chat_id FROM messages")}
+    odd = sorted(c for c in chats if ":" in c or "%" in c)
+    parts = [c.split(":") for c in odd]
+    prefixes = {":".join(p[:k]) for p in parts for k in range(1, len(p))}
+    return odd, sorted({c for c in odd if ":" in c} | (prefixes & chats))
+
+
+def _rename(db: sqlite3.Connection, chats: list[str]) -> None:
+    """New ids for the turns of ``chats`` (with ``:`` or ``%``): first to a placeholder each (an old id may
+    equal another row's new one until that row is renamed too), then to the new id."""
+    moves = []
+    for chat in chats:
+        rows = db.execute("SELECT rid, doc_id, source_message_ids FROM docs WHERE chat_id = ? AND kind = 'turn'",
+                          (chat,)).fetchall()  # fmt: skip
+        moves += [(rid, old, chat, turn_doc_id(chat, ids[0])) for rid, old, src in rows
+                  if (ids := json.loads(src or "[]"))]  # fmt: skip - a turn cites its own message
     moves = [m for m in moves if m[1] != m[3]]
     for rid, old, chat, _ in moves:
         db.execute("UPDATE docs SET doc_id = ? WHERE rid = ?", (f"\x1f{rid}", rid))
@@ -82,10 +92,11 @@ def _rename(db: sqlite3.Connection) -> None:
         )
 
 
-def _restore(db: sqlite3.Connection) -> int:
-    """Store again the turn doc of each message that has none (only a clash left one out): its text, speaker,
-    time and topic, FTS-indexed, no vector."""
-    rows = db.execute(f"SELECT chat_id, message_id, payload FROM messages WHERE {_MESSAGES}").fetchall()
+def _restore(db: sqlite3.Connection, chats: list[str]) -> int:
+    """Store again the turn doc of each message of ``chats`` that has none (only a clash left one out): its
+    text, speaker, time and topic, FTS-indexed, no vector."""
+    rows = [r for c in chats for r in db.execute(
+        "SELECT chat_id, message_id, payload FROM messages WHERE chat_id = ?", (c,)).fetchall()]  # fmt: skip
     lost = [msg for chat, m, p in rows
             if db.execute("SELECT 1 FROM docs WHERE doc_id = ?", (turn_doc_id(chat, m),)).fetchone() is None
             and (msg := _message(p)) is not None]  # fmt: skip
@@ -102,6 +113,12 @@ def _restore(db: sqlite3.Connection) -> int:
         if m.text.strip():
             db.execute("INSERT INTO docs_fts (rowid, body, chat) VALUES (?,?,?)",
                        (rid, turn_body(m), chat_token(m.chat_id)))  # fmt: skip
+        # its vector, when the clash kept it (the other chat's turn had none): still under the old id
+        db.execute("UPDATE vectors SET doc_id = ? WHERE doc_id = ? AND chat_id = ?",
+                   (row[0], f"turn:{m.chat_id}:{m.message_id}", m.chat_id))  # fmt: skip
+    for chat in sorted({m.chat_id for m in lost}):  # other connections' vector caches of these chats: reload
+        db.execute("INSERT INTO chat_versions (chat, rewrites) VALUES (?, 1) ON CONFLICT (chat) DO UPDATE"
+                   " SET rewrites = rewrites + 1", (chat_token(chat),))  # fmt: skip
     return len(lost)
 
 

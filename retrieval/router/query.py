@@ -39,7 +39,9 @@ def name_matches(query: str, participants: list[str]) -> list[str]:
     ("Do", "Is" …)."""
     found: list[str] = []
     words = [w.removesuffix("'s").removesuffix("\u2019s") for w in re.findall(r"[A-Za-z][\w'-]*", query)]
-    inner = set(words[1:])  # a two-letter first name must not be the question's first word
+    # a two-letter first name must not be the question's first word ("Do", "Is"); a lone word is a caller's
+    # word from inside a sentence (retrieval/router/abstain_names.py asks one at a time)
+    inner = set(words[1:]) if len(words) > 1 else set(words)
     for name in sorted(set(participants), key=len, reverse=True):
         if not name:
             continue
@@ -49,7 +51,7 @@ def name_matches(query: str, participants: list[str]) -> list[str]:
             continue
         first = name.split()[0].lower()
         for w in words:
-            short = len(w) == 2 and w == name.split()[0] and w[1].islower() and w in inner
+            short = len(w) == 2 and w == name.split()[0] and w[0].isupper() and w[1].islower() and w in inner
             if short or (w[0].isupper() and len(w) >= 3 and (w.lower() == first or first.startswith(w.lower()))):
                 found.append(name)
                 break

@@ -4,6 +4,7 @@ information is kept (topics they shared are distilled again)."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -18,8 +19,8 @@ from memstream.settings import Settings
 from retrieval.embedder import CachedEmbedder, cache_key
 from streams.codec import is_tombstone
 from streams.log_erase import raw_messages
-from streams.sensitive import apply
-from streams.topics import RAW_MESSAGES
+from streams.sensitive import SensitivePolicy, apply
+from streams.topics import DEAD_LETTERS, RAW_MESSAGES
 from tests.helpers import write_jsonl
 from tests.pipeline.deletion_data import (
     CASES,
@@ -203,3 +204,34 @@ def test_http_delete_of_a_user_removes_everything_derived_at_once(tmp_path, mini
             assert body["withheld"] == sum(theirs) > 0 and body["new"] == body["accepted"] == len(later) - sum(theirs)
             assert all("deleted" in x["reason"] for x in body["results"] if x["status"] == "withheld")
             assert canary_files(data_dir, case) == {}  # nothing of theirs was kept
+
+
+def test_a_deleted_users_message_the_policy_would_drop_leaves_no_dead_letter(tmp_path):
+    """Withholding comes before the sensitive-information policy: a deleted user's new message that the
+    policy drops is not kept as a dead letter either (on the API and on `memstream ingest`)."""
+    policy = SensitivePolicy(actions={"secret": "drop"})
+    rows = [{"chat_id": "c1", "message_id": f"m{i}", "sender": s, "ts": f"2024-01-01T00:0{i}:00Z", "text": t}
+            for i, (s, t) in enumerate([("bob", "I moved to Lisbon"), ("ann", "Nice!")])]  # fmt: skip
+    later = [{"chat_id": "c1", "message_id": "m9", "sender": "bob", "ts": "2024-01-02T00:00:00Z",
+              "text": "the wifi password: hunter22 at the Lisbon flat"}]  # fmt: skip
+    settings = Settings(data_dir=tmp_path / "d", embedder="none", sensitive=policy)
+    with TestClient(create_app(settings, embedder=None)) as client:
+        assert client.post("/v1/messages", json={"messages": rows, "flush": True}).status_code == 202
+        assert client.delete("/v1/chats/c1/users/bob").status_code == 200
+        body = client.post("/v1/messages", json={"messages": later + rows[1:], "flush": True}).json()
+        assert [r["status"] for r in body["results"]] == ["withheld", "duplicate"] and body["dead_lettered"] == 0
+    asyncio.run(_ingest_later(settings, tmp_path, later))
+    for path in (tmp_path / "d").rglob("*"):  # neither the text nor a dead letter of it anywhere
+        if path.is_file():
+            data = path.read_bytes()
+            assert b"Lisbon flat" not in data and b"m9" not in data, path
+
+
+async def _ingest_later(settings: Settings, tmp_path: Path, later: list[dict]) -> None:
+    clients = await build_clients(settings, embedder=None)
+    try:
+        report = await _ingest(clients, tmp_path, later)
+        assert (report.withheld, report.rejected, report.new) == (1, 0, 0)
+        assert await clients.log.read(DEAD_LETTERS.name, 0, 100) == []
+    finally:
+        await clients.close()

@@ -93,3 +93,34 @@ async def test_a_file_with_the_old_ids_is_brought_up_to_date_when_opened(tmp_pat
         await third.close()
     finally:
         await again.close()
+
+
+async def test_a_vector_the_clash_left_under_the_old_id_goes_back_to_its_turn(tmp_path):
+    """Old files: chat A's turn x:m1 stored without a vector, then chat A:x's m1 with one — its doc was
+    left out, its vector kept under 'turn:A:x:m1'. Opened now: A:x's turn is back with that vector, and
+    chat A's turn can take a vector of its own."""
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path, DIM)
+    await store.bootstrap()
+    mine, theirs = pair()
+    await store.upsert_messages([mine], None)
+    await store.upsert_messages([theirs], np.stack([unit(2)]))
+    db, new = store.db, turn_doc_id("A:x", "m1")
+    rid = db.execute("SELECT rid FROM docs WHERE doc_id = ?", (new,)).fetchone()[0]
+    db.execute("DELETE FROM docs_fts WHERE rowid = ?", (rid,))
+    db.execute("DELETE FROM docs WHERE rid = ?", (rid,))
+    db.execute("UPDATE vectors SET doc_id = 'turn:A:x:m1' WHERE doc_id = ?", (new,))
+    db.execute("DELETE FROM meta WHERE key = 'turn_ids_v2'")
+    await store.close()
+
+    again = SQLiteStore(path, DIM)
+    await again.bootstrap()
+    try:
+        assert np.allclose((await again.turn_vectors("A:x", ["m1"]))["m1"], unit(2), atol=1e-6)
+        knn = await again.search(SearchQuery(chat_id="A:x", text="", vector=unit(2).tolist(), mode="knn"))
+        assert [h.doc.text for h in knn] == [theirs.text]
+        assert await again.turn_vectors("A", ["x:m1"]) == {}
+        await again.upsert_messages([mine], np.stack([unit(1)]))  # its first vector: no id in the way
+        assert np.allclose((await again.turn_vectors("A", ["x:m1"]))["x:m1"], unit(1), atol=1e-6)
+    finally:
+        await again.close()

@@ -51,6 +51,12 @@ def test_query_analysis():
     assert name_matches("What is Li's job, and Wu Fang's?", ["Li", "Wu Fang", "Xu"]) == ["Wu Fang", "Li"]
     assert name_matches("Do you know where we met?", ["Do", "We"]) == []  # a first word; a lowercase word
     assert name_matches("What did Bob say to Bo?", ["Bob"]) == ["Bob"] and name_matches("Is it Bob?", ["Bo"]) == []
+    assert name_matches("Why did bob say it broke so fast?", ["bob", "it", "so"]) == []  # lowercase nicks
+    from retrieval.router.abstain_names import named_entities, named_people
+
+    # the abstention check agrees: a two-letter participant is not "someone else the question names"
+    assert named_entities("What have Anna and Bo both painted?", ["Anna", "Bo"]) == []
+    assert named_people("What is Bo's job?", ["Bo"]) == [] and named_people("What is Bo's job?", ["Anna"]) == ["Bo"]
     assert "collection" in variants("collect") and "collect" in variants("collection")
     assert subqueries("What do Ann and Bo both like?", ["Ann", "Bo"], ["like"])[:2] == ["Ann like", "Bo like"]
     qa = analyse("What did Alice eat in June 2023?", ["Alice"], T)
