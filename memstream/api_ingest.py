@@ -51,10 +51,9 @@ def _short(value: Any) -> str | None:
     return value[:256].encode("utf-8", "replace").decode() if isinstance(value, str) else None
 
 
-def judge(items: list[dict[str, Any]], policy: SensitivePolicy | None = None) -> list[Parsed]:
-    """Validate every message on its own (a reject keeps its original payload and the reason), then apply
-    the sensitive-information policy (a dropped message becomes a reject carrying the masked text). The API
-    passes no policy: :func:`append_batch` applies it after the deletion ledger has withheld what it must."""
+def judge(items: list[dict[str, Any]]) -> list[Parsed]:
+    """Validate every message on its own (a reject keeps its original payload and the reason). The
+    sensitive-information policy is applied by :func:`append_batch`, after the deletion ledger."""
     out = []
     for i, item in enumerate(items):
         try:
@@ -62,7 +61,7 @@ def judge(items: list[dict[str, Any]], policy: SensitivePolicy | None = None) ->
         except ValidationError as exc:
             raw = json.dumps(item, ensure_ascii=False, default=str).encode("utf-8", "replace").decode()
             out.append(Parsed(raw=raw, error=f"message {i}: {describe(exc)}"[:500], where=f"api:{i}"))
-    return list(screen(out, policy))
+    return out
 
 
 def claimed_chats(items: list[dict[str, Any]]) -> set[str]:

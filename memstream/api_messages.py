@@ -28,7 +28,7 @@ async def post_messages(batch: IngestBatch, request: Request, who: Writer, lanes
         authorize(request, who, "write", chat_id, count=len(batch.messages))
     if await lanes.backlog() > serve.max_backlog:
         raise Busy(f"more than {serve.max_backlog} messages are waiting to be processed", 5)
-    parsed = judge(batch.messages)  # validated; screened after the deletion ledger (append_batch)
+    parsed = judge(batch.messages)
     policy = lanes.clients.settings.sensitive
     out = await lanes.ingest.call(lambda c: append_batch(c.log, batch, parsed, policy))
     lanes.wake()

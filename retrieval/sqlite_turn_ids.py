@@ -16,6 +16,8 @@ import logging
 import sqlite3
 
 from retrieval.sqlite_schema import INSERT_DOC, chat_token, turn_body
+from retrieval.sqlite_vectors import bump
+from retrieval.vector_cache import Effects
 from schemas import ChatMessage, TopicSummary
 
 __all__ = ["ensure", "turn_doc_id", "turn_prefix"]
@@ -116,9 +118,7 @@ def _restore(db: sqlite3.Connection, chats: list[str]) -> int:
         # its vector, when the clash kept it (the other chat's turn had none): still under the old id
         db.execute("UPDATE vectors SET doc_id = ? WHERE doc_id = ? AND chat_id = ?",
                    (row[0], f"turn:{m.chat_id}:{m.message_id}", m.chat_id))  # fmt: skip
-    for chat in sorted({m.chat_id for m in lost}):  # other connections' vector caches of these chats: reload
-        db.execute("INSERT INTO chat_versions (chat, rewrites) VALUES (?, 1) ON CONFLICT (chat) DO UPDATE"
-                   " SET rewrites = rewrites + 1", (chat_token(chat),))  # fmt: skip
+    bump(db, Effects(stale={m.chat_id for m in lost}))  # other connections' vector caches of these chats: reload
     return len(lost)
 
 

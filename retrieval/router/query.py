@@ -49,9 +49,10 @@ def name_matches(query: str, participants: list[str]) -> list[str]:
             if name in query:
                 found.append(name)
             continue
-        first = name.split()[0].lower()
+        given = name.split()[0]
+        first = given.lower()
         for w in words:
-            short = len(w) == 2 and w == name.split()[0] and w[0].isupper() and w[1].islower() and w in inner
+            short = len(w) == 2 and w == given and w[0].isupper() and w[1].islower() and w in inner
             if short or (w[0].isupper() and len(w) >= 3 and (w.lower() == first or first.startswith(w.lower()))):
                 found.append(name)
                 break
