@@ -105,6 +105,29 @@ class _Runtime:
         self.pipeline: Pipeline | None = None
         self._lock = asyncio.Lock()
         self._send_lock = asyncio.Lock()
+        self._committed_at = 0.0
+        self._commit_later: asyncio.Task | None = None
+
+    async def commit_idle(self) -> None:
+        """An agent caught up: commit what is acked now rather than at the next commit interval (at most
+        every quarter interval), so a worker that is done shows lag 0 at once and a restart after a burst
+        redelivers nothing. While busy the agents rarely catch up and the interval commits as before."""
+        if self._commit_later is not None and not self._commit_later.done():  # one is already coming
+            return
+        wait = self._committed_at + self.cfg.commit_interval_s / 4 - asyncio.get_running_loop().time()
+        if wait > 0:  # committed a moment ago: once more when the quarter interval is over
+            self._commit_later = asyncio.create_task(self._commit(wait))
+            return
+        await self._commit(0.0)
+
+    async def _commit(self, after_s: float) -> None:
+        if after_s > 0:
+            await asyncio.sleep(after_s)
+        self._committed_at = asyncio.get_running_loop().time()
+        try:
+            await self.app.consumer.commit()
+        except Exception:  # the interval commit tries again
+            log.warning("commit after catching up failed", exc_info=True)
 
     async def ready(self) -> Pipeline:
         async with self._lock:
@@ -115,6 +138,8 @@ class _Runtime:
             return self.pipeline
 
     async def close(self) -> None:
+        if self._commit_later is not None:
+            self._commit_later.cancel()
         if self.pipeline is not None:
             await self.pipeline.stop_ahead()
             await self.pipeline.wm.close()
@@ -188,7 +213,8 @@ def create_app(wiring: Wiring) -> faust.App:
         on_full = runtime.embed_ahead if stage == "segment" else None
 
         async def agent(stream):
-            async for events in take_ahead(stream, batch, cfg.within_s, on_full=on_full):
+            async for events in take_ahead(stream, batch, cfg.within_s, on_full=on_full,
+                                           on_idle=runtime.commit_idle):  # fmt: skip
                 await runtime.run(stage, [record_of(e) for e in events])
 
         agent.__name__ = f"{stage}_agent"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 __all__ = ["take_ahead"]
@@ -29,23 +29,29 @@ log = logging.getLogger("memstream.faust")
 
 
 def take_ahead(
-    stream: Any, max_: int, within: float, *, ahead: int = 1, on_full: Callable[[list[Any]], None] | None = None
-) -> AsyncIterator[list[Any]]:
-    """Lists of up to ``max_`` events: a full one as soon as it fills, else what came within ``within`` s.
+    stream: Any, max_: int, within: float, *, ahead: int = 1, on_full: Callable[[list[Any]], None] | None = None,
+    on_idle: Callable[[], Awaitable[None]] | None = None,
+) -> AsyncIterator[list[Any]]:  # fmt: skip
+    """Lists of up to ``max_`` events: a full one as soon as it fills, else what came within ``within`` s
+    of the batch's first event (events that waited behind a long batch are not held another ``within``).
 
     While the caller processes a batch, up to ``ahead`` more fill behind it (the stream's reader waits
     when they are all full). ``on_full`` is called with each full batch as it fills (an exception there is
-    logged, not raised: it may only prepare work). The generator is tracked like ``take_events``' so the
-    stream closes it when it stops."""
-    agen = _take_ahead(stream, max_, within, ahead=ahead, on_full=on_full)
+    logged, not raised: it may only prepare work); ``on_idle`` is awaited after a batch is acked when no
+    event waits behind it (the agent caught up: the worker commits then). The generator is tracked like
+    ``take_events``' so the stream closes it when it stops."""
+    agen = _take_ahead(stream, max_, within, ahead=ahead, on_full=on_full, on_idle=on_idle)
     stream._active_agens.add(agen)
     return agen
 
 
 async def _take_ahead(
-    stream: Any, max_: int, within: float, *, ahead: int, on_full: Callable[[list[Any]], None] | None
-) -> AsyncIterator[list[Any]]:
+    stream: Any, max_: int, within: float, *, ahead: int, on_full: Callable[[list[Any]], None] | None,
+    on_idle: Callable[[], Awaitable[None]] | None,
+) -> AsyncIterator[list[Any]]:  # fmt: skip
     max_, ahead = max(1, max_), max(1, ahead)
+    loop = asyncio.get_running_loop()
+    started = [0.0]  # when the batch filling now got its first event
     filling: list[Any] = []
     full: deque[list[Any]] = deque()
     ready = asyncio.Event()  # a full batch waits
@@ -59,6 +65,8 @@ async def _take_ahead(
         event = stream.current_event
         if event is None:
             raise RuntimeError("take_ahead found current_event is None")
+        if not filling:
+            started[0] = loop.time()
         filling.append(event)
         if len(filling) >= max_:
             batch = filling.copy()
@@ -81,8 +89,10 @@ async def _take_ahead(
     stream._enable_passive(aiter(stream.channel))
     try:
         while not stream.should_stop:
-            if not full:
-                await stream.wait_for_stopped(ready, timeout=within or None)  # 0: as take_events, no timeout
+            if not full:  # a batch is due ``within`` s after its first event, however long it waited here
+                left = within - (loop.time() - started[0]) if filling else within
+                if not within or left > 0:  # 0: as take_events, no timeout
+                    await stream.wait_for_stopped(ready, timeout=left if within else None)
             if full:
                 batch = full.popleft()
             elif filling:  # not full within ``within``: what there is
@@ -96,6 +106,11 @@ async def _take_ahead(
             yield batch
             for event in batch:  # only once the caller is done with it: a batch cancelled midway is not
                 await stream.ack(event)
+            if on_idle is not None and not full and not filling:
+                try:
+                    await on_idle()
+                except Exception:
+                    log.exception("the idle hook failed")
     finally:
         # closed (the agent stopped or crashed): the batches not processed are dropped unacked, so their
         # offsets are not committed and they are delivered again; the reader is let go

@@ -172,6 +172,24 @@ async def test_sigkilled_worker_resumes_without_loss_or_duplicates(tmp_path, tan
     assert await store_snapshot(store) == expected
 
 
+async def test_a_worker_that_caught_up_commits_without_waiting_for_the_commit_interval(tmp_path, tansu_broker,
+                                                                                    redis_wm_url):  # fmt: skip
+    """A 60 s commit interval: the group still reads lag 0 soon after the burst, since each agent commits
+    what it acked when nothing waits behind its batch (streams.faust_app, take_ahead's ``on_idle``)."""
+    src = locomo_slice(tmp_path, 2)
+    hosts = tansu_broker.hosts
+    bootstrap_topics(hosts, partitions=2)
+    report = produce_file(hosts, src, exact_offsets=True)
+    assert report.new > 0
+    env = worker_env(tansu_broker, tmp_path / "kdata", tmp_path / "k.db", redis_wm_url)
+    worker = spawn_worker(env, tmp_path / "worker.log", "--commit-interval", "60")
+    try:
+        wait_idle(tansu_broker, worker, timeout_s=45.0)  # the interval's first commit would come at 60 s
+    finally:
+        assert stop(worker) == 0
+    assert await store_snapshot(tmp_path / "k.db") == await embedded_snapshot(src, tmp_path / "embedded")
+
+
 async def test_deleted_user_does_not_come_back_after_replay(tmp_path, tansu_broker, redis_wm_url):
     src = locomo_slice(tmp_path, 3)
     gone = "Melanie"

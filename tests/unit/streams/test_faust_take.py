@@ -146,3 +146,83 @@ async def test_a_batch_whose_body_is_cancelled_is_not_acked():
             await ctx.put(str(i).encode())
         await asyncio.wait_for(started.wait(), 5)
     assert len(seen) == 4 and not any(m.acked for m in seen)  # take_events acks such a batch
+
+
+async def test_events_that_waited_behind_a_long_batch_come_at_once_not_after_another_within():
+    """A partial batch is due ``within`` s after its first event: the one that filled while a long batch was
+    processed is handed over as soon as the caller asks, not after waiting ``within`` again."""
+    app, topic = _app("take-due")
+    gaps: list[float] = []
+    done = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    returned = [0.0]
+
+    @app.agent(topic)
+    async def agent(stream):
+        async for events in take_ahead(stream, 4, 1.0):
+            if returned[0]:
+                gaps.append(loop.time() - returned[0])
+            if events[-1].value == b"4":
+                done.set()
+            else:
+                await asyncio.sleep(1.5)  # longer than ``within``: "4" waits meanwhile
+            returned[0] = loop.time()
+
+    async with agent.test_context() as ctx:
+        for i in range(5):
+            await ctx.put(str(i).encode())
+        await asyncio.wait_for(done.wait(), 10)
+    assert len(gaps) == 1 and gaps[0] < 0.5  # before: ~1.0 s more
+
+
+async def test_the_idle_hook_runs_when_the_agent_caught_up_not_while_a_full_batch_waits():
+    calls: list[int] = []
+    seen: list[int] = []
+
+    async def idle():
+        calls.append(len(seen))
+
+    app, topic = _app("take-idle")
+    done = asyncio.Event()
+
+    @app.agent(topic)
+    async def agent(stream):
+        async for events in take_ahead(stream, 4, 0.2, on_idle=idle):
+            if not seen:
+                await asyncio.sleep(0.3)  # the rest arrive meanwhile: a full batch waits behind this one
+            seen.extend(int(e.value) for e in events)
+            if len(seen) == 9:
+                done.set()
+
+    async with agent.test_context() as ctx:
+        for i in range(9):
+            await ctx.put(str(i).encode())
+        await asyncio.wait_for(done.wait(), 10)
+        assert await wait_until(lambda: 9 in calls)
+    assert 4 not in calls  # the first batch had a full one behind it
+    assert calls[-1] == 9  # after the last batch was acked
+
+
+async def test_a_failing_idle_hook_is_logged_and_the_batches_still_come(caplog):
+    app, topic = _app("take-idle-fails")
+    got: list[int] = []
+    done = asyncio.Event()
+
+    async def broken():
+        raise ValueError("boom")
+
+    @app.agent(topic)
+    async def agent(stream):
+        async for events in take_ahead(stream, 2, 0.1, on_idle=broken):
+            got.extend(int(e.value) for e in events)
+            if len(got) == 3:
+                done.set()
+            await asyncio.sleep(0.15)  # each batch ends with nothing behind it: the hook runs after each
+
+    async with agent.test_context() as ctx:
+        for i in range(3):
+            await ctx.put(str(i).encode())
+            await asyncio.sleep(0.3)
+        await asyncio.wait_for(done.wait(), 10)
+    assert got == [0, 1, 2]
+    assert "the idle hook failed" in caplog.text
