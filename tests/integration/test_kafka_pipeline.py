@@ -263,6 +263,31 @@ async def test_kafka_log_appends_keyed_records_and_reads_the_ledger(tansu_broker
     assert read_ledger(hosts) == {("c1", "*"), ("c2", "bob")}
 
 
+async def test_the_ledger_is_fetched_only_while_refreshing_and_sees_other_processes_deletions(tansu_broker):
+    """The stages read the ledger before every batch. A fetch left running on it (nearly always empty) was
+    held by Tansu up to its wait, and the next refresh's end-offset request waited behind it: the worker's
+    stages stalled 0.4-1.4 s every two seconds. The partition is paused between refreshes."""
+    from memstream.kafka_admin import record_deletion
+    from streams.kafka_log import KafkaLog
+
+    hosts = tansu_broker.hosts
+    bootstrap_topics(hosts, partitions=2)
+    kafka_log = await KafkaLog(hosts, refresh_s=0).open()
+    try:
+        assert await kafka_log.deletions() == set()
+        record_deletion(hosts, "c1", "ann")  # another process (the API, the CLI) writes the ledger
+        assert await kafka_log.deletions() == {("c1", "ann")}
+        assert kafka_log._tp in kafka_log._consumer.paused()
+        t0 = time.monotonic()
+        for _ in range(20):  # nothing new: an end-offset request each, answered at once
+            assert await kafka_log.deletions() == {("c1", "ann")}
+        assert time.monotonic() - t0 < 2.0  # held behind a fetch: ~0.5 s each
+        record_deletion(hosts, "c2", "*")
+        assert await kafka_log.deletions() == {("c1", "ann"), ("c2", "*")}
+    finally:
+        await kafka_log.close()
+
+
 def test_lag_probe_reads_fresh_offsets_on_every_call_over_one_pair_of_clients(tansu_broker):
     """``LagProbe`` (wait_idle, the throughput bench) keeps its clients across polls; each poll still reads the
     committed and end offsets afresh, and agrees with a one-shot ``lag``."""
