@@ -78,7 +78,8 @@ def worker(
     exact_offsets: ExactOffsets = False,
     session_timeout: Annotated[float, typer.Option(help="Consumer group session timeout, seconds.")] = 10.0,
     commit_interval: Annotated[
-        float, typer.Option(help="Seconds between offset commits (what the group's lag reads).", min=0.05)
+        float, typer.Option(help="Seconds between offset commits while busy (what the group's lag reads); an agent "
+                             "that caught up commits at once.", min=0.05)
     ] = 1.0,
     group: Group = "memstream",
     heartbeat: Annotated[
