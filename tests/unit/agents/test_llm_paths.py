@@ -116,7 +116,8 @@ def server() -> Iterator[tuple[ScriptedLLM, str]]:
 def llm(server: tuple[ScriptedLLM, str]) -> tuple[ScriptedLLM, LLMClient]:
     scripted, base_url = server
     scripted.reset()
-    cfg = LLMConfig(base_url=base_url, model="test", timeout_s=0.5, max_retries=2, backoff_s=0.01)
+    # a loaded CI box can take over half a second for a scripted reply: a short timeout would add a retry
+    cfg = LLMConfig(base_url=base_url, model="test", timeout_s=5.0, max_retries=2, backoff_s=0.01)
     return scripted, OpenAILLM(cfg)
 
 
@@ -255,12 +256,13 @@ async def test_http_500_then_success(llm) -> None:
     _assert_llm_result(result, calls, 2)
 
 
-async def test_slow_reply_times_out_and_is_retried(llm) -> None:
-    scripted, client = llm
-    scripted.reset(Step(json.dumps(GOOD), delay=2.0), Step(json.dumps(GOOD)))
+async def test_slow_reply_times_out_and_is_retried(server) -> None:
+    scripted, base_url = server
+    client = OpenAILLM(LLMConfig(base_url=base_url, model="test", timeout_s=1.0, max_retries=2, backoff_s=0.01))
+    scripted.reset(Step(json.dumps(GOOD), delay=6.0), Step(json.dumps(GOOD)))
     started = time.monotonic()
     result, calls = await distill_llm(_job(), client, CFG)
-    assert time.monotonic() - started < 1.8  # the slow reply was abandoned at the 0.5 s timeout
+    assert time.monotonic() - started < 5.0  # the slow reply was abandoned at the 1 s timeout
     _assert_llm_result(result, calls, 2)
 
 
