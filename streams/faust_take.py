@@ -51,7 +51,7 @@ async def _take_ahead(
 ) -> AsyncIterator[list[Any]]:  # fmt: skip
     max_, ahead = max(1, max_), max(1, ahead)
     loop = asyncio.get_running_loop()
-    started = [0.0]  # when the batch filling now got its first event
+    started = 0.0  # when the batch filling now got its first event
     filling: list[Any] = []
     full: deque[list[Any]] = deque()
     ready = asyncio.Event()  # a full batch waits
@@ -60,13 +60,14 @@ async def _take_ahead(
     closed = False
 
     async def add(value: Any) -> Any:
+        nonlocal started
         if closed:  # a new take on this stream (an agent restarted) reads from here on
             return value
         event = stream.current_event
         if event is None:
             raise RuntimeError("take_ahead found current_event is None")
         if not filling:
-            started[0] = loop.time()
+            started = loop.time()
         filling.append(event)
         if len(filling) >= max_:
             batch = filling.copy()
@@ -90,7 +91,7 @@ async def _take_ahead(
     try:
         while not stream.should_stop:
             if not full:  # a batch is due ``within`` s after its first event, however long it waited here
-                left = within - (loop.time() - started[0]) if filling else within
+                left = within - (loop.time() - started) if filling else within
                 if not within or left > 0:  # 0: as take_events, no timeout
                     await stream.wait_for_stopped(ready, timeout=left if within else None)
             if full:

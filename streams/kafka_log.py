@@ -147,19 +147,22 @@ class KafkaLog:
         stages, which read the ledger before each batch, stalled 0.4-1.4 s every two seconds."""
         async with self._lock:
             end = (await self._consumer.end_offsets([self._tp]))[self._tp]
-            idle = 0
             if await self._consumer.position(self._tp) < end:
                 self._consumer.resume(self._tp)
                 try:
-                    while await self._consumer.position(self._tp) < end and idle < 3:
-                        batch = await self._consumer.getmany(self._tp, timeout_ms=500)
-                        records = batch.get(self._tp, [])
-                        idle = 0 if records else idle + 1
-                        for rec in records:
-                            apply_ledger_entry(self._entries, rec.key, rec.value)
+                    await self._read_to(end)
                 finally:
                     self._consumer.pause(self._tp)
             self._refreshed = time.monotonic()
+
+    async def _read_to(self, end: int) -> None:
+        idle = 0
+        while await self._consumer.position(self._tp) < end and idle < 3:
+            batch = await self._consumer.getmany(self._tp, timeout_ms=500)
+            records = batch.get(self._tp, [])
+            idle = 0 if records else idle + 1
+            for rec in records:
+                apply_ledger_entry(self._entries, rec.key, rec.value)
 
     async def deletions(self) -> set[tuple[str, str]]:
         if time.monotonic() - self._refreshed >= self.refresh_s:

@@ -117,8 +117,11 @@ def llm(server: tuple[ScriptedLLM, str]) -> tuple[ScriptedLLM, LLMClient]:
     scripted, base_url = server
     scripted.reset()
     # a loaded CI box can take over half a second for a scripted reply: a short timeout would add a retry
-    cfg = LLMConfig(base_url=base_url, model="test", timeout_s=5.0, max_retries=2, backoff_s=0.01)
-    return scripted, OpenAILLM(cfg)
+    return scripted, _client(base_url, timeout_s=5.0)
+
+
+def _client(base_url: str, *, timeout_s: float) -> OpenAILLM:
+    return OpenAILLM(LLMConfig(base_url=base_url, model="test", timeout_s=timeout_s, max_retries=2, backoff_s=0.01))
 
 
 def _job(topic: str = "t1") -> DistillJob:
@@ -258,7 +261,7 @@ async def test_http_500_then_success(llm) -> None:
 
 async def test_slow_reply_times_out_and_is_retried(server) -> None:
     scripted, base_url = server
-    client = OpenAILLM(LLMConfig(base_url=base_url, model="test", timeout_s=1.0, max_retries=2, backoff_s=0.01))
+    client = _client(base_url, timeout_s=1.0)
     scripted.reset(Step(json.dumps(GOOD), delay=6.0), Step(json.dumps(GOOD)))
     started = time.monotonic()
     result, calls = await distill_llm(_job(), client, CFG)
