@@ -310,6 +310,9 @@ def fts_query(text: str, *, max_terms: int = 64) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in seen)
 
 
+_LINES_FROM = 256  # characters: a longer text with line breaks is counted line by line (count_tokens)
+
+
 @text_cache(1 << 13)  # pure; the router counts the same candidates on every question
 def count_tokens(text: str) -> int:
     """Approximate LLM (BPE) token count; fast, deterministic, errs slightly high.
@@ -317,7 +320,12 @@ def count_tokens(text: str) -> int:
     The approximation: one token per CJK character, one per 3 digits of a number, one per 5 letters of a
     word (at least one per word; common English words are single tokens, long ones split), one per
     punctuation/symbol character. Whitespace is free (BPE merges it into the following token).
+
+    No token holds a line break, so a long text of several lines counts as the sum of its lines, each read
+    from this cache: a rendered context is made of lines counted while it was packed.
     """
+    if len(text) > _LINES_FROM and "\n" in text:
+        return sum(map(count_tokens, text.split("\n")))
     total = 0
     for m in _COUNT_RE.finditer(text):
         kind = m.lastgroup

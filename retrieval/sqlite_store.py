@@ -260,21 +260,28 @@ class SQLiteStore:
         self, chat_id: str, vector: np.ndarray, *, k: int = 10, subject: str | None = None
     ) -> list[tuple[MemoryRecord, float]]:
         """Live memory records of the chat (optionally only about ``subject``) by cosine, best first."""
-        cv = self._chat_vectors(chat_id)
-        if cv is None or k <= 0:
-            return []
-        query = self._check_vectors(vector, 1, stored=False)[0]
-        keep = cv.mask(None, None, None, live_only=True) & ~cv.kind_mask(["turn"])
-        if subject is not None:
-            keep &= cv.subjects == subject
-        top = cv.top(query, keep, k)
-        payloads = sqlite_search.records_by_rid(self.db, chat_id, [rid for rid, _ in top])
-        return [(parse_json(MemoryRecord, payloads[rid]), s) for rid, s in top if payloads.get(rid)]
+        return self._similar(chat_id, vector, 1, k, subject)[0]
 
     async def similar_memories_many(
         self, chat_id: str, vectors: np.ndarray, *, k: int = 10
     ) -> list[list[tuple[MemoryRecord, float]]]:
-        return [await self.similar_memories(chat_id, v, k=k) for v in vectors]  # in process: no round trips
+        """:meth:`similar_memories` of each vector: one mask of the chat's live memories and one read of the
+        records found for the lot (a consolidator batch asks for every candidate of a result at once)."""
+        return self._similar(chat_id, vectors, len(vectors), k, None)
+
+    def _similar(
+        self, chat_id: str, vectors: np.ndarray, n: int, k: int, subject: str | None
+    ) -> list[list[tuple[MemoryRecord, float]]]:
+        cv = self._chat_vectors(chat_id)
+        if cv is None or k <= 0:
+            return [[] for _ in range(n)]
+        queries = self._check_vectors(vectors, n, stored=False)
+        keep = cv.mask(None, None, None, live_only=True) & ~cv.kind_mask(["turn"])
+        if subject is not None:
+            keep &= cv.subjects == subject
+        tops = [cv.top(query, keep, k) for query in queries]  # one scan per vector: the same scores as alone
+        payloads = sqlite_search.records_by_rid(self.db, chat_id, list(dict.fromkeys(r for t in tops for r, _ in t)))
+        return [[(parse_json(MemoryRecord, payloads[rid]), s) for rid, s in top if payloads.get(rid)] for top in tops]
 
     # ---- search ----------------------------------------------------------------------------------
 

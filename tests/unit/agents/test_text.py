@@ -111,6 +111,26 @@ def test_count_tokens_approximation():
     assert count_tokens(text) == count_tokens(text)
 
 
+def test_a_long_text_of_lines_counts_what_one_pass_over_it_counts():
+    """A long multi-line text is counted line by line (each line cached): the same count as one regex pass,
+    whatever sits at the line breaks (numbers, words, CJK, symbols, blank lines, a line break in a run)."""
+    import random
+
+    from agents.text import _COUNT_RE
+
+    def one_pass(text: str) -> int:
+        return sum((len(m.group()) + 2) // 3 if m.lastgroup == "num" else (len(m.group()) + 4) // 5
+                   if m.lastgroup == "word" else 1 for m in _COUNT_RE.finditer(text))  # fmt: skip
+
+    rng = random.Random(7)
+    parts = ["2023", "05", "Caroline:", "internationalization", "杭州很好", "!!", "—", "é", "x1", "\n", "\n\n", " ", "\t"]
+    for _ in range(300):
+        text = "".join(rng.choice(parts) for _ in range(rng.randint(40, 200)))
+        assert count_tokens(text) == one_pass(text)
+    context = "## direct\n2023-05-07\n" + "\n".join(f"13:{i:02d} Melanie: line {i} of the day, 12345 words" for i in range(20))
+    assert len(context) > 256 and count_tokens(context) == one_pass(context)
+
+
 def test_extract_keywords():
     kw = extract_keywords("Li and Caroline went hiking in Yosemite in 2023; 我下个月要搬到杭州了")
     assert {"li", "caroline", "hiking", "yosemite", "杭州", "下个月"} <= kw
