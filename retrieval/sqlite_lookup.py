@@ -9,10 +9,12 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+import numpy as np
+
 from agents.text import parse_json
 from retrieval.protocols import MemoryFilter
 from retrieval.sqlite_schema import RECORD
-from retrieval.sqlite_search import until_write
+from retrieval.sqlite_search import records_by_rid, until_write
 from retrieval.sqlite_sources import UNINDEXED_KINDS, rids_citing
 from retrieval.sqlite_util import chunks, marks
 from schemas import MemoryRecord
@@ -102,3 +104,19 @@ def _profiles(state: str) -> str:
     4.2 -> 0.42 ms, at ~1,700 versions in one chat. The query must say ``d.kind = 'profile'`` and
     ``d.valid_to IS NULL`` (the index's condition)."""
     return f"docs d {'INDEXED BY docs_live_profiles ' if state == 'live' else ''}{RECORD}"
+
+
+def nearest_records(
+    db: sqlite3.Connection, chat_id: str, cv: Any, queries: np.ndarray, k: int, subject: str | None
+) -> list[list[tuple[MemoryRecord, float]]]:
+    """Per query vector (unit rows of ``queries``): the chat's live memory records (``subject``: only about
+    them) by cosine, best first, from its vector cache ``cv``. The live mask is made once and the records
+    found are read in one query for the lot (a consolidator's batch asks for every candidate of a result at
+    once); each vector's scan is the one it gets alone, so are its scores and their order."""
+    keep = cv.mask(None, None, None, live_only=True) & ~cv.kind_mask(["turn"])
+    if subject is not None:
+        keep &= cv.subjects == subject
+    tops = [cv.top(query, keep, k) for query in queries]
+    payloads = records_by_rid(db, chat_id, list(dict.fromkeys(rid for top in tops for rid, _ in top)))
+    parse = parse_json
+    return [[(parse(MemoryRecord, payloads[rid]), s) for rid, s in top if payloads.get(rid)] for top in tops]

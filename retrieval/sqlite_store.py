@@ -30,6 +30,7 @@ from retrieval.protocols import Hit, MemoryFilter, SearchQuery, check_decision
 from retrieval.sqlite_delete import drop_memory, forget_chat, forget_user
 from retrieval.sqlite_edit import replace_message as _replace_message
 from retrieval.sqlite_lookup import find_memories as _find_memories
+from retrieval.sqlite_lookup import nearest_records
 from retrieval.sqlite_schema import SCHEMA, chat_token, epoch, turn_body
 from retrieval.sqlite_turn_ids import turn_doc_id
 from retrieval.sqlite_util import chunks, marks, open_sqlite
@@ -265,23 +266,14 @@ class SQLiteStore:
     async def similar_memories_many(
         self, chat_id: str, vectors: np.ndarray, *, k: int = 10
     ) -> list[list[tuple[MemoryRecord, float]]]:
-        """:meth:`similar_memories` of each vector: one mask of the chat's live memories and one read of the
-        records found for the lot (a consolidator batch asks for every candidate of a result at once)."""
+        """:meth:`similar_memories` of each vector, in one pass (:func:`retrieval.sqlite_lookup.nearest_records`)."""
         return self._similar(chat_id, vectors, len(vectors), k, None)
 
-    def _similar(
-        self, chat_id: str, vectors: np.ndarray, n: int, k: int, subject: str | None
-    ) -> list[list[tuple[MemoryRecord, float]]]:
+    def _similar(self, chat_id: str, vectors: np.ndarray, n: int, k: int, subject: str | None) -> list[list]:
         cv = self._chat_vectors(chat_id)
         if cv is None or k <= 0:
             return [[] for _ in range(n)]
-        queries = self._check_vectors(vectors, n, stored=False)
-        keep = cv.mask(None, None, None, live_only=True) & ~cv.kind_mask(["turn"])
-        if subject is not None:
-            keep &= cv.subjects == subject
-        tops = [cv.top(query, keep, k) for query in queries]  # one scan per vector: the same scores as alone
-        payloads = sqlite_search.records_by_rid(self.db, chat_id, list(dict.fromkeys(r for t in tops for r, _ in t)))
-        return [[(parse_json(MemoryRecord, payloads[rid]), s) for rid, s in top if payloads.get(rid)] for top in tops]
+        return nearest_records(self.db, chat_id, cv, self._check_vectors(vectors, n, stored=False), k, subject)
 
     # ---- search ----------------------------------------------------------------------------------
 
