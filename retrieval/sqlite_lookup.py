@@ -7,9 +7,7 @@ statement is filtered by ``chat_id``.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from agents.text import parse_json
 from retrieval.protocols import MemoryFilter
@@ -18,6 +16,11 @@ from retrieval.sqlite_search import records_by_rid, until_write
 from retrieval.sqlite_sources import UNINDEXED_KINDS, rids_citing
 from retrieval.sqlite_util import chunks, marks
 from schemas import MemoryRecord
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from retrieval.vector_cache import ChatVectors
 
 __all__ = ["find_memories"]
 
@@ -107,7 +110,7 @@ def _profiles(state: str) -> str:
 
 
 def nearest_records(
-    db: sqlite3.Connection, chat_id: str, cv: Any, queries: np.ndarray, k: int, subject: str | None
+    db: sqlite3.Connection, chat_id: str, cv: ChatVectors, queries: np.ndarray, k: int, subject: str | None
 ) -> list[list[tuple[MemoryRecord, float]]]:
     """Per query vector (unit rows of ``queries``): the chat's live memory records (``subject``: only about
     them) by cosine, best first, from its vector cache ``cv``. The live mask is made once and the records
@@ -118,5 +121,5 @@ def nearest_records(
         keep &= cv.subjects == subject
     tops = [cv.top(query, keep, k) for query in queries]
     payloads = records_by_rid(db, chat_id, list(dict.fromkeys(rid for top in tops for rid, _ in top)))
-    parse = parse_json
-    return [[(parse(MemoryRecord, payloads[rid]), s) for rid, s in top if payloads.get(rid)] for top in tops]
+    return [[(parse_json(MemoryRecord, payloads[rid]), score) for rid, score in top if payloads.get(rid)]
+            for top in tops]  # fmt: skip

@@ -269,7 +269,9 @@ class SQLiteStore:
         """:meth:`similar_memories` of each vector, in one pass (:func:`retrieval.sqlite_lookup.nearest_records`)."""
         return self._similar(chat_id, vectors, len(vectors), k, None)
 
-    def _similar(self, chat_id: str, vectors: np.ndarray, n: int, k: int, subject: str | None) -> list[list]:
+    def _similar(
+        self, chat_id: str, vectors: np.ndarray, n: int, k: int, subject: str | None
+    ) -> list[list[tuple[MemoryRecord, float]]]:
         cv = self._chat_vectors(chat_id)
         if cv is None or k <= 0:
             return [[] for _ in range(n)]
