@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import numpy as np
-
 from agents.config import SegmenterConfig
 from agents.segment_link import decode_vec, link_msg, read_links, remember
 from agents.segment_shift import CONTEXT, default_shift_weights, is_dyadic, shift_features, shift_p
@@ -261,7 +259,7 @@ def _attach(topic: ActiveTopic, msg: ChatMessage, f: Features, cfg: SegmenterCon
         centroid, topic.centroid_n = rounded_array(vec), 1
     else:
         n = topic.centroid_n
-        centroid = rounded_array((np.asarray(topic.centroid, dtype=np.float32) * n + vec) / (n + 1))
+        centroid = rounded_array((topic.centroid32() * n + vec) / (n + 1))
         topic.centroid_n = n + 1
     row = rounded_array(vec)
     topic.centroid = centroid.tolist()

@@ -259,9 +259,10 @@ def test_wrong_chat_is_rejected():
 
 
 def test_a_topics_vector_matrix_grown_message_by_message_is_the_one_built_from_its_lists():
-    """The segmenter keeps each topic's matrix (unit centroid, then the recent vectors) up to date as vectors
-    join (ActiveTopic.changed) instead of converting every list again; it must equal, bit for bit, the matrix
-    built from the topic's lists, also past ``recent_k`` and for a message without a vector."""
+    """The segmenter keeps each topic's matrix (unit centroid, then the recent vectors) and its centroid as
+    float32 up to date as vectors join (ActiveTopic.changed) instead of converting every list again; both must
+    equal, bit for bit, what is built from the topic's lists, also past ``recent_k`` and for a message without
+    a vector."""
     rng = np.random.default_rng(7)
     base = rng.standard_normal(384)
     texts = [f"the backup job on server {i % 3} failed with disk errors again" for i in range(14)]
@@ -272,8 +273,13 @@ def test_a_topics_vector_matrix_grown_message_by_message_is_the_one_built_from_i
         pool, _ = step(pool, msg(k, ["ann", "bob", "cy"][k % 3], text), vectors[k], CFG)
         for topic in pool.topics:
             grown = topic.vectors()
+            assert topic.centroid is not None, (k, topic.topic_id)
+            kept = topic.centroid32()  # the centroid as float32, kept from the step that made it
             topic.changed()
             assert grown is not None and np.array_equal(grown, topic.vectors()), (k, topic.topic_id)
+            assert np.array_equal(kept, np.asarray(topic.centroid, dtype=np.float32)), (k, topic.topic_id)
+            topic.centroid = list(topic.centroid)  # a new list (as a merge or an erasure makes): read afresh
+            assert topic.centroid32() is not kept and np.array_equal(topic.centroid32(), kept)
     assert max(len(t.recent_vectors) for t in pool.topics) == CFG.recent_k  # the window was passed
 
 
