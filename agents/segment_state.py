@@ -71,10 +71,14 @@ class ActiveTopic(BaseModel):
         (lists here are replaced, never changed in place): converting 384 floats each message was ~10 us."""
         memo = self.__pydantic_private__["_centroid32"].value
         if memo is None or memo[0] is not self.centroid:
-            memo = (self.centroid, np.asarray(self.centroid, dtype=np.float32))
-            memo[1].setflags(write=False)
-            self._centroid32 = Memo(memo)
+            return self._keep_centroid32(np.asarray(self.centroid, dtype=np.float32))
         return memo[1]
+
+    def _keep_centroid32(self, centroid32: np.ndarray) -> np.ndarray:
+        """Keep ``centroid32`` (read-only from here) as :meth:`centroid32` of the current centroid list."""
+        centroid32.setflags(write=False)
+        self._centroid32 = Memo((self.centroid, centroid32))
+        return centroid32
 
     def built_vectors(self) -> np.ndarray | None:
         """The matrix :meth:`vectors` has built since the topic last changed, else None (nothing is built)."""
@@ -93,9 +97,7 @@ class ActiveTopic(BaseModel):
             if last is not None:  # each float64 row converted as np.asarray converts the pair
                 rows = np.empty((2, len(last[0])), dtype=np.float32)
                 rows[0], rows[1] = last
-                centroid32 = rows[0].copy()
-                centroid32.setflags(write=False)
-                self._centroid32 = Memo((self.centroid, centroid32))  # the list made from last[0]
+                self._keep_centroid32(rows[0].copy())  # the centroid list was made from last[0]
             else:
                 rows = np.asarray([self.centroid, self.recent_vectors[-1]], dtype=np.float32)
             rows = _unit_first(rows)
