@@ -52,18 +52,67 @@ async def pipeline(tmp_path):
     await clients.close()
 
 
-async def test_segmenting_in_batches_through_working_memory_equals_one_batch(tmp_path, pipeline):
+@pytest.mark.parametrize("kept", [0, 256])
+async def test_segmenting_in_batches_through_working_memory_equals_one_batch(tmp_path, pipeline, kept):
+    """Every batch reads the chats' pools from working memory: parsed each time (``kept_pools=0``), or the
+    pool this worker stored last, kept parsed while the stored JSON is still the one it wrote."""
     records = raw_records(make_messages(2, 120))
     whole = Sink()
     await pipeline.segment_batch(records, whole)
 
-    other = Pipeline(pipeline.clients, InProcessWorkingMemory(), WorkerConfig(), pipeline.pipeline_cfg)
+    cfg = WorkerConfig(kept_pools=kept)
+    other = Pipeline(pipeline.clients, InProcessWorkingMemory(), cfg, pipeline.pipeline_cfg)
     split = Sink()
-    for i in range(0, len(records), 17):  # every batch reloads the chats' pools from working memory
+    for i in range(0, len(records), 17):
         await other.segment_batch(records[i : i + 17], split)
     assert split.ids(TOPIC_SEGMENTS.name) == whole.ids(TOPIC_SEGMENTS.name)
     assert split.ids(DISTILL_JOBS.name) == whole.ids(DISTILL_JOBS.name) != []
+    assert [p.value for p in split.sent] == [p.value for p in whole.sent]
     assert await other.wm.get_pool("chat-0") is not None
+    assert len(other._written) == (2 if kept else 0)
+
+
+def test_written_pools_keep_what_this_worker_stored_and_parse_anything_else():
+    from agents.segmenter import ChatPool
+    from streams.worker import WrittenPools
+
+    kept = WrittenPools(2)
+    pools = {c: ChatPool(chat_id=c, names={"ann": "u1"}) for c in ("a", "b", "c")}
+    raws = {c: p.model_dump_json() for c, p in pools.items()}
+    for c in ("a", "b"):
+        kept.wrote(c, raws[c], pools[c])
+    assert kept.load("a", raws["a"]) is pools["a"]  # still the JSON this worker stored: no parse
+    changed = ChatPool(chat_id="a", names={"bob": "u2"}).model_dump_json()  # stored by someone else
+    got = kept.load("a", changed)
+    assert got is not pools["a"] and got.names == {"bob": "u2"}
+    kept.wrote("c", raws["c"], pools["c"])  # the chat stored longest ago goes
+    assert len(kept) == 2 and kept.load("a", raws["a"]) is not pools["a"]
+    assert kept.load("b", raws["b"]) is pools["b"]
+    kept.forget("b")
+    assert kept.load("b", raws["b"]) is not pools["b"]
+    kept.clear()
+    assert len(kept) == 0
+
+
+async def test_a_failed_batch_and_a_new_deletion_drop_the_pools_kept_parsed(pipeline):
+    """A batch retried after a failure starts from the stored pools, parsed: nothing the failed attempt
+    touched is reused; a deletion read from the ledger drops them as it empties the text caches."""
+
+    async def failing(items: list[Produce]) -> None:
+        raise RuntimeError("broker down")
+
+    records = raw_records(make_messages(1, 60))[:-1]
+    await pipeline.segment_batch(records[:30], Sink())
+    assert len(pipeline._written) == 1
+    with pytest.raises(RuntimeError):
+        await pipeline.segment_batch(records[30:], failing)
+    assert len(pipeline._written) == 0
+    retried = Sink()
+    await pipeline.segment_batch(records[30:], retried)  # the retry: the pool stored after the first batch
+    assert retried.ids(TOPIC_SEGMENTS.name) != [] and len(pipeline._written) == 1
+    await pipeline.clients.log.record_deletion("c0", "u1", "2026-01-01T00:00:00+00:00")
+    await pipeline.deletions()
+    assert len(pipeline._written) == 0
 
 
 async def test_a_redelivered_batch_emits_nothing_new_and_a_stale_pool_write_loses(pipeline):
