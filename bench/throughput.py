@@ -47,9 +47,9 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 3) if a is not None and b else None
 
 
-def paired_ratio(pairs: list[dict] | None) -> float | None:
-    """The median of the pairs' ratios (None without a measured pair)."""
-    ratios = [p["ratio"] for p in pairs or () if p.get("ratio") is not None]
+def paired_ratio(pairs: list[dict] | None, key: str = "ratio") -> float | None:
+    """The median of the pairs' ratios (``key``; None without a measured pair)."""
+    ratios = [p[key] for p in pairs or () if p.get(key) is not None]
     return round(statistics.median(ratios), 3) if ratios else None
 
 
@@ -142,13 +142,12 @@ def run_throughput(locomo: Path, out_dir: Path, *, messages: int | None = 2000, 
         for n in kafka_workers:
             say(f"kafka + faust, {n} worker(s) …")
             result["kafka"][str(n)] = kafka_rate(data, n, embedder)
-        pairs = [(emb.get("msgs_per_s"), result["kafka"].get("1", {}).get("msgs_per_s"))] if extra_pairs else []
+        pairs = [(emb, result["kafka"].get("1", {}))] if extra_pairs else []
         for i in range(extra_pairs):
             say(f"embedded, then kafka + faust with 1 worker (pair {i + 2} of {kafka_pairs}) …")
-            pairs.append((run_child("ingest", work / f"pair-{i}", embedder, data=data).get("msgs_per_s"),
-                          kafka_rate(data, 1, embedder).get("msgs_per_s")))  # fmt: skip
+            pairs.append((run_child("ingest", work / f"pair-{i}", embedder, data=data), kafka_rate(data, 1, embedder)))
         if pairs:
-            result["kafka_1_pairs"] = [{"embedded": e, "kafka": k, "ratio": ratio(k, e)} for e, k in pairs]
+            result["kafka_1_pairs"] = [_pair(e, k) for e, k in pairs]
         say("memory growth: the ingest, then two more passes in the same process …")
         result["ingest_rss"] = run_child("ingest", work / "rss", embedder, data=data, rss_rounds=2)
         if short is not None:
@@ -276,6 +275,8 @@ def _headline(r: dict) -> None:
     # pipeline embeds per message (messages, memory records, graph nodes/edges: embed_only embeds one each)
     emb = r.get("embed_only", {})
     r["ratios"]["ingest_vs_embed_only_cpu"] = ratio(r.get("ingest", {}).get("msgs_per_cpu_s"), emb.get("msgs_per_cpu_s"))
+    r["ratios"]["kafka_1_vs_embedded_cpu"] = paired_ratio(r.get("kafka_1_pairs"), "ratio_cpu") or ratio(
+        (r.get("kafka", {}).get("1") or {}).get("msgs_per_worker_cpu_s"), r.get("ingest", {}).get("msgs_per_cpu_s"))
     texts = r.get("ingest", {}).get("embedded_texts")
     r["ratios"]["ingest_embedded_texts_per_msg"] = round(texts / n, 2) if texts and n else None
     short = r.get("short_messages") or {}
@@ -284,6 +285,14 @@ def _headline(r: dict) -> None:
         r["short_embed_only_msgs_per_s"] = short.get("embed_only_msgs_per_s")
         r["ratios"]["short_ingest_vs_embed_only"] = short.get("ingest_vs_embed_only")
     r["targets"] = judge(flat)
+
+
+def _pair(embedded: dict, kafka: dict) -> dict:
+    """One pair of runs: each rate, their ratio, and the same ratio in messages per CPU-second of the pipeline's
+    own processes (the broker not counted: steadier than wall time on a busy machine)."""
+    e, k = embedded.get("msgs_per_s"), kafka.get("msgs_per_s")
+    cpu = ratio(kafka.get("msgs_per_worker_cpu_s"), embedded.get("msgs_per_cpu_s"))
+    return {"embedded": e, "kafka": k, "ratio": ratio(k, e), "ratio_cpu": cpu}
 
 
 def plot(rows: list[dict], path: Path) -> None:

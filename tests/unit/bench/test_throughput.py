@@ -40,7 +40,7 @@ def test_headline_keys_and_ratios_come_from_the_runs():
     assert r["ingest_msgs_per_s"] == 100.0 and r["embed_only_msgs_per_s"] == 200.0
     assert r["replay_msgs_per_s"] == 500.0 and r["kafka_msgs_per_s"] == {"1": 120.0, "2": None}
     assert r["ratios"] == {"ingest_vs_embed_only": 0.5, "kafka_1_vs_embedded": 1.2, "ingest_vs_embed_only_cpu": None,
-                           "ingest_embedded_texts_per_msg": None}  # fmt: skip
+                           "kafka_1_vs_embedded_cpu": None, "ingest_embedded_texts_per_msg": None}  # fmt: skip
     assert r["rss_mb_per_100k_msgs"] == 5000.0 and r["rss_growth_mb"] == 50.0  # 50 MB over 1,000 messages
     assert r["retrieval_ms"] == {"locomo": lat}
     assert r["targets"]["routed p95 <= 15 ms (LoCoMo size)"]["pass"] is True
@@ -53,12 +53,15 @@ def test_headline_keys_and_ratios_come_from_the_runs():
     _headline(r)  # the warm process's growth over its extra passes, measured in a run of its own
     assert r["rss_mb_per_100k_msgs"] == 45.0
     assert r["ratios"]["ingest_vs_embed_only_cpu"] == 0.5 and r["ratios"]["ingest_embedded_texts_per_msg"] == 2.5
-    r["kafka_1_pairs"] = [{"embedded": 100.0, "kafka": 120.0, "ratio": 1.2},
-                          {"embedded": 100.0, "kafka": 80.0, "ratio": 0.8},
-                          {"embedded": 100.0, "kafka": None, "ratio": None},
-                          {"embedded": 90.0, "kafka": 81.0, "ratio": 0.9}]  # fmt: skip
+    r["kafka"]["1"]["msgs_per_worker_cpu_s"] = 40.0
+    _headline(r)  # one Kafka run: its messages per worker CPU-second against the ingest's
+    assert r["ratios"]["kafka_1_vs_embedded_cpu"] == 0.8
+    r["kafka_1_pairs"] = [{"embedded": 100.0, "kafka": 120.0, "ratio": 1.2, "ratio_cpu": 0.7},
+                          {"embedded": 100.0, "kafka": 80.0, "ratio": 0.8, "ratio_cpu": 0.9},
+                          {"embedded": 100.0, "kafka": None, "ratio": None, "ratio_cpu": None},
+                          {"embedded": 90.0, "kafka": 81.0, "ratio": 0.9, "ratio_cpu": 0.8}]  # fmt: skip
     _headline(r)  # paired runs: their median ratio, an unmeasured pair left out
-    assert r["ratios"]["kafka_1_vs_embedded"] == 0.9
+    assert r["ratios"]["kafka_1_vs_embedded"] == 0.9 and r["ratios"]["kafka_1_vs_embedded_cpu"] == 0.8
     assert r["targets"]["kafka (1 worker) >= embedded"] == {"value": 0.9, "bound": 1.0, "pass": False}
 
 
@@ -163,6 +166,8 @@ def test_bench_throughput_runs_tiny_and_writes_every_figure(tmp_path):
     assert r["ratios"]["ingest_vs_embed_only"] == round(r["ingest_msgs_per_s"] / r["embed_only_msgs_per_s"], 3)
     pairs = r["kafka_1_pairs"]  # the main runs, then one embedded + Kafka pair run back to back
     assert len(pairs) == 2 and all(p["embedded"] > 0 and p["kafka"] > 0 for p in pairs), pairs
+    assert all(p["ratio_cpu"] > 0 for p in pairs) and r["kafka"]["1"]["worker_cpu_seconds"] > 0  # /proc (Linux)
+    assert r["ratios"]["kafka_1_vs_embedded_cpu"] == round(sum(p["ratio_cpu"] for p in pairs) / 2, 3)
     assert r["ratios"]["kafka_1_vs_embedded"] == round(sum(p["ratio"] for p in pairs) / 2, 3)
     assert all(isinstance(t["pass"], bool) for t in r["targets"].values())
     assert r["ingest"]["embedded_texts"] >= 30  # every message's text, plus what the stages derived
