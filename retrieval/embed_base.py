@@ -210,3 +210,16 @@ class _LazyModelEmbedder:
         thread = self._asker if is_query else self._worker
         out = await thread.submit(self._forward, (list(texts), is_query), _PRIORITY.get())
         return l2_normalise(out)
+
+    def _encode_sentences(self, model: Any, texts: list[str]) -> tuple[np.ndarray, list[list[tuple[str, np.ndarray]]]]:
+        """Passages and, where the model can pool them from the same forward, their sentences' vectors (a
+        list of (sentence, vector) per text); by default none."""
+        return self._encode(model, texts, False), [[] for _ in texts]
+
+    async def embed_with_sentences(self, texts: list[str]) -> tuple[np.ndarray, list[list[tuple[str, np.ndarray]]]]:
+        """Passages (as :meth:`embed`) and their sentences' vectors, all L2-normalised."""
+        if not texts:
+            return _empty(self.dim), []
+        work = lambda: self._encode_sentences(self._loaded(), list(texts))  # noqa: E731
+        out, sentences = await self._worker.submit(work, (), _PRIORITY.get())
+        return l2_normalise(out), [[(s, l2_normalise(v)[0]) for s, v in row] for row in sentences]

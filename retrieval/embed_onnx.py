@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.extract.text import split_sentences
 from retrieval.embed_base import DIM, _LazyModelEmbedder, between_forwards
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,33 @@ MODEL_NAME = "all-MiniLM-L6-v2"  # the same model as the torch MiniLM: calibrati
 FORWARD_OVERHEAD = 16.0
 ATTENTION_WIDTH = 1200.0
 QUERY_TEXTS = 8  # a query call of at most this many texts (a routed question's) runs on one thread
+SENTENCE_OUTPUT = ["sentence_embedding"]
+BOTH_OUTPUTS = ["sentence_embedding", "token_embeddings"]  # the last hidden state too (embed_export, v2)
+
+
+def sentence_spans(text: str) -> list[tuple[str, int, int]]:
+    """The sentences of a text of several (:func:`agents.extract.text.split_sentences`, the distiller's own
+    split), each with its character span in ``text``; none for a text of one sentence (its vector is the
+    text's). A sentence the split rewrote past finding (joined pieces) is left out."""
+    sentences = split_sentences(text)
+    if len(sentences) < 2:
+        return []
+    plain = text.replace("\u2019", "'")  # as the split reads it (the same length)
+    out, pos = [], 0
+    for sentence in sentences:
+        start = plain.find(sentence[:16], pos)
+        end = plain.find(sentence[-16:], start) if start >= 0 else -1
+        if start < 0 or end < 0:
+            continue
+        pos = end + len(sentence[-16:])
+        out.append((sentence, start, pos))
+    return out
+
+
+def _token_range(offsets: list[tuple[int, int]], sentence: str, start: int, end: int) -> tuple[str, int, int] | None:
+    """The tokens (by index, special tokens left out) inside the character span ``[start, end)``."""
+    inside = [k for k, (a, b) in enumerate(offsets) if b > a and a >= start and b <= end]
+    return (sentence, inside[0], inside[-1] + 1) if inside else None
 
 
 def length_batches(lengths: list[int], batch: int, max_tokens: int,
@@ -158,36 +186,66 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
         """The call's texts in length-sorted forwards (:func:`length_batches`). With several forwards and
         several CPUs, the forwards run side by side, one CPU each (:meth:`_lanes`); one forward uses every
         CPU for itself. Each forward, and so each vector, is the same either way."""
+        return self._run(model, texts, is_query, None)[0]
+
+    def _encode_sentences(self, model: Any, texts: list[str]) -> tuple[np.ndarray, list[list[tuple[str, np.ndarray]]]]:
+        """:meth:`_encode` of passages, and of each text of several sentences (:func:`sentence_spans`) the
+        mean of the last hidden state over each sentence's tokens, from the same forward (the sentence in
+        the context of its turn; nothing is embedded twice). Unnormalised, as the text vectors here."""
+        return self._run(model, texts, False, [sentence_spans(t) for t in texts])
+
+    def _run(self, model: Any, texts: list[str], is_query: bool,
+             spans: list[list[tuple[str, int, int]]] | None) -> tuple[np.ndarray, list[list[tuple[str, np.ndarray]]]]:  # fmt: skip
         encodings = model[0].encode_batch(texts, add_special_tokens=True)
         ids = [e.ids for e in encodings]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        ranges = {}  # text -> [(sentence, first token, end token)] for the texts pooled by sentence
+        for i, text_spans in enumerate(spans or []):
+            ranges[i] = [r for r in (_token_range(encodings[i].offsets, s, a, b) for s, a, b in text_spans) if r]
+            if not ranges[i]:
+                del ranges[i]
+        pooled: list[list[tuple[str, np.ndarray]]] = [[] for _ in texts]
         groups = length_batches([len(x) for x in ids], self.batch, self.batch_tokens)
         threads = self._threads(texts, is_query)
         lanes = threads if len(groups) > 1 else 1
-        return self._lanes(self._session(model, 1 if lanes > 1 else threads), ids, groups, lanes, out)
+        self._lanes(self._session(model, 1 if lanes > 1 else threads), ids, groups, lanes, out, ranges, pooled)
+        return out, pooled
 
-    def _lanes(self, session: Any, ids: list[list[int]], groups: list[list[int]], lanes: int,
-               out: np.ndarray) -> np.ndarray:  # fmt: skip
+    def _lanes(self, session: Any, ids: list[list[int]], groups: list[list[int]], lanes: int, out: np.ndarray,
+               ranges: dict[int, list[tuple[str, int, int]]] | None = None,
+               pooled: list[list[tuple[str, np.ndarray]]] | None = None) -> np.ndarray:  # fmt: skip
         """Forwards taken in turn by ``lanes`` threads (this one and ``lanes - 1`` helpers); with more than
         one, each on a one-thread session. Beside the stages' Python on 2 CPUs this embedded 30-50% more texts
         a second than each forward split over both CPUs, whose halves wait for each other whenever Python
         holds one of them (measured on LoCoMo turns; alone the two are even). Only this thread runs the urgent
-        calls between forwards (a more urgent call queued meanwhile runs then; these vectors stay the same)."""
+        calls between forwards (a more urgent call queued meanwhile runs then; these vectors stay the same).
+        ``ranges``: the rows whose sentences are pooled into ``pooled`` (their forwards return the tokens)."""
         todo = iter(groups)
         lock = threading.Lock()
+        ranges = ranges or {}
 
         def take() -> list[int] | None:
             with lock:
                 return next(todo, None)
 
+        def forward(group: list[int]) -> None:
+            if not any(i in ranges for i in group):
+                out[group] = session.run(SENTENCE_OUTPUT, _feeds(ids, group))[0]
+                return
+            vectors, tokens = session.run(BOTH_OUTPUTS, _feeds(ids, group))
+            out[group] = vectors
+            for row, i in enumerate(group):
+                for sentence, lo, hi in ranges.get(i, ()):
+                    pooled[i].append((sentence, tokens[row, lo:hi].mean(axis=0)))  # type: ignore[index]
+
         def lane() -> None:
             while (group := take()) is not None:
-                out[group] = session.run(None, _feeds(ids, group))[0]
+                forward(group)
 
         helpers = [self._helpers(lanes - 1).submit(lane) for _ in range(lanes - 1)]
         try:
             while (group := take()) is not None:
-                out[group] = session.run(None, _feeds(ids, group))[0]
+                forward(group)
                 between_forwards()
         finally:
             for helper in helpers:  # one not started yet (its threads serve an outer call) has nothing left

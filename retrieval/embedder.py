@@ -85,6 +85,18 @@ def cache_key(model: str, is_query: bool, text: str) -> bytes:
     return hashlib.blake2b(f"{model}\x1f{int(is_query)}\x1f{text}".encode(), digest_size=16).digest()
 
 
+def sentence_key(model: str, text: str, sentence: str) -> bytes:
+    """The cache key of one sentence's vector pooled in the forward of the passage ``text`` it is part of."""
+    return hashlib.blake2b(f"{model}\x1fs\x1f{text}\x1e{sentence}".encode(), digest_size=16).digest()
+
+
+def sentence_keys(model: str, texts: Iterable[str]) -> list[bytes]:
+    """Every sentence key a passage of ``texts`` may have stored (:func:`sentence_key`)."""
+    from retrieval.embed_onnx import sentence_spans
+
+    return [sentence_key(model, t, s) for t in texts for s, _, _ in sentence_spans(t)]
+
+
 class CachedEmbedder:
     """Wraps an embedder with a persistent vector cache so the same text is never embedded twice.
 
@@ -229,9 +241,18 @@ class CachedEmbedder:
     async def _fill(
         self, todo: dict[bytes, str], is_query: bool, futures: dict[bytes, asyncio.Future]
     ) -> dict[bytes, np.ndarray]:
-        vectors = l2_normalise(await self.inner.embed(list(todo.values()), is_query=is_query))
+        texts = list(todo.values())
+        by_sentence = getattr(self.inner, "embed_with_sentences", None)
+        rows: list[tuple[bytes, bytes]] = []
+        if is_query or by_sentence is None:
+            vectors = l2_normalise(await self.inner.embed(texts, is_query=is_query))
+        else:  # a passage's sentences pooled from its own forward: what a fact of that sentence is made of
+            vectors, sentences = await by_sentence(texts)
+            vectors = l2_normalise(vectors)
+            rows = [(sentence_key(self.cache_name, t, s), v.tobytes())
+                    for t, row in zip(texts, sentences, strict=True) for s, v in row]  # fmt: skip
         new = dict(zip(todo, vectors, strict=True))
-        self._store([(k, v.tobytes()) for k, v in new.items()])
+        self._store([(k, v.tobytes()) for k, v in new.items()] + rows)
         for k, fut in futures.items():
             if not fut.done():  # released meanwhile (the call embedding ahead gave up): the cache has it
                 fut.set_result(new[k])
@@ -246,6 +267,12 @@ class CachedEmbedder:
                 fut.exception()  # retrieved: waiters that are gone must not warn
             if self._inflight.get(k) is fut:
                 del self._inflight[k]
+
+    def sentence_vectors(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
+        """The stored vectors of sentences pooled in their passage's forward, by (passage, sentence); a
+        pair whose passage was embedded by a model that pools none (or before it did) is not found."""
+        keyed = {sentence_key(self.cache_name, t, s): (t, s) for t, s in pairs}
+        return {keyed[k]: v for k, v in self._lookup(list(keyed)).items()}
 
     def forget(self, texts: Iterable[str]) -> int:
         """Drop the cached vectors of ``texts`` (deletion), for every known model and both flags; the
@@ -268,7 +295,9 @@ def forget_in_cache(db: sqlite3.Connection, texts: Iterable[str], *, models: Ite
     from retrieval.scrub import erase_freed
 
     names = list(dict.fromkeys([*models, *KNOWN_MODELS]))
-    keys = list({cache_key(m, q, t) for t in dict.fromkeys(texts) for m in names for q in (False, True)})
+    texts = list(dict.fromkeys(texts))
+    keys = list({cache_key(m, q, t) for t in texts for m in names for q in (False, True)}
+                | {k for m in names for k in sentence_keys(m, texts)})  # fmt: skip
     if not keys:
         return 0
     db.execute("PRAGMA secure_delete=ON")

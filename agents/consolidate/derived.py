@@ -18,6 +18,7 @@ from datetime import datetime
 
 from agents.consolidate.records import norm_text, update_decision, value_changed, value_in
 from agents.extract.slots import states_replacement
+from agents.text import tokenize
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord, stable_id
 
 __all__ = [
@@ -35,18 +36,21 @@ _DERIVED = (MemoryKind.SUMMARY, MemoryKind.TITLE, MemoryKind.QA, MemoryKind.TASK
 class Staleness:
     """One superseded statement: its source messages, the old value and (if any) the value replacing it."""
 
-    __slots__ = ("at", "cause", "decision_id", "new_value", "old", "sources")
+    __slots__ = ("at", "cause", "decision_id", "new_text", "new_value", "old", "sources")
 
-    def __init__(self, old: MemoryRecord, new_value: str | None, at: datetime, decision_id: str) -> None:
+    def __init__(self, old: MemoryRecord, new_value: str | None, at: datetime, decision_id: str,
+                 new_text: str | None = None) -> None:  # fmt: skip
         self.old = old
         self.sources = frozenset(old.source_message_ids)
         self.new_value = new_value
+        self.new_text = new_text
         self.at = at
         self.decision_id = decision_id
 
     @classmethod
     def of_decision(cls, old: MemoryRecord, d: MemoryDecision) -> Staleness:
-        return cls(old, d.record.value if d.record is not None else None, d.at, d.decision_id)
+        record = d.record
+        return cls(old, record.value if record else None, d.at, d.decision_id, record.text if record else None)
 
     @classmethod
     def of_record(cls, old: MemoryRecord, new: MemoryRecord | None) -> Staleness | None:
@@ -60,13 +64,35 @@ class Staleness:
         return cls(old, new.value if new else None, old.valid_to, stable_id("stale", old.memory_id))
 
     def states_old(self, text: str) -> bool:
-        """The text states the superseded value (and not also its replacement: that is the new claim)."""
+        """The text states the superseded value (and not also its replacement: that is the new claim); for a
+        fact no slot names ("小王最近在学吉他", replaced by "吉他学不下去了，现在改练钢琴"), the text restates
+        the fact itself (:func:`restates`)."""
         v = self.old.value
-        if not v or not value_in(text, v):
+        if not v:
+            return restates(text, self.old, self.new_text)
+        if not value_in(text, v):
             return False
         return not (
             self.new_value and value_in(text, self.new_value) and norm_text(self.new_value) != norm_text(v)
         )
+
+
+RESTATED = 0.6  # a text restates a fact when it holds this share of the fact's words (its subject's aside)
+
+
+def restates(text: str, old: MemoryRecord, new_text: str | None = None) -> bool:
+    """``text`` (a summary's sentence, a Q&A pair, a title) restates the fact ``old``: it holds at least
+    ``RESTATED`` of the fact's BM25 tokens other than its subject's (two at least), and not most of what the
+    replacing statement ``new_text`` adds (then it is the new claim, or both)."""
+    name = set(tokenize(old.subject or "")) | set(tokenize(old.speaker or ""))
+    own = set(tokenize(old.text)) - name
+    if len(own) < 2:
+        return False
+    words = set(tokenize(text))
+    if len(own & words) < RESTATED * len(own):
+        return False
+    added = set(tokenize(new_text or "")) - own - name
+    return not added or len(added & words) < 0.5 * len(added)
 
 
 def stale_statements(

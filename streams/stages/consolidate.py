@@ -26,7 +26,13 @@ from schemas import CandidateFact, DecisionOp, DistillResult, MemoryDecision, Me
 from streams.clients import Clients
 from streams.log import Record
 from streams.stages.io import StageOutput, decode_all, embed, for_each_item, is_deleted
-from streams.stages.vectors import DerivedVectors, composed, item_vectors, share_turn_vectors_of
+from streams.stages.vectors import (
+    DerivedVectors,
+    composed,
+    item_vectors,
+    sentence_composed,
+    share_turn_vectors_of,
+)
 from streams.topics import DISTILL_RESULTS, MEMORY_DECISIONS
 
 __all__ = ["ConsolidateStage"]
@@ -79,7 +85,9 @@ class ConsolidateStage:
     def prefetch_texts(self, records: list[Record]) -> list[str]:
         """The texts :meth:`process` will embed for these results (their candidates are kept for it)."""
         todo = {c.text: c for c in self._candidates_of(records)}
-        return [c.text for c in todo.values() if not composed(c, self.derived_vectors)]  # composed: no model
+        # composed (a fact from its sentence, almost always found: ~1% is embedded when asked): no model
+        mode = self.derived_vectors
+        return [c.text for c in todo.values() if not (composed(c, mode) or sentence_composed(c, mode))]
 
     async def read_turn_vectors(self, records: list[Record]) -> None:
         """Within :func:`~streams.stages.vectors.shared_turn_vectors`: the stored turn vectors that these

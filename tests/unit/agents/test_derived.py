@@ -78,3 +78,19 @@ def test_an_edit_supersedes_what_the_old_text_said():
     gone = edited_away(["m5"], [lunch, other, rec("f7", "Lunch is at the canteen", sources=("m5",))], [upd],
                        [cand.text], "r", T0)  # fmt: skip
     assert [d.target_memory_id for d in gone] == ["f7"] and gone[0].op == DecisionOp.DELETE
+
+
+def test_a_change_no_slot_names_rewrites_the_summary_sentence_that_restates_the_old_fact():
+    """"吉他学不下去了，现在改练钢琴" replaces "小王最近在学吉他" with no slot (no value): the topic summary's
+    sentence restating it goes, the one stating the change (or anything else) stays."""
+    old = rec("f1", "小王最近在学吉他", sources=("m2",)).model_copy(update={"subject": "小王", "speaker": "小王"})
+    new = rec("f2", "小王说：吉他学不下去了，现在改练钢琴", sources=("m6",), days=14, topic="t2")
+    new = new.model_copy(update={"subject": "小王", "speaker": "小王"})
+    [st] = stale_statements([update(old, new)], {"f1": old})
+    summary = rec("s1", "小王: 我最近在学吉他。 小李: 项目周报周五前交给张经理。", MemoryKind.SUMMARY, ("m2", "m3"))
+    later = rec("s2", "小王: 吉他学不下去了，现在改练钢琴。", MemoryKind.SUMMARY, ("m6",), days=14, topic="t2")
+    title = rec("t1", "吉他、周报", MemoryKind.TITLE, ("m2", "m3"))
+    out = {d.target_memory_id: d for d in derived_invalidations([st], [summary, later, title])}
+    assert out["s1"].op == DecisionOp.UPDATE and out["s1"].record.text == "小李: 项目周报周五前交给张经理。"
+    assert "s2" not in out and "t1" not in out  # the new claim, and a title that only names the thing
+    assert st.states_old("Caroline: I have been learning the guitar.") is False  # other words entirely

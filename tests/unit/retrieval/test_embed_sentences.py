@@ -1,0 +1,57 @@
+"""A passage's sentences pooled from its own forward (the ONNX model's token output), kept in the vector cache
+beside the passage and forgotten with it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from retrieval.embed_onnx import sentence_spans
+from retrieval.embedder import CachedEmbedder, forget_cached, sentence_key
+
+TURN = "I went to a LGBTQ support group yesterday. It was so powerful! My cat Luna hid under the bed all day."
+
+
+def test_sentence_spans_are_the_distillers_sentences_where_they_stand():
+    spans = sentence_spans(TURN)
+    assert [s for s, _, _ in spans] == ["I went to a LGBTQ support group yesterday.", "It was so powerful!",
+                                        "My cat Luna hid under the bed all day."]  # fmt: skip
+    assert all(TURN[a:b] == s for s, a, b in spans)
+    assert sentence_spans("Just one sentence here.") == []  # its vector is the text's own
+    curly = "I can\u2019t come. Tomorrow works."
+    assert [curly[a:b].replace("\u2019", "'") for _, a, b in sentence_spans(curly)] == ["I can't come.", "Tomorrow works."]
+
+
+@pytest.mark.slow
+async def test_a_sentence_vector_is_its_tokens_mean_and_near_the_sentence_alone(minilm, tmp_path):
+    inner = minilm.inner
+    vectors, sentences = await inner.embed_with_sentences([TURN, "ok"])
+    assert np.allclose(vectors, await inner.embed([TURN, "ok"]), atol=1e-6)  # the text vectors are unchanged
+    assert sentences[1] == [] and [s for s, _ in sentences[0]] == [s for s, _, _ in sentence_spans(TURN)]
+    alone = await inner.embed([s for s, _ in sentences[0]])
+    pooled = np.stack([v for _, v in sentences[0]])
+    assert np.allclose(np.linalg.norm(pooled, axis=1), 1.0, atol=1e-5)
+    sims = pooled @ alone.T  # each pooled sentence is nearest its own sentence embedded alone (in its context)
+    assert list(sims.argmax(axis=1)) == [0, 1, 2], sims
+    assert sims[0, 0] > 0.8 and sims[2, 2] > 0.8  # the longer ones nearly as alone ("It was so powerful!": 0.57)
+
+
+@pytest.mark.slow
+async def test_the_cache_keeps_a_passages_sentences_and_forgets_them_with_it(minilm, tmp_path):
+    cache = CachedEmbedder(minilm.inner, tmp_path / "c.db")
+    try:
+        await cache.embed([TURN])
+        pairs = [(TURN, s) for s, _, _ in sentence_spans(TURN)] + [(TURN, "not a sentence of it")]
+        found = cache.sentence_vectors(pairs)
+        assert set(found) == set(pairs[:3])
+        await cache.embed(["who is Luna?"], is_query=True)  # a question pools nothing
+        assert cache.sentence_vectors([("who is Luna?", "who is Luna?")]) == {}
+    finally:
+        await cache.close()
+    assert forget_cached(tmp_path / "c.db", [TURN]) == 4  # the passage and its three sentences
+    cache = CachedEmbedder(minilm.inner, tmp_path / "c.db")
+    try:
+        assert cache.sentence_vectors(pairs) == {}
+        assert cache._lookup([sentence_key(cache.cache_name, TURN, pairs[0][1])]) == {}
+    finally:
+        await cache.close()
