@@ -124,6 +124,14 @@ class EmbedderProxy:
         fut = asyncio.run_coroutine_threadsafe(self.inner.embed(texts, is_query=is_query), self.lane.loop)  # type: ignore[arg-type]
         return await asyncio.wrap_future(fut)
 
+    async def sentence_vectors(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], Any]:
+        """The cache's sentence vectors, read on the embed lane's loop (its connection's); none without them."""
+        read = getattr(self.inner, "sentence_vectors", None)
+        if read is None:
+            return {}
+        fut = asyncio.run_coroutine_threadsafe(read(list(pairs)), self.lane.loop)
+        return await asyncio.wrap_future(fut)
+
     def embed_ahead(self, texts: list[str], chunk: int, priority: int = SOON) -> asyncio.Task[int] | None:
         """The cache's ``embed_ahead`` run on the embed lane's loop, where its in-flight table and connection
         live (reserved there before any later ``embed`` through this proxy runs); None when it has none."""

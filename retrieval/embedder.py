@@ -268,9 +268,10 @@ class CachedEmbedder:
             if self._inflight.get(k) is fut:
                 del self._inflight[k]
 
-    def sentence_vectors(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
+    async def sentence_vectors(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
         """The stored vectors of sentences pooled in their passage's forward, by (passage, sentence); a
-        pair whose passage was embedded by a model that pools none (or before it did) is not found."""
+        pair whose passage was embedded by a model that pools none (or before it did) is not found. On the
+        loop the cache's other calls run on (its connection's)."""
         keyed = {sentence_key(self.cache_name, t, s): (t, s) for t, s in pairs}
         return {keyed[k]: v for k, v in self._lookup(list(keyed)).items()}
 

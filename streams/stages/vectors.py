@@ -147,7 +147,7 @@ async def _fact_rows(clients: Clients, items: Sequence[Sourced], todo: list[int]
         found = source_sentence(texts[key], items[i].text) if key in texts else None
         if found is not None:
             picked[i] = (texts[key], *found)
-    sentences = vectors_of([(t, s) for t, s, n in picked.values() if n > 1])
+    sentences = await vectors_of([(t, s) for t, s, n in picked.values() if n > 1])
     whole: dict[tuple[str, str], np.ndarray] = {}  # a turn of one sentence: its own vector
     for chat in {keys[i][0] for i, (_, _, n) in picked.items() if n == 1}:
         ids = sorted({keys[i][1] for i, (_, _, n) in picked.items() if n == 1 and keys[i][0] == chat})

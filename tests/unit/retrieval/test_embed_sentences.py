@@ -42,16 +42,42 @@ async def test_the_cache_keeps_a_passages_sentences_and_forgets_them_with_it(min
     try:
         await cache.embed([TURN])
         pairs = [(TURN, s) for s, _, _ in sentence_spans(TURN)] + [(TURN, "not a sentence of it")]
-        found = cache.sentence_vectors(pairs)
+        found = await cache.sentence_vectors(pairs)
         assert set(found) == set(pairs[:3])
         await cache.embed(["who is Luna?"], is_query=True)  # a question pools nothing
-        assert cache.sentence_vectors([("who is Luna?", "who is Luna?")]) == {}
+        assert await cache.sentence_vectors([("who is Luna?", "who is Luna?")]) == {}
     finally:
         await cache.close()
     assert forget_cached(tmp_path / "c.db", [TURN]) == 4  # the passage and its three sentences
     cache = CachedEmbedder(minilm.inner, tmp_path / "c.db")
     try:
-        assert cache.sentence_vectors(pairs) == {}
+        assert await cache.sentence_vectors(pairs) == {}
         assert cache._lookup([sentence_key(cache.cache_name, TURN, pairs[0][1])]) == {}
     finally:
+        await cache.close()
+
+
+@pytest.mark.slow
+async def test_under_serve_the_sentences_are_read_on_the_embed_lane(minilm, tmp_path):
+    """``serve`` hands the stages an EmbedderProxy: the cache's connection lives on the embed lane's loop, so
+    its sentence vectors are read there, as its passages are (not from the processor's thread)."""
+    import threading
+
+    from memstream.serving import EmbedderProxy, Lane
+
+    class Where(CachedEmbedder):
+        async def sentence_vectors(self, pairs):
+            self.thread = threading.current_thread()
+            return await super().sentence_vectors(pairs)
+
+    lane = await Lane("embed").start()
+    cache = Where(minilm.inner, tmp_path / "c.db")
+    try:
+        proxy = EmbedderProxy(cache, lane)
+        await proxy.embed([TURN])
+        found = await proxy.sentence_vectors([(TURN, s) for s, _, _ in sentence_spans(TURN)])
+        assert len(found) == 3 and cache.thread is not threading.current_thread()
+        assert await EmbedderProxy(object(), lane).sentence_vectors([(TURN, "x")]) == {}  # a model without them
+    finally:
+        await lane.stop()
         await cache.close()

@@ -61,7 +61,7 @@ async def test_a_fact_takes_its_sentence_and_speaker_and_is_not_embedded(minilm,
         vecs = await item_vectors(clients, items, "sources")
         assert emb.asked == ["Caroline", items[2].text, items[3].text, items[4].text]  # the name, and the rest
         name = (await emb.embed(["Caroline"]))[0]
-        sentence = emb.sentence_vectors([(TURN, "I went to a LGBTQ support group yesterday.")])
+        sentence = await emb.sentence_vectors([(TURN, "I went to a LGBTQ support group yesterday.")])
         expected = mean_unit([next(iter(sentence.values())), FACT_NAME_WEIGHT * name])
         assert np.allclose(vecs[0], expected, atol=1e-6)
         turn = (await clients.store.turn_vectors("c", ["m1"]))["m1"]  # one sentence: the turn's own vector
