@@ -195,6 +195,18 @@ def main(argv: list[str] | None = None) -> None:
         path = ensure_exported(precision, args.dir)
         print(f"{precision}: {path} ({path.stat().st_size / 1e6:.1f} MB)")
         ensure_optimized(path)
+    for old in stale_exports(args.dir):
+        old.unlink(missing_ok=True)
+        print(f"removed {old.name} (an earlier export)")
+
+
+def stale_exports(directory: Path | None = None) -> list[Path]:
+    """The files of earlier export versions in the model cache (models and their optimised graphs), which no
+    run of this version loads."""
+    base = directory or model_dir()
+    if not base.is_dir():
+        return []
+    return sorted(p for p in base.glob("all-MiniLM-L6-v2.v*.onnx") if not p.name.startswith(f"{STEM}."))
 
 
 if __name__ == "__main__":

@@ -90,7 +90,10 @@ def test_export_into_an_empty_dir_is_idempotent(tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary left
     from retrieval.embed_export import kept_graphs, main
 
-    main(["--dir", str(tmp_path)])  # kept graphs beside both models
+    stale = tmp_path / "all-MiniLM-L6-v2.v1.int8.onnx"  # an earlier export version's file
+    stale.write_bytes(b"old")
+    main(["--dir", str(tmp_path)])  # kept graphs beside both models; the earlier version's files removed
+    assert not stale.exists() and path.exists()
     main(["--force", "--dir", str(tmp_path)])  # exported again, each with its optimised graph, the old ones gone
     for precision in ("fp32", "int8"):
         assert len(kept_graphs(model_file(precision, tmp_path))) == 1
