@@ -85,6 +85,9 @@ def cache_key(model: str, is_query: bool, text: str) -> bytes:
     return hashlib.blake2b(f"{model}\x1f{int(is_query)}\x1f{text}".encode(), digest_size=16).digest()
 
 
+SENTENCES = "sentences"  # the cache's table of sentence vectors (sentence_key -> vector)
+
+
 def sentence_key(model: str, text: str, sentence: str) -> bytes:
     """The cache key of one sentence's vector pooled in the forward of the passage ``text`` it is part of."""
     return hashlib.blake2b(f"{model}\x1fs\x1f{text}\x1e{sentence}".encode(), digest_size=16).digest()
@@ -132,25 +135,29 @@ class CachedEmbedder:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA secure_delete=ON")  # a forgotten vector's bytes are zeroed
             conn.execute("CREATE TABLE IF NOT EXISTS embeddings (key BLOB PRIMARY KEY, vec BLOB NOT NULL)")
+            # a passage's sentences pooled from its forward (sentence_key), apart from the texts embedded
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {SENTENCES} (key BLOB PRIMARY KEY, vec BLOB NOT NULL)")
             self._conn = conn
         return self._conn
 
-    def _lookup(self, keys: list[bytes]) -> dict[bytes, np.ndarray]:
+    def _lookup(self, keys: list[bytes], table: str = "embeddings") -> dict[bytes, np.ndarray]:
         db, found = self._db(), {}
         for i in range(0, len(keys), self._CHUNK):
             chunk = keys[i : i + self._CHUNK]
             marks = ",".join("?" * len(chunk))
-            for key, blob in db.execute(f"SELECT key, vec FROM embeddings WHERE key IN ({marks})", chunk):
+            for key, blob in db.execute(f"SELECT key, vec FROM {table} WHERE key IN ({marks})", chunk):
                 vec = np.frombuffer(blob, dtype=np.float32)
                 if vec.shape[0] == self.dim:
                     found[key] = vec
         return found
 
-    def _store(self, rows: list[tuple[bytes, bytes]]) -> None:
+    def _store(self, rows: list[tuple[bytes, bytes]], sentences: list[tuple[bytes, bytes]] = ()) -> None:  # type: ignore[assignment]
         db = self._db()
         db.execute("BEGIN")
         try:
             db.executemany("INSERT OR REPLACE INTO embeddings (key, vec) VALUES (?, ?)", rows)
+            if sentences:
+                db.executemany(f"INSERT OR REPLACE INTO {SENTENCES} (key, vec) VALUES (?, ?)", sentences)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -252,7 +259,7 @@ class CachedEmbedder:
             rows = [(sentence_key(self.cache_name, t, s), v.tobytes())
                     for t, row in zip(texts, sentences, strict=True) for s, v in row]  # fmt: skip
         new = dict(zip(todo, vectors, strict=True))
-        self._store([(k, v.tobytes()) for k, v in new.items()] + rows)
+        self._store([(k, v.tobytes()) for k, v in new.items()], rows)
         for k, fut in futures.items():
             if not fut.done():  # released meanwhile (the call embedding ahead gave up): the cache has it
                 fut.set_result(new[k])
@@ -273,7 +280,7 @@ class CachedEmbedder:
         pair whose passage was embedded by a model that pools none (or before it did) is not found. On the
         loop the cache's other calls run on (its connection's)."""
         keyed = {sentence_key(self.cache_name, t, s): (t, s) for t, s in pairs}
-        return {keyed[k]: v for k, v in self._lookup(list(keyed)).items()}
+        return {keyed[k]: v for k, v in self._lookup(list(keyed), SENTENCES).items()}
 
     def forget(self, texts: Iterable[str]) -> int:
         """Drop the cached vectors of ``texts`` (deletion), for every known model and both flags; the
@@ -297,15 +304,17 @@ def forget_in_cache(db: sqlite3.Connection, texts: Iterable[str], *, models: Ite
 
     names = list(dict.fromkeys([*models, *KNOWN_MODELS]))
     texts = list(dict.fromkeys(texts))
-    keys = list({cache_key(m, q, t) for t in texts for m in names for q in (False, True)}
-                | {k for m in names for k in sentence_keys(m, texts)})  # fmt: skip
+    keys = list({cache_key(m, q, t) for t in texts for m in names for q in (False, True)})
+    sentences = list({k for m in names for k in sentence_keys(m, texts)})  # the passages' pooled sentences
+    has_sentences = db.execute(f"SELECT 1 FROM sqlite_master WHERE name = '{SENTENCES}'").fetchone() is not None
     if not keys:
         return 0
     db.execute("PRAGMA secure_delete=ON")
     gone = 0
-    for i in range(0, len(keys), CachedEmbedder._CHUNK):
-        chunk = keys[i : i + CachedEmbedder._CHUNK]
-        gone += db.execute(f"DELETE FROM embeddings WHERE key IN ({','.join('?' * len(chunk))})", chunk).rowcount
+    for table, table_keys in (("embeddings", keys), (SENTENCES, sentences if has_sentences else [])):
+        for i in range(0, len(table_keys), CachedEmbedder._CHUNK):
+            chunk = table_keys[i : i + CachedEmbedder._CHUNK]
+            gone += db.execute(f"DELETE FROM {table} WHERE key IN ({','.join('?' * len(chunk))})", chunk).rowcount
     erase_freed(db)
     return gone
 

@@ -16,7 +16,7 @@ from memstream.api import create_app
 from memstream.clients import build_clients
 from memstream.ops import delete, delete_report, ingest, replay
 from memstream.settings import Settings
-from retrieval.embedder import CachedEmbedder, cache_key
+from retrieval.embedder import CachedEmbedder, cache_key, sentence_keys
 from streams.codec import is_tombstone
 from streams.log_erase import raw_messages
 from streams.sensitive import SensitivePolicy, apply
@@ -51,6 +51,14 @@ def _cached(data_dir: Path, texts: list[str], model: str) -> int:
         return sum(con.execute("SELECT COUNT(*) FROM embeddings WHERE key = ?", (k,)).fetchone()[0] for k in keys)
 
 
+def _sentences_cached(data_dir: Path, texts: list[str], model: str) -> tuple[int, int]:
+    """(sentence vectors of ``texts``' passages in the cache, how many sentences those passages have)."""
+    keys = sentence_keys(model, texts)
+    with sqlite3.connect(data_dir / "embed-cache.db") as con:
+        found = sum(con.execute("SELECT COUNT(*) FROM sentences WHERE key = ?", (k,)).fetchone()[0] for k in keys)
+    return found, len(keys)
+
+
 async def _assert_gone(clients, case: Case, data_dir: Path) -> None:
     await check_retrieval(clients, case)
     await check_stored(clients, case)
@@ -70,6 +78,8 @@ async def test_deleted_user_is_gone_at_once_physically_and_after_replay(tmp_path
                    if set(m.source_message_ids) & case.user_ids and m.speaker not in case.names]  # fmt: skip
         assert derived, "the chat must have records of others that quote the user (summaries, Q&A...)"
         assert canary_files(data_dir, case) and _cached(data_dir, texts, minilm.cache_name) == len(texts)
+        found, sentences = _sentences_cached(data_dir, texts, minilm.cache_name)
+        assert found == sentences  # every sentence of the user's longer messages, pooled when they were embedded
 
         assert text_cache_entries() > 0  # the pipeline's text caches hold what was said
         report = await delete_report(clients, case.chat, case.user)
@@ -81,6 +91,7 @@ async def test_deleted_user_is_gone_at_once_physically_and_after_replay(tmp_path
         await _assert_gone(clients, case, data_dir)
         await check_others_kept(clients, case)
         assert _cached(data_dir, texts, minilm.cache_name) == 0
+        assert _sentences_cached(data_dir, texts, minilm.cache_name)[0] == 0  # their sentences' vectors too
         raw = await clients.log.keyed(RAW_MESSAGES.name, case.chat)
         assert sum(is_tombstone(r.value) for r in raw) == len(case.user_ids)  # offsets kept, payloads gone
         assert [r.offset for r in raw] == sorted(r.offset for r in raw)
