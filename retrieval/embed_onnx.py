@@ -47,17 +47,24 @@ def sentence_spans(text: str) -> list[tuple[str, int, int]]:
     plain = text.replace("\u2019", "'")  # as the split reads it (the same length)
     out, pos = [], 0
     for sentence in sentences:
-        start = plain.find(sentence[:16], pos)
-        end = plain.find(sentence[-16:], start) if start >= 0 else -1
+        head, tail = sentence[:16], sentence[-16:]
+        start = plain.find(head, pos)
+        # the split only drops characters, so the tail is no nearer than the sentence's length allows (an
+        # earlier repeat of it, "ha ha ha …", would cut the span short)
+        end = plain.find(tail, start + len(sentence) - len(tail)) if start >= 0 else -1
         if start < 0 or end < 0:
             continue
-        pos = end + len(sentence[-16:])
+        pos = end + len(tail)
         out.append((sentence, start, pos))
     return out
 
 
 def _token_range(offsets: list[tuple[int, int]], sentence: str, start: int, end: int) -> tuple[str, int, int] | None:
-    """The tokens (by index, special tokens left out) inside the character span ``[start, end)``."""
+    """The tokens (by index, special tokens left out) inside the character span ``[start, end)``; None when
+    there are none or the text's tokens end before the span does (cut at the model's 256 tokens: a prefix
+    of the sentence is not its vector)."""
+    if max((b for _, b in offsets), default=0) < end:
+        return None
     inside = [k for k, (a, b) in enumerate(offsets) if b > a and a >= start and b <= end]
     return (sentence, inside[0], inside[-1] + 1) if inside else None
 
@@ -99,6 +106,7 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
     name = MODEL_NAME
     abstain_cosine = 0.4
     dim = DIM
+    pools_sentences = True  # embed_with_sentences pools each sentence from the passage's forward
     batch_tokens = 8192  # padded tokens per forward: bounds memory and keeps batches of short texts large
 
     def __init__(

@@ -116,6 +116,7 @@ class CachedEmbedder:
         self.cache_name = getattr(inner, "cache_name", inner.name)  # variants of one model cache apart
         self.dim = inner.dim
         self.abstain_cosine = getattr(inner, "abstain_cosine", None)
+        self.pools_sentences = bool(getattr(inner, "pools_sentences", False))  # sentence_vectors finds any
         self.cache = cache
         self.hits = 0
         self.misses = 0
@@ -249,7 +250,7 @@ class CachedEmbedder:
         self, todo: dict[bytes, str], is_query: bool, futures: dict[bytes, asyncio.Future]
     ) -> dict[bytes, np.ndarray]:
         texts = list(todo.values())
-        by_sentence = getattr(self.inner, "embed_with_sentences", None)
+        by_sentence = getattr(self.inner, "embed_with_sentences", None) if self.pools_sentences else None
         rows: list[tuple[bytes, bytes]] = []
         if is_query or by_sentence is None:
             vectors = l2_normalise(await self.inner.embed(texts, is_query=is_query))

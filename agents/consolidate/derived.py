@@ -81,17 +81,28 @@ RESTATED = 0.6  # a text restates a fact when it holds this share of the fact's 
 
 
 def restates(text: str, old: MemoryRecord, new_text: str | None = None) -> bool:
-    """``text`` (a summary's sentence, a Q&A pair, a title) restates the fact ``old``: it holds at least
-    ``RESTATED`` of the fact's BM25 tokens other than its subject's (two at least), and not most of what the
-    replacing statement ``new_text`` adds (then it is the new claim, or both)."""
-    name = set(tokenize(old.subject or "")) | set(tokenize(old.speaker or ""))
-    own = set(tokenize(old.text)) - name
-    if len(own) < 2:
+    """``text`` (a summary's sentence, a Q&A pair, a derived fact) restates the fact ``old``: it names the
+    fact's subject or speaker (a summary line "小王: …", a fact "Caroline went …"; another person saying the
+    same of themselves is not this fact), holds at least ``RESTATED`` of the fact's BM25 tokens other than
+    the names' (three at least), and not most of what the replacing statement ``new_text`` adds (then it is
+    the new claim, or both)."""
+    names = [n for n in dict.fromkeys((old.subject, old.speaker)) if n]
+    if not names or not any(value_in(text, n) for n in names):
+        return False
+    plain = old.text
+    for n in names:  # before tokenising: a Chinese name's bigrams ("王最") are not the fact's words
+        plain = plain.replace(n, " ")
+    name_tokens = {t for n in names for t in tokenize(n)}
+    own = set(tokenize(plain)) - name_tokens
+    if len(own) < 3:
         return False
     words = set(tokenize(text))
     if len(own & words) < RESTATED * len(own):
         return False
-    added = set(tokenize(new_text or "")) - own - name
+    replacing = new_text or ""
+    for n in names:
+        replacing = replacing.replace(n, " ")
+    added = set(tokenize(replacing)) - own - name_tokens
     return not added or len(added & words) < 0.5 * len(added)
 
 

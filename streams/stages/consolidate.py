@@ -86,8 +86,8 @@ class ConsolidateStage:
         """The texts :meth:`process` will embed for these results (their candidates are kept for it)."""
         todo = {c.text: c for c in self._candidates_of(records)}
         # composed (a fact from its sentence, almost always found: ~1% is embedded when asked): no model
-        mode = self.derived_vectors
-        return [c.text for c in todo.values() if not (composed(c, mode) or sentence_composed(c, mode))]
+        mode, emb = self.derived_vectors, self.clients.embedder
+        return [c.text for c in todo.values() if not (composed(c, mode) or sentence_composed(c, mode, emb))]
 
     async def read_turn_vectors(self, records: list[Record]) -> None:
         """Within :func:`~streams.stages.vectors.shared_turn_vectors`: the stored turn vectors that these

@@ -69,7 +69,8 @@ async def share_turn_vectors_of(clients: Clients, items: Sequence[Sourced], mode
     if shared is None or clients.embedder is None:
         return
     keys = [(item.chat_id, m) for item in items if composed(item, mode) for m in item.source_message_ids]
-    facts = [(item.chat_id, item.source_message_ids[0]) for item in items if sentence_composed(item, mode)]
+    facts = [(item.chat_id, item.source_message_ids[0]) for item in items
+             if sentence_composed(item, mode, clients.embedder)]  # fmt: skip
     keys = [k for k in dict.fromkeys(keys + facts) if k not in shared]
     if keys:
         shared.update(await clients.store.turn_vectors_in(keys))
@@ -114,24 +115,29 @@ def composed(item: Sourced, mode: DerivedVectors) -> bool:
     )
 
 
-def sentence_composed(item: Sourced, mode: DerivedVectors) -> bool:
-    """Whether ``item`` is a fact whose vector may come from its source sentence (it has a speaker)."""
-    return (mode == "sources" and str(getattr(item, "kind", "")) == "fact" and bool(item.source_message_ids)
+def sentence_composed(item: Sourced, mode: DerivedVectors, embedder: object) -> bool:
+    """Whether ``item`` is a fact whose vector may come from its source sentence: it has a speaker, and the
+    embedder pools sentences (``pools_sentences``: the ONNX MiniLM; other models embed facts as before, and
+    the name's weight was chosen on MiniLM)."""
+    return (mode == "sources" and bool(getattr(embedder, "pools_sentences", False))
+            and str(getattr(item, "kind", "")) == "fact" and bool(item.source_message_ids)
             and bool(getattr(item, "speaker", None)))  # fmt: skip
 
 
 def source_sentence(turn: str, fact: str) -> tuple[str, int] | None:
-    """The sentence of the message ``turn`` that ``fact`` restates, and how many sentences ``turn`` has: the
-    one with the largest share of its BM25 tokens (content words; jieba words and bigrams of Chinese) in the
-    fact (the first of equals), at least ``SENTENCE_SHARE``; None when no sentence is restated so (a free
-    rewrite, a sentence of stopwords only)."""
+    """The sentence of the message ``turn`` that ``fact`` restates, and how many sentences ``turn`` has: of
+    the sentences with at least ``SENTENCE_SHARE`` of their BM25 tokens (content words; jieba words and
+    bigrams of Chinese) in the fact, the one sharing the most tokens with it (then the larger share, then the
+    first): "I love it!" does not win over the sentence the fact rewrote. None when no sentence is restated
+    so (a free rewrite, a sentence of stopwords only)."""
     sentences = split_sentences(turn)
     words = set(tokenize(fact))
-    best, share = None, SENTENCE_SHARE
+    best, score = None, (0, 0.0)
     for sentence in sentences:
         own = set(tokenize(sentence))
-        if own and (s := len(own & words) / len(own)) >= share and (best is None or s > share):
-            best, share = sentence, s
+        shared = len(own & words)
+        if own and shared / len(own) >= SENTENCE_SHARE and (shared, shared / len(own)) > score:
+            best, score = sentence, (shared, shared / len(own))
     return (best, len(sentences)) if best is not None else None
 
 
@@ -189,7 +195,7 @@ async def item_vectors(clients: Clients, items: Sequence[Sourced], mode: Derived
         turns = found.get(item.chat_id, {})
         if composed(item, mode) and all(m in turns for m in item.source_message_ids):
             rows[i] = mean_unit([turns[m] for m in item.source_message_ids])
-    facts = [i for i, row in enumerate(rows) if row is None and sentence_composed(items[i], mode)]
+    facts = [i for i, row in enumerate(rows) if row is None and sentence_composed(items[i], mode, clients.embedder)]
     if facts:
         await _fact_rows(clients, items, facts, rows, fact_name_weight)
     todo = [i for i, row in enumerate(rows) if row is None]

@@ -94,3 +94,22 @@ def test_a_change_no_slot_names_rewrites_the_summary_sentence_that_restates_the_
     assert out["s1"].op == DecisionOp.UPDATE and out["s1"].record.text == "小李: 项目周报周五前交给张经理。"
     assert "s2" not in out and "t1" not in out  # the new claim, and a title that only names the thing
     assert st.states_old("Caroline: I have been learning the guitar.") is False  # other words entirely
+
+
+def test_restating_needs_the_same_person_and_enough_of_the_fact():
+    """Another person saying the same of themselves, or a two-word fact, is not the superseded statement."""
+    from agents.consolidate.derived import restates
+
+    def fact(text, who, mid="m1"):
+        return rec(mid, text, sources=(mid,)).model_copy(update={"subject": who, "speaker": who})
+
+    old = fact("Caroline went to a LGBTQ support group yesterday", "Caroline")
+    assert restates("Caroline: I went to a LGBTQ support group yesterday.", old)
+    assert not restates("Melanie went to the LGBTQ support group yesterday too", old)  # someone else
+    assert not restates("Melanie: I went to a LGBTQ support group yesterday.", old)
+    assert not restates("Ann likes pizza", fact("Bob likes pizza", "Bob"))  # another subject
+    assert not restates("Bob: I like pizza", fact("Bob likes pizza", "Bob"))  # two words: too little to tell
+    wang = fact("小王最近在学吉他", "小王")
+    assert restates("小王: 我最近在学吉他。", wang)
+    assert not restates("小李最近也在学吉他", wang)
+    assert not restates("小王: 吉他学不下去了，现在改练钢琴。", wang, "小王说：吉他学不下去了，现在改练钢琴")

@@ -18,6 +18,8 @@ def test_sentence_spans_are_the_distillers_sentences_where_they_stand():
                                         "My cat Luna hid under the bed all day."]  # fmt: skip
     assert all(TURN[a:b] == s for s, a, b in spans)
     assert sentence_spans("Just one sentence here.") == []  # its vector is the text's own
+    laugh = "ha " * 12 + "ha. Second line here."  # the tail "ha ha ha ha. " repeats early in the sentence
+    assert [laugh[a:b] for _, a, b in sentence_spans(laugh)] == ["ha " * 12 + "ha.", "Second line here."]
     curly = "I can\u2019t come. Tomorrow works."
     assert [curly[a:b].replace("\u2019", "'") for _, a, b in sentence_spans(curly)] == ["I can't come.", "Tomorrow works."]
 
@@ -81,3 +83,10 @@ async def test_under_serve_the_sentences_are_read_on_the_embed_lane(minilm, tmp_
     finally:
         await lane.stop()
         await cache.close()
+
+
+@pytest.mark.slow
+async def test_a_sentence_cut_at_the_models_limit_is_not_stored_as_whole(minilm):
+    long = "Short one first. " + "word " * 300 + "end."  # the second sentence runs past 256 tokens
+    _, sentences = await minilm.inner.embed_with_sentences([long])
+    assert [s for s, _ in sentences[0]] == ["Short one first."]

