@@ -209,9 +209,8 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         ranges = {}  # text -> [(sentence, first token, end token)] for the texts pooled by sentence
         for i, text_spans in enumerate(spans or []):
-            ranges[i] = [r for r in (_token_range(encodings[i].offsets, s, a, b) for s, a, b in text_spans) if r]
-            if not ranges[i]:
-                del ranges[i]
+            if found := [r for s, a, b in text_spans if (r := _token_range(encodings[i].offsets, s, a, b))]:
+                ranges[i] = found
         pooled: list[list[tuple[str, np.ndarray]]] = [[] for _ in texts]
         groups = length_batches([len(x) for x in ids], self.batch, self.batch_tokens)
         threads = self._threads(texts, is_query)

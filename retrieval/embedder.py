@@ -13,7 +13,7 @@ import hashlib
 import logging
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -93,11 +93,12 @@ def sentence_key(model: str, text: str, sentence: str) -> bytes:
     return hashlib.blake2b(f"{model}\x1fs\x1f{text}\x1e{sentence}".encode(), digest_size=16).digest()
 
 
-def sentence_keys(model: str, texts: Iterable[str]) -> list[bytes]:
-    """Every sentence key a passage of ``texts`` may have stored (:func:`sentence_key`)."""
+def sentence_keys(models: str | Iterable[str], texts: Iterable[str]) -> list[bytes]:
+    """Every sentence key a passage of ``texts`` may have stored under ``models`` (:func:`sentence_key`)."""
     from retrieval.embed_onnx import sentence_spans
 
-    return [sentence_key(model, t, s) for t in texts for s, _, _ in sentence_spans(t)]
+    names = [models] if isinstance(models, str) else list(models)
+    return [sentence_key(m, t, s) for t in texts for s, _, _ in sentence_spans(t) for m in names]
 
 
 class CachedEmbedder:
@@ -152,7 +153,7 @@ class CachedEmbedder:
                     found[key] = vec
         return found
 
-    def _store(self, rows: list[tuple[bytes, bytes]], sentences: list[tuple[bytes, bytes]] = ()) -> None:  # type: ignore[assignment]
+    def _store(self, rows: Sequence[tuple[bytes, bytes]], sentences: Sequence[tuple[bytes, bytes]] = ()) -> None:
         db = self._db()
         db.execute("BEGIN")
         try:
@@ -306,13 +307,13 @@ def forget_in_cache(db: sqlite3.Connection, texts: Iterable[str], *, models: Ite
     names = list(dict.fromkeys([*models, *KNOWN_MODELS]))
     texts = list(dict.fromkeys(texts))
     keys = list({cache_key(m, q, t) for t in texts for m in names for q in (False, True)})
-    sentences = list({k for m in names for k in sentence_keys(m, texts)})  # the passages' pooled sentences
-    has_sentences = db.execute(f"SELECT 1 FROM sqlite_master WHERE name = '{SENTENCES}'").fetchone() is not None
     if not keys:
         return 0
+    has_sentences = db.execute(f"SELECT 1 FROM sqlite_master WHERE name = '{SENTENCES}'").fetchone() is not None
+    sentences = list(set(sentence_keys(names, texts))) if has_sentences else []  # the passages' pooled sentences
     db.execute("PRAGMA secure_delete=ON")
     gone = 0
-    for table, table_keys in (("embeddings", keys), (SENTENCES, sentences if has_sentences else [])):
+    for table, table_keys in (("embeddings", keys), (SENTENCES, sentences)):
         for i in range(0, len(table_keys), CachedEmbedder._CHUNK):
             chunk = table_keys[i : i + CachedEmbedder._CHUNK]
             gone += db.execute(f"DELETE FROM {table} WHERE key IN ({','.join('?' * len(chunk))})", chunk).rowcount

@@ -89,20 +89,19 @@ def restates(text: str, old: MemoryRecord, new_text: str | None = None) -> bool:
     names = [n for n in dict.fromkeys((old.subject, old.speaker)) if n]
     if not names or not any(value_in(text, n) for n in names):
         return False
-    plain = old.text
-    for n in names:  # before tokenising: a Chinese name's bigrams ("王最") are not the fact's words
-        plain = plain.replace(n, " ")
-    name_tokens = {t for n in names for t in tokenize(n)}
-    own = set(tokenize(plain)) - name_tokens
+
+    def words_of(statement: str) -> set[str]:  # names cut out first: a Chinese name's bigrams ("王最") are not words
+        for n in names:
+            statement = statement.replace(n, " ")
+        return set(tokenize(statement)) - {t for n in names for t in tokenize(n)}
+
+    own = words_of(old.text)
     if len(own) < 3:
         return False
     words = set(tokenize(text))
     if len(own & words) < RESTATED * len(own):
         return False
-    replacing = new_text or ""
-    for n in names:
-        replacing = replacing.replace(n, " ")
-    added = set(tokenize(replacing)) - own - name_tokens
+    added = words_of(new_text or "") - own
     return not added or len(added & words) < 0.5 * len(added)
 
 

@@ -34,9 +34,10 @@ __all__ = [
 
 DerivedVectors = Literal["sources", "text"]
 COMPOSED_KINDS = frozenset({"qa", "summary", "title"})  # whole messages: their turns' mean vector
-# a fact's vector: its sentence's + this times its speaker's name's. Chosen on a proxy (kNN over LoCoMo dev's
-# facts alone, any evidence turn in the top 10): 0.3 / 0.5 / 0.8 -> 0.675 / 0.708 / 0.720 against 0.678 for
-# the facts' own forwards and 0.550 for the sentence alone; 0.5 was ahead in each of the five conversations
+# a fact's vector: its sentence's + this times its speaker's name's. Chosen on a proxy (python -m
+# bench.fact_vectors: kNN over LoCoMo dev's facts alone, any evidence turn in the top 10): 0.3 / 0.5 / 0.8 ->
+# 0.675 / 0.700 / 0.711 against 0.671 for the facts' own forwards and 0.541 for the sentence alone; 0.5 is
+# ahead of the own forwards in four of the five conversations; 0.8 abstains worse (docs/BENCHMARKS.md)
 FACT_NAME_WEIGHT = 0.5
 SENTENCE_SHARE = 0.5  # a fact restates the sentence whose words it holds at least this share of
 
@@ -71,10 +72,11 @@ async def share_turn_vectors_of(clients: Clients, items: Sequence[Sourced], mode
     keys = [(item.chat_id, m) for item in items if composed(item, mode) for m in item.source_message_ids]
     facts = [(item.chat_id, item.source_message_ids[0]) for item in items
              if sentence_composed(item, mode, clients.embedder)]  # fmt: skip
-    keys = [k for k in dict.fromkeys(keys + facts) if k not in shared]
+    texts = await _turn_texts(clients, facts)  # a fact of a turn of one sentence takes that turn's vector
+    keys += [k for k in facts if k in texts and len(split_sentences(texts[k])) == 1]
+    keys = [k for k in dict.fromkeys(keys) if k not in shared]
     if keys:
         shared.update(await clients.store.turn_vectors_in(keys))
-    await _turn_texts(clients, facts)
 
 
 async def _turn_vectors(clients: Clients, chat_id: str, ids: list[str]) -> dict[str, np.ndarray]:
@@ -154,10 +156,12 @@ async def _fact_rows(clients: Clients, items: Sequence[Sourced], todo: list[int]
         if found is not None:
             picked[i] = (texts[key], *found)
     sentences = await vectors_of([(t, s) for t, s, n in picked.values() if n > 1])
-    whole: dict[tuple[str, str], np.ndarray] = {}  # a turn of one sentence: its own vector
-    for chat in {keys[i][0] for i, (_, _, n) in picked.items() if n == 1}:
-        ids = sorted({keys[i][1] for i, (_, _, n) in picked.items() if n == 1 and keys[i][0] == chat})
-        whole.update(((chat, m), v) for m, v in (await _turn_vectors(clients, chat, ids)).items())
+    single: dict[str, set[str]] = {}  # a turn of one sentence: its own vector, by chat
+    for i, (_, _, n) in picked.items():
+        if n == 1:
+            single.setdefault(keys[i][0], set()).add(keys[i][1])
+    whole = {(chat, m): v for chat, ids in single.items()
+             for m, v in (await _turn_vectors(clients, chat, sorted(ids))).items()}  # fmt: skip
     base = {i: sentences.get((t, s)) if n > 1 else whole.get(keys[i]) for i, (t, s, n) in picked.items()}
     base = {i: v for i, v in base.items() if v is not None}
     speakers = sorted({str(getattr(items[i], "speaker", "")) for i in base})
