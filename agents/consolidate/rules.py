@@ -129,21 +129,34 @@ def _similarity_decision(
 def _changed_from(c: CandidateFact, live: Similar) -> MemoryRecord | None:
     """The live fact a stated change replaces: "小王说：吉他学不下去了，现在改练钢琴" replaces "小王最近在学吉他"
     (same subject, a shared word other than the subject's name, no slot to settle it, said before); "… instead
-    of X" replaces the fact holding X. The most similar such fact; None when the candidate states no change."""
+    of X" and "是10号，不是9号" replace the fact holding X (a plan's time or place too: its subject is its event).
+    The most similar such fact; None when the candidate states no change."""
     if c.kind != MemoryKind.FACT or not c.subject or c.attribute:
         return None
-    replaced = {w for w in keywords(instead_of(c.text), None) if len(w) >= 2}  # "… instead of The Remains…"
+    replaced = {w for w in keywords(instead_of(c.text), None) if len(w) >= 2 or w.isdigit()}  # "不是9号" -> 9
     if replaced and _ONE_OFF.search(c.text):
         replaced = set()  # "had tea instead of coffee this morning": once, not a new habit
     if not replaced and not states_change(c.text):
         return None
-    own = {w for w in keywords(c.text, c.subject) if len(w) >= 2}
+    own = {w for w in keywords(_unattributed(c.text), c.subject) if len(w) >= 2}
     for r, _ in live:  # best first
-        if (r.kind == MemoryKind.FACT and r.attribute is None and same_subject(r.subject, c.subject)
-                and r.valid_from <= c.event_time and own & keywords(r.text, r.subject)
-                and (not replaced or replaced <= keywords(r.text, r.subject))):
+        if r.kind != MemoryKind.FACT or r.valid_from > c.event_time:
+            continue
+        plan = bool(replaced) and r.attribute in ("when", "where")  # "是10号，不是9号": a plan's subject is its event
+        if not (plan or (r.attribute is None and same_subject(r.subject, c.subject))):
+            continue
+        theirs = keywords(_unattributed(r.text), None if plan else r.subject)
+        if own & theirs and (not replaced or replaced <= theirs):
             return r
     return None
+
+
+# "林说：" / "Mia said": who said it, shared by everything one person said, no word of what changed
+_ATTRIBUTION = re.compile(r"^[^\s：:，,]{1,20}?(?:说|表示|提到)[：:，,]\s*|^\S{1,30} said(?: that)?\s+")
+
+
+def _unattributed(text: str) -> str:
+    return _ATTRIBUTION.sub("", text, count=1)
 
 
 _ONE_OFF = re.compile(

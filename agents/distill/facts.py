@@ -7,6 +7,7 @@ import re
 from agents.distill.context import Collected, Draft, Sentence, TopicContext, make_fact
 from agents.distill.qa import answer_part, question_part
 from agents.distill.summary import GENERIC_WORDS
+from agents.extract.corrections import corrected_span
 from agents.extract.date_anchors import named_week
 from agents.extract.dates import annotate_dates, find_dates
 from agents.extract.entities import NOT_ENTITIES, find_entities
@@ -56,6 +57,8 @@ def distill_message(ctx: TopicContext, m: ChatMessage, question: ChatMessage | N
             continue
         sent = _strip_lead(original, ctx.names)
         dates = find_dates(sent, m.ts, week_of=week_of)
+        old = corrected_span(sent)  # "Saturday the 14th, not Friday": Friday is no date of the fact
+        dates = [d for d in dates if not (old and d.start < old[1] and old[0] < d.end)]
         week_of = named_week(sent, dates) or week_of  # "下周三的会取消了。改到周四。"
         rewrite = to_third_person(annotate_dates(sent, dates), speaker, addressee)
         entities = find_entities(sent, ctx.names)

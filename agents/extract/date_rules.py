@@ -159,8 +159,40 @@ TAIL_RULES: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
+# the day of the month said next to a weekday: "Thursday the 15th", "Thursday, 15th", "周四15号", "15号周四"
+_EN_DOM_AFTER = lazy(r"(?i)^,?\s*(?:the\s+)?(?P<d>\d{1,2})(?:st|nd|rd|th)\b")
+_ZH_DOM_AFTER = lazy(r"^[，,]?\s*(?P<d>\d{1,2})[号日]")
+_ZH_DOM_BEFORE = lazy(r"(?<![月\d])(?P<d>\d{1,2})[号日][，,]?\s*$")
+
+
+def _weekday_with_day(wd: int, m: re.Match[str], ctx: Context) -> date | None:
+    """The date a weekday and a day of the month name together, the one nearest the message (a weekday
+    never outweighs the number: "Thursday the 15th" is the 15th, whatever the tense around it)."""
+    after = (_ZH_DOM_AFTER if ctx.cjk else _EN_DOM_AFTER).match(ctx.sentence[m.end() :])
+    before = _ZH_DOM_BEFORE.search(ctx.sentence[: m.start()]) if ctx.cjk else None
+    hit = after or before
+    if hit is None:
+        return None
+    dom, ref = int(hit["d"]), ctx.ref
+    days = []
+    for shift in (-1, 0, 1):
+        y, mo = (ref.year * 12 + ref.month - 1 + shift) // 12, (ref.month - 1 + shift) % 12 + 1
+        try:
+            days.append(date(y, mo, dom))
+        except ValueError:
+            continue
+    if not days:
+        return None
+    return min(days, key=lambda d: (d.weekday() != wd, abs((d - ref).days), d < ref))
+
+
 def _bare_weekday(wd: int, m: re.Match[str], ctx: Context) -> Resolved:
-    ref, tense = ctx.ref, tense_of(ctx.sentence, m.start(), m.end(), ctx.cjk)
+    with_day = _weekday_with_day(wd, m, ctx)
+    if with_day is not None:
+        return Resolved(with_day, "day")
+    # a bare weekday goes back only when its own clause says so ("we climbed on Friday"), never for a past
+    # verb elsewhere in the sentence ("it got moved, Thursday now")
+    ref, tense = ctx.ref, tense_of(ctx.sentence, m.start(), m.end(), ctx.cjk, clause_only=True)
     week = anchor(ctx, m, ("week",))
     this_week = week_start(ref)
     if week is not None and not (

@@ -186,10 +186,12 @@ def _cue(text: str, cjk: bool) -> Tense | None:
     return "future" if _EN_FUTURE.search(text) else "past" if _en_past(text) else None
 
 
-def tense_of(sentence: str, start: int, end: int, cjk: bool) -> Tense | None:
-    """The tense around ``sentence[start:end]``: its clause's cues first, then the whole sentence's.
+def tense_of(sentence: str, start: int, end: int, cjk: bool, *, clause_only: bool = False) -> Tense | None:
+    """The tense around ``sentence[start:end]``: its clause's cues first, then the whole sentence's (with
+    ``clause_only``, not when the clause is in the present: "it got moved, it's Thursday now").
 
     Future cues win over past ones (``I was going to … on Friday`` is a plan); None when there is no cue.
+    A day chosen for a plan is ahead however the choice is told ("we agreed on Thursday", "说好周四").
     """
     left = max((m.end() for m in _CLAUSE_END.finditer(sentence, 0, start)), default=0)
     right_m = _CLAUSE_END.search(sentence, end)
@@ -200,7 +202,21 @@ def tense_of(sentence: str, start: int, end: int, cjk: bool) -> Tense | None:
         return "future"  # booked for a day: "booked a class for Saturday", "我报了周六上午的陶艺课"
     if not cjk and (_EN_MOVED_TO.search(sentence[left:start]) or _EN_MOVED_FROM.match(sentence, end)):
         return "future"  # a plan moved: "Thursday moved to Friday 8pm", "they pushed it to June 14"
-    return _cue(clause.replace(sentence[start:end], " "), cjk) or _cue(sentence, cjk)
+    if (_ZH_CHOSEN if cjk else _EN_CHOSEN).search(sentence[left:start]) and not _PAST_ANCHOR.search(clause):
+        return "future"  # a day chosen: "did we say Thursday?", "we settled on Friday", "说好的是周四"
+    own = _cue(clause.replace(sentence[start:end], " "), cjk)
+    if own or (clause_only and _PRESENT.search(clause)):
+        return own
+    return _cue(sentence, cjk)
+
+
+_PRESENT = lazy(r"(?i)\b(?:is|are|am|now|still)\b|'s\b|现在|还是|改成|就是")
+# a day chosen for a plan, told in the past tense: the day is still ahead
+_EN_CHOSEN = lazy(
+    r"(?i)\b(?:say|said|agreed|decided|settled|chose|picked|voted|went with|confirmed|locked in|fixed)"
+    r"(?: (?:on|for|it for|it to|to))?(?: the| this| next)?\s*$"
+)
+_ZH_CHOSEN = lazy(r"(?:定了|说好了?|约好了?|定好了?|说的是|定的是|订的是|确定了?|敲定了?)[^，。！？；]{0,2}$")
 
 
 # a past act that sets up a day to come: the day it names is ahead, whatever the verb's tense

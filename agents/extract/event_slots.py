@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from agents.extract.corrections import corrected_span
 from agents.extract.person import looks_like_name
 from agents.extract.plan_moves import (
     DAYS,
@@ -229,20 +230,24 @@ def find_plan_slots(
     out = _owner_slots(sentence, speaker, names, cjk)
     ev = _event(sentence, cjk)
     change = (_ZH_CHANGE if cjk else _EN_CHANGE).search(sentence)
+    old = corrected_span(sentence)  # "Saturday the 14th, not Friday": a change, and "Friday" no value of it
+    change_at = change.start() if change else old[0] if old else None
     moved = move_cue(sentence)
     if ev is None and event and moved and not names_what_moved(sentence[: moved.start()], speaker):
         ev = _Found(event, 0, 0)  # "Thursday moved to Friday 8pm", not "Farewell drinks time changed to 6pm"
+    elif ev is None and event and old:
+        ev = _Found(event, 0, 0)  # "更正一下，是10号，不是9号": the event being talked about
     if ev is None:
         return out
     past = (_ZH_PAST if cjk else _EN_PAST).search(sentence)
     dated = (_ZH_DATED_EVENT if cjk else _EN_PURPOSE).search(sentence) is not None
-    if not change and (past or not (dated or (_ZH_SCHEDULE if cjk else _EN_SCHEDULE).search(sentence))):
+    if change_at is None and (past or not (dated or (_ZH_SCHEDULE if cjk else _EN_SCHEDULE).search(sentence))):
         return out
     key = _key(ev["ev"], cjk)
     spans = [
         (s, e)
         for s, e in _spans(ZH_TIME if cjk else EN_TIME, sentence)
-        if not (s < ev.end() and ev.start() < e)
+        if not (s < ev.end() and ev.start() < e) and not (old and s < old[1] and old[0] < e)
     ]
     picked = _pick(sentence, spans, _ZH_TARGET if cjk else _EN_TARGET)
     if picked is not None and moved_elsewhere(sentence, spans, cjk):
@@ -251,7 +256,7 @@ def find_plan_slots(
         value = sentence[picked[0] : picked[1]].strip(" ,，")
         value = re.sub(r"(?i)^at ", "", value)
         out.append(SlotMatch("when", value, key, False, picked[0], picked[1]))
-    place = _place(sentence, cjk, change)
+    place = _place(sentence, cjk, change_at, old)
     if place is not None:
         g = place.groupdict()
         value = (g.get("v") or g.get("v2") or g.get("v3") or g.get("v4") or "").strip()
@@ -266,17 +271,21 @@ _EN_NOT_BEFORE = screened(lazy(r"(?i)(?:\bnot|n't|\bno longer)(?:\s+[\w'-]+){0,2
 _EN_NOT_AFTER = lazy(r"(?i)^\W*(?:[\w'-]+\W+){0,2}?(?:anymore|any more)\b")  # "at Lula's anymore"
 
 
-def _place(sentence: str, cjk: bool, change: re.Match[str] | None) -> re.Match[str] | None:
+def _place(
+    sentence: str, cjk: bool, change_at: int | None, old: tuple[int, int] | None
+) -> re.Match[str] | None:
     """The place the sentence gives the event: (English) not one a negation governs ("not doing brunch at
     Lula's anymore, it's at Home Cafe now" -> Home Cafe); after a change, the first one said after it
-    ("moved to Home Cafe, parking at Union Square" -> Home Cafe)."""
+    ("moved to Home Cafe, parking at Union Square" -> Home Cafe); never the value a correction replaces."""
     if cjk:
-        return _ZH_PLACE.search(sentence)
+        m = _ZH_PLACE.search(sentence)
+        return None if m is None or (old and m.start() < old[1] and old[0] < m.end()) else m
     kept = [m for m in _EN_PLACE.finditer(sentence)
             if not _EN_NOT_BEFORE.search(sentence[max(0, m.start() - 40) : m.start()])
-            and not _EN_NOT_AFTER.search(sentence[m.end() :])]  # fmt: skip
-    if change is not None:
-        after = [m for m in kept if m.start() >= change.start()]
+            and not _EN_NOT_AFTER.search(sentence[m.end() :])
+            and not (old and m.start() < old[1] and old[0] < m.end())]  # fmt: skip
+    if change_at is not None and not old:
+        after = [m for m in kept if m.start() >= change_at]
         return after[0] if after else (kept[-1] if kept else None)
     return kept[0] if kept else None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from agents.extract.corrections import corrected_value
 from agents.lazy_re import lazy
 from agents.text import has_cjk
 
@@ -47,7 +48,10 @@ _MOVE = lazy(
 def moves_plan(sentence: str) -> bool:
     """The sentence moves a plan ("Thursday moved to Friday", "we'll meet at Marco's instead", "改到周四") —
     a stricter cue than :func:`agents.extract.event_slots.is_plan_change`, which also takes "now" and "actually"."""
-    return _MOVE.search(sentence) is not None
+    if _MOVE.search(sentence) is not None:
+        return True
+    old = corrected_value(sentence)  # "Thursday the 12th, not Friday", "是八点，不是九点": a time corrected
+    return bool(old) and (ZH_TIME if has_cjk(old) else EN_TIME).search(old) is not None
 
 
 # what may stand before "moved to" when the change names nothing: times, pronouns, fillers ("Thursday moved

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cache
 from itertools import repeat
 
+from agents.extract.corrections import corrected_value, is_correction
 from agents.extract.person import en_subject, zh_subject
 from agents.extract.screen import admitted, fold, needs, screened
 from agents.lazy_re import lazy
@@ -366,21 +367,21 @@ _INSTEAD_OF = screened(lazy(
 
 def instead_of(sentence: str) -> str:
     """What a statement says it replaces ("I'd rather do Klara instead of The Remains of the Day" -> "The
-    Remains of the Day"), or ""."""
+    Remains of the Day"; a correction's old value, :func:`agents.extract.corrections.corrected_value`), or ""."""
     m = _INSTEAD_OF.search(sentence)
-    return m["x"].strip() if m else ""
+    return m["x"].strip() if m else corrected_value(sentence)  # "it's Delft, not Rotterdam" -> "Rotterdam"
 
 
 def states_change(sentence: str) -> bool:
-    """The sentence says something changed or stopped (a cue, not what changed)."""
-    return (_ZH_CHANGED if has_cjk(sentence) else _EN_CHANGED).search(sentence) is not None
+    """The sentence says something changed or stopped, or corrects what was said (a cue, not what changed)."""
+    return (_ZH_CHANGED if has_cjk(sentence) else _EN_CHANGED).search(sentence) is not None or is_correction(sentence)
 
 
 def is_retraction(sentence: str) -> bool:
     """An explicit negation or correction of something said before ("I no longer…", "我不再…", "actually no",
     "Porto is off", "泡汤了") — a plan called off only in a sentence that changes nothing else."""
     m = (_ZH_RETRACT if has_cjk(sentence) else _EN_RETRACT).search(sentence)
-    if m is None:
+    if m is None or corrected_value(sentence):  # "说错了，是周日不是周六" states Sunday: a change
         return False
     return not (_CALLED_OFF.fullmatch(m.group(0).strip()) and _CHANGE.search(sentence))
 
