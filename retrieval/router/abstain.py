@@ -79,6 +79,8 @@ COMPONENTS: dict[str, tuple[str, ...]] = {
         "focus_named_found",  # ... in a top item about a named participant (all top items when none is named)
         "turn_share",  # share of raw turns among the top 5
         "fact_share",  # share of facts among the top 5
+        "log_mean_words",  # log(1 + mean distinct words of the top items): short chat lines share few words
+        "cosine_spread",  # best cosine minus the mean of the top items': does anything stand out?
     ),
     "other_subject": (
         "attribution",  # (others - named) / (others + named) of the rank-discounted evidence (``about``)
@@ -197,6 +199,8 @@ def evidence(
         "focus_named_found": sum(k in focus_seen for k in focus) / len(focus) if focus else 1.0,
         "turn_share": sum(c.doc.kind == "turn" for c in head) / len(head) if head else 0.0,
         "fact_share": sum(c.doc.kind == "fact" for c in head) / len(head) if head else 0.0,
+        "log_mean_words": math.log1p(sum(len(tokens.get(c.doc_id, ())) for c in top) / len(top)) if top else 0.0,
+        "cosine_spread": _spread([c.scores.get("cosine", 0.0) for c in top]),
         "two_people": float(n_people == 2),
         "named_best_cosine": named_cos,
         "other_best_cosine": other_cos,
@@ -206,6 +210,10 @@ def evidence(
     } | focus_sides(top, top if deep is None else deep, names, participants, tokens, keys, spans)
     ev.features = {k: round(float(v), 4) for k, v in feats.items()}
     return ev
+
+
+def _spread(values: list[float]) -> float:
+    return max(values) - sum(values) / len(values) if values else 0.0
 
 
 def check(

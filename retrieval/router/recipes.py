@@ -151,6 +151,18 @@ class GraphConfig(BaseModel):
     token_share: float = 0.15  # of the request's token budget
 
 
+class SupersessionConfig(BaseModel):
+    """The read-time decision of which retrieved statement replaced which (:mod:`retrieval.router.supersede`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str = "auto"  # "auto" (packaged weights) | "off" | path to a weights JSON
+    window: int = 15  # how many de-duplicated candidates the decision reads
+    top: int = 10  # positions checked for a newer replacement
+    threshold: float | None = None  # None: the model's own
+    record_inputs: bool = False  # the trace holds the items read (for fitting the model: bench.fit_supersede)
+
+
 class RouterConfig(BaseModel):
     """Everything the routed retrieval reads. ``RouterConfig()`` is the default router."""
 
@@ -163,6 +175,7 @@ class RouterConfig(BaseModel):
     graph: GraphConfig = Field(default_factory=GraphConfig)
     multihop: MultiHopConfig = Field(default_factory=MultiHopConfig)
     profiles: ProfileConfig = Field(default_factory=ProfileConfig)
+    supersession: SupersessionConfig = Field(default_factory=SupersessionConfig)
     fuse_min_prob: float = 0.25  # a second type at least this likely is fused in
     fuse_max: int = 2
     disabled: list[QueryType] = Field(

@@ -6,13 +6,56 @@ from __future__ import annotations
 import time
 
 from agents.text import count_tokens
-from retrieval.router import abstain
+from retrieval.router import abstain, supersede
 from retrieval.router.asker import has_first_person, own_words_answer
 from retrieval.router.layers import render_layers
 from retrieval.router.state import Run
 from retrieval.router.strategies import Context, Ranking
 from retrieval.router.window_check import empty_window
 from schemas import RetrievedItem, RetrieveResponse
+
+
+def uncovered(ranking: Ranking, n: int) -> list[int]:
+    """Positions in ``ranking.scored`` of its first ``n`` items whose sources no better item covers."""
+    seen: set[str] = set()
+    kept: list[int] = []
+    for i, (c, _) in enumerate(ranking.scored):
+        if len(kept) >= n:
+            break
+        sources = set(c.doc.source_message_ids)
+        if sources and sources <= seen:
+            continue
+        seen |= sources
+        kept.append(i)
+    return kept
+
+
+def newest_statements(run: Run, ranking: Ranking, update: float = 0.0) -> Ranking:
+    """The ranking with each statement a newer candidate replaced right below its replacement, both noted
+    (:func:`retrieval.router.supersede.reorder` over the first ``window`` de-duplicated candidates; ``update``:
+    the classifier's probability that the question asks for a changed value)."""
+    cfg = run.cfg.supersession
+    model = supersede.load_model(cfg.model)
+    t0 = time.perf_counter()
+    kept = uncovered(ranking, max(cfg.window, run.req.k))
+    cands = [ranking.scored[i][0] for i in kept]
+    items = [supersede.Item.of(c.doc, c.scores, c.fused) for c in cands]
+    detail: dict = ({"inputs": [x.to_json() for x in items], "names": run.participants, "update": update}
+                    if cfg.record_inputs else {})  # fmt: skip
+    if model is None or len(items) < 2:
+        run.step("supersede", t0, links=[], **detail)
+        return ranking
+    order, links = supersede.reorder(items, run.req.query, model, names=run.participants, top=cfg.top,
+                                     threshold=cfg.threshold, update=update)
+    run.step("supersede", t0, links=[vars(x) for x in links], **detail)
+    if not links:
+        return ranking
+    scores = sorted((ranking.scored[i][1] for i in kept), reverse=True)
+    head = [(cands[j], s) for j, s in zip(order, scores, strict=True)]
+    taken = set(kept)
+    rest = [cs for i, cs in enumerate(ranking.scored) if i not in taken]
+    notes = supersede.notes_for(items, links, ranking.notes)
+    return Ranking(ranking.strategy, head + rest, notes, ranking.lines, ranking.chronological)
 
 
 def to_items(ranking: Ranking, k: int, layer: str) -> list[RetrievedItem]:
@@ -69,6 +112,8 @@ async def finish(run: Run, graph, qa, classification, ranking: Ranking, ctx: Con
     if empty and not verdict.abstain and not run.slot_answers and cfg.abstention.enabled:  # nothing said then
         verdict = verdict.model_copy(update={"abstain": True, "reason": "no_match", "decided_by": "empty_window"})
     run.step("abstain", t0, **verdict.model_dump())
+    if not verdict.abstain:  # after the check, which reads the candidates in relevance order
+        ranking = newest_statements(run, ranking, classification.probs.get("knowledge_update", 0.0))
     if run.profile and not verdict.abstain:  # after the check, which reads the searches' evidence only
         top = ranking.scored[0][1] if ranking.scored else 0.0
         ranking.scored = [(c, top + 1.0 - 1e-3 * i) for i, c in enumerate(run.profile)] + ranking.scored

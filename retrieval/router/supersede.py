@@ -1,0 +1,253 @@
+"""Which statement replaced which (pure): a learned pairwise decision over the items a question retrieved.
+
+People change facts in words no rule table knows ("wednesdays from now on", "RSVP count: 132", "改去广州").
+What does not depend on the wording is the shape of a change: a *newer* item that talks about what an
+older, relevant item talks about (it shares its words, it is found by the same question, it is a statement
+rather than a question) and is not merely the next line of the same exchange. :func:`supersedes` scores one
+(older, newer) pair of retrieved items on such features with a small logistic model, fitted on hand-written
+chats whose facts change (``python -m bench.fit_supersede``, reported leave-one-chat-out).
+
+:func:`reorder` walks the question's top items: when a newer candidate probably replaced the item at a
+position, it takes that position (and is checked in turn, so a value changed twice ends with the newest),
+the older one follows it, noted "superseded (said …) by: …", the newer one "previously: … (said …)". An item
+nothing replaced keeps its place: relevance decides the order, time only between statements of one thing.
+A question about the past ("before", "originally", "以前", "原来") keeps its order. The rule words here are
+features of the model, never the decision by themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from agents.extract.plan_moves import moves_plan
+from agents.extract.slots import states_replacement
+from agents.extract.text import is_question
+from agents.lazy_re import lazy
+from agents.text import extract_keywords
+from retrieval.router.abstain_calib import Component
+
+__all__ = ["FEATURES", "Frame", "Item", "Link", "SupersedeModel", "asks_past", "load_model", "pair_features", "reorder"]
+
+PACKAGED = Path(__file__).with_name("supersede_weights.json")
+FORMAT = 1
+
+FEATURES = ("shared_words", "shared_beyond_question", "cos_old", "cos_new", "fused_old", "fused_new", "rank_old", "rank_new",
+            "new_is_question", "old_is_question", "log_days", "same_topic", "log_chars_new", "new_turn", "new_fact",
+            "new_summary", "new_qa", "asks_past", "bm25_new", "bm25_old", "new_says_change", "new_says_now",
+            "old_says_change", "asks_update")
+
+_NOW = lazy(r"(?i)\b(?:now|these days|from now on|nowadays|currently|anymore|any more|no longer)\b|现在|目前|以后|今后|从此|不再")
+_PAST = lazy(
+    r"(?i)\b(?:before|originally|at first|used to|previously|initially|earlier|original|formerly|in the beginning)\b"
+    r"|以前|之前|原来|一开始|最初|起初|本来|原先|最早|原本"
+)
+
+
+def asks_past(question: str) -> bool:
+    """The question asks for an earlier value ("Where did they meet before …?", "原来定的是哪天？")."""
+    return _PAST.search(question) is not None
+
+
+def _read(text: str) -> dict[str, Any]:
+    return {"words": frozenset(extract_keywords(text)), "question": is_question(text.strip()),
+            "change": states_replacement(text) or moves_plan(text), "now": _NOW.search(text) is not None}
+
+
+@dataclass(frozen=True)
+class Item:
+    """What the decision reads of one retrieved item."""
+
+    doc_id: str
+    text: str
+    kind: str
+    ts: datetime
+    topic_id: str | None
+    words: frozenset[str]  # content keywords (agents.text.extract_keywords)
+    question: bool  # a question, not a statement
+    change: bool  # says something changed, moved or was corrected (the rule cues, read as a feature only)
+    now: bool  # says what holds from now on ("now", "these days", "现在", "不再")
+    cosine: float = 0.0
+    bm25: float = 0.0
+    fused: float = 0.0
+    sources: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, doc: Any, scores: dict[str, float], fused: float) -> Item:
+        """From a document (``Doc`` or anything with its fields) and its search scores."""
+        return cls(doc_id=doc.doc_id, text=doc.text, kind=str(doc.kind), ts=doc.ts, topic_id=doc.topic_id,
+                   **_read(doc.text), cosine=float(scores.get("cosine") or 0.0), bm25=float(scores.get("bm25") or 0.0),
+                   fused=float(fused), sources=tuple(doc.source_message_ids))  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        return {"doc_id": self.doc_id, "text": self.text, "kind": self.kind, "ts": self.ts.isoformat(),
+                "topic_id": self.topic_id, "cosine": self.cosine, "bm25": self.bm25, "fused": self.fused,
+                "sources": list(self.sources)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Item:
+        return cls(doc_id=d["doc_id"], text=d["text"], kind=d["kind"], ts=datetime.fromisoformat(d["ts"]),
+                   topic_id=d.get("topic_id"), **_read(d["text"]), cosine=d.get("cosine", 0.0),
+                   bm25=d.get("bm25", 0.0), fused=d.get("fused", 0.0),
+                   sources=tuple(d.get("sources", ())))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What every pair of one question shares: the question's and the people's words, the lists' scales."""
+
+    question_words: frozenset[str]
+    names: frozenset[str]
+    past: bool
+    top_fused: float
+    top_bm25: float
+    cos_low: float
+    cos_high: float
+    update: float = 0.0  # the query classifier's probability that the question asks for a changed value
+
+    @classmethod
+    def of(cls, items: Sequence[Item], question: str, names: Sequence[str] = (), update: float = 0.0) -> Frame:
+        cos = [x.cosine for x in items if x.cosine] or [0.0]
+        return cls(question_words=frozenset(extract_keywords(question)),
+                   names=frozenset(w for n in names for w in extract_keywords(n)), past=asks_past(question),
+                   top_fused=max((x.fused for x in items), default=0.0) or 1.0,
+                   top_bm25=max((x.bm25 for x in items), default=0.0) or 1.0, cos_low=min(cos), cos_high=max(cos),
+                   update=update)
+
+    def cos(self, x: Item) -> float:
+        """The item's cosine within the list's range (e5 scores everything ~0.8-0.95, MiniLM ~0.1-0.7)."""
+        span = self.cos_high - self.cos_low
+        return (x.cosine - self.cos_low) / span if span > 1e-9 and x.cosine else 0.0
+
+
+def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / min(len(a), len(b)) if a and b else 0.0
+
+
+def pair_features(items: Sequence[Item], old: int, new: int, frame: Frame) -> dict[str, float]:
+    """The features of "``items[new]`` replaced ``items[old]``" (indices in ranking order; ``new`` is newer).
+    Words are content keywords without the people's names (every line about Liam shares "Liam")."""
+    a, b = items[old], items[new]
+    wa, wb = a.words - frame.names, b.words - frame.names
+    days = max(0.0, (b.ts - a.ts).total_seconds() / 86400)
+    return {
+        "shared_words": _overlap(wa, wb),
+        "shared_beyond_question": _overlap(wa - frame.question_words, wb - frame.question_words),
+        "cos_old": frame.cos(a), "cos_new": frame.cos(b), "fused_old": a.fused / frame.top_fused,
+        "fused_new": b.fused / frame.top_fused, "rank_old": 1.0 / (1 + old), "rank_new": 1.0 / (1 + new),
+        "new_is_question": float(b.question), "old_is_question": float(a.question), "log_days": math.log1p(days),
+        "same_topic": float(a.topic_id is not None and a.topic_id == b.topic_id),
+        "log_chars_new": math.log1p(len(b.text)), "new_turn": float(b.kind == "turn"),
+        "new_fact": float(b.kind == "fact"), "new_summary": float(b.kind == "summary"), "new_qa": float(b.kind == "qa"),
+        "asks_past": float(frame.past), "bm25_new": b.bm25 / frame.top_bm25, "bm25_old": a.bm25 / frame.top_bm25,
+        "new_says_change": float(b.change), "new_says_now": float(b.now), "old_says_change": float(a.change),
+        "asks_update": frame.update,
+    }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SupersedeModel:
+    component: Component
+    threshold: float
+    provenance: dict
+
+    def probability(self, feats: dict[str, float]) -> float:
+        z = self.component.logit(feats)
+        return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+    def to_json(self) -> dict:
+        return {"format": FORMAT, "component": self.component.to_json(), "threshold": self.threshold,
+                "provenance": self.provenance}
+
+    @classmethod
+    def from_json(cls, d: dict) -> SupersedeModel:
+        if d.get("format") != FORMAT:
+            raise ValueError(f"unknown supersession weights format {d.get('format')!r} (expected {FORMAT})")
+        return cls(Component.from_json(d["component"]), float(d["threshold"]), d.get("provenance", {}))
+
+
+@lru_cache(maxsize=4)
+def _load(path: str) -> SupersedeModel | None:
+    p = Path(path)
+    if not p.exists():
+        return None
+    return SupersedeModel.from_json(json.loads(p.read_text(encoding="utf-8")))
+
+
+def load_model(model: str) -> SupersedeModel | None:
+    """``"auto"``: the packaged weights; ``"off"``: none; else a weights file's path. Read once, never at import."""
+    if model == "off":
+        return None
+    return _load(str(PACKAGED if model == "auto" else Path(model)))
+
+
+@dataclass(frozen=True)
+class Link:
+    """``new`` replaced ``old`` (doc ids), with the model's probability."""
+
+    old: str
+    new: str
+    probability: float
+
+
+def reorder(items: Sequence[Item], question: str, model: SupersedeModel, *, names: Sequence[str] = (),
+            top: int = 10, threshold: float | None = None, update: float = 0.0) -> tuple[list[int], list[Link]]:  # fmt: skip
+    """The items' order with each replaced statement right below what replaced it, and the links made.
+
+    Positions are visited best first, up to ``top``: at each, the most probable newer replacement found
+    further down the list takes the position when its probability reaches the threshold; the visited item
+    moves down one place and the newcomer is visited in its turn. A pair is linked at most once."""
+    order = list(range(len(items)))
+    links: list[Link] = []
+    if len(items) < 2:
+        return order, links
+    frame = Frame.of(items, question, names, update)
+    t = model.threshold if threshold is None else threshold
+    tried: set[tuple[int, int]] = set()
+    pos = 0
+    while pos < min(top, len(order)):
+        old = order[pos]
+        newer = [j for j in order[pos + 1 :] if items[j].ts > items[old].ts and (old, j) not in tried]
+        best, best_p = None, t
+        for j in newer:
+            tried.add((old, j))
+            p = model.probability(pair_features(items, old, j, frame))
+            if p >= best_p:
+                best, best_p = j, p
+        if best is None:
+            pos += 1
+            continue
+        order.remove(best)
+        order.insert(pos, best)
+        links.append(Link(items[old].doc_id, items[best].doc_id, round(best_p, 4)))
+    return order, links
+
+
+_CURRENT_NOTE = re.compile(r"(?:^|;\s*)(?:current [^;]*|latest statement[^;]*)")
+
+
+def notes_for(items: Sequence[Item], links: Sequence[Link], notes: dict[str, str]) -> dict[str, str]:
+    """``notes`` with each link written on both items; an item something replaced loses any note calling it
+    current (a stale value labelled current is worse than no label)."""
+    out = dict(notes)
+    by_id = {x.doc_id: x for x in items}
+
+    def add(doc_id: str, note: str) -> None:
+        out[doc_id] = f"{out[doc_id]}; {note}" if out.get(doc_id) else note
+
+    for link in links:
+        old, new = by_id[link.old], by_id[link.new]
+        if out.get(link.old):
+            out[link.old] = _CURRENT_NOTE.sub("", out[link.old]).strip("; ") or ""
+            if not out[link.old]:
+                del out[link.old]
+        add(link.old, f"superseded (said {old.ts:%Y-%m-%d}) by: {new.text[:100]} (said {new.ts:%Y-%m-%d})")
+        add(link.new, f"previously: {old.text[:100]} (said {old.ts:%Y-%m-%d})")
+    return out

@@ -1,0 +1,90 @@
+"""Read-time supersession: among the items a question found, a newer statement that replaced an older one takes
+its place, both are noted, and an item nothing replaced keeps its place (pure; sentences written for this test)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from retrieval.router.abstain_calib import Component
+from retrieval.router.supersede import (
+    FEATURES,
+    Frame,
+    Item,
+    SupersedeModel,
+    asks_past,
+    load_model,
+    notes_for,
+    pair_features,
+    reorder,
+)
+
+T0 = datetime(2027, 2, 1, 9, 0, tzinfo=UTC)
+
+
+def _item(i: int, text: str, days: float, cosine: float, kind: str = "fact", topic: str | None = None) -> Item:
+    return Item.of(
+        type("Doc", (), {"doc_id": f"d{i}", "text": text, "kind": kind, "ts": T0 + timedelta(days=days),
+                         "topic_id": topic, "source_message_ids": [f"m{i}"]})(),  # fmt: skip
+        {"cosine": cosine, "bm25": 5.0 * cosine},
+        cosine / 30,
+    )
+
+
+def _model(threshold: float = 0.5) -> SupersedeModel:
+    """A hand-set model: shared words beyond the question and a later, non-question statement."""
+    weights = {"shared_beyond_question": 3.0, "shared_words": 1.0, "new_is_question": -4.0, "log_days": 0.3}
+    comp = Component(name="supersedes", features=FEATURES, mean=tuple(0.0 for _ in FEATURES),
+                     scale=tuple(1.0 for _ in FEATURES), weights=tuple(weights.get(f, 0.0) for f in FEATURES),
+                     bias=-2.5)  # fmt: skip
+    return SupersedeModel(comp, threshold, {})
+
+
+ITEMS = [
+    _item(0, "Priya's book club meets at the Lantern café on Tuesdays", 0, 0.62),
+    _item(1, "Priya: the Lantern café closed, book club meets at the library annex on Tuesdays now", 20, 0.55),
+    _item(2, "Priya's brother plays cello", 25, 0.30),
+    _item(3, "Is the book club still at the Lantern café?", 26, 0.50),
+]
+
+
+def test_the_newer_statement_of_the_same_thing_comes_first_and_both_are_noted():
+    order, links = reorder(ITEMS, "Where does the book club meet?", _model(), names=["Priya"])
+    assert order[:2] == [1, 0] and {(x.old, x.new) for x in links} == {("d0", "d1")}
+    notes = notes_for(ITEMS, links, {"d0": "current meeting place: Lantern café"})
+    assert "current" not in notes["d0"] and notes["d0"].startswith("superseded")
+    assert "library annex" in notes["d0"] and notes["d1"].startswith("previously: Priya's book club meets")
+
+
+def test_a_question_or_an_unrelated_newer_line_replaces_nothing():
+    order, links = reorder([ITEMS[0], ITEMS[2], ITEMS[3]], "Where does the book club meet?", _model(), names=["Priya"])
+    assert order == [0, 1, 2] and links == []
+
+
+def test_the_peoples_names_are_no_shared_subject():
+    frame = Frame.of([ITEMS[0], ITEMS[2]], "What does Priya do?", ["Priya"])
+    assert pair_features([ITEMS[0], ITEMS[2]], 0, 1, frame)["shared_words"] == 0.0
+
+
+def test_a_value_changed_twice_ends_with_the_newest():
+    items = [ITEMS[0], ITEMS[1], _item(4, "book club update: annex is being painted, we meet at the Lantern café "
+                                          "again on Tuesdays", 40, 0.52)]  # fmt: skip
+    order, links = reorder(items, "Where does the book club meet?", _model(), names=["Priya"])
+    assert order[0] == 2 and len(links) >= 2
+
+
+def test_a_high_threshold_or_no_model_keeps_the_relevance_order():
+    order, links = reorder(ITEMS, "Where does the book club meet?", _model(threshold=0.999), names=["Priya"])
+    assert order == [0, 1, 2, 3] and not links
+    assert load_model("off") is None
+
+
+def test_questions_about_the_earlier_value_are_recognised_in_both_languages():
+    assert asks_past("Where did the book club meet originally?") and asks_past("读书会原来在哪里聚？")
+    assert not asks_past("Where does the book club meet?") and not asks_past("读书会现在在哪里聚？")
+
+
+def test_the_packaged_model_reads_and_orders():
+    model = load_model("auto")
+    assert model is not None and set(model.component.features) <= set(FEATURES)
+    order, _ = reorder(ITEMS, "Where does the book club meet now?", model, names=["Priya"])
+    assert sorted(order) == [0, 1, 2, 3]
