@@ -171,15 +171,17 @@ def _retraction_target(c: CandidateFact, live: Similar, cfg: ConsolidatorConfig)
     called_off = is_called_off(c.text)
     for r, s in live:
         plan = called_off and r.attribute in ("when", "where")  # a plan's subject is its event
-        if r.kind != MemoryKind.FACT or not (same_subject(r.subject, c.subject) or plan):
+        # "I'm not doing the snacks anymore": a task the speaker took on (its subject is the task)
+        owned = r.attribute == "owner" and bool(r.value) and same_subject(r.value, c.subject)
+        if r.kind != MemoryKind.FACT or not (same_subject(r.subject, c.subject) or plan or owned):
             continue
         if c.value and r.attribute and not value_in(r.text, c.value):
             continue
         same_slot = bool(c.attribute) and r.attribute == c.attribute
         shared = keywords(r.text, r.subject) & keywords(c.text, c.subject)
         named = bool(shared & entity_words)  # "Forget the Figma thing": the entity it names, whatever the cosine
-        if plan:  # "Never mind the dentist, I cancelled it": the plan it names (its event's words too) is off
-            shared = keywords(r.text, None) & keywords(c.text, c.subject)
+        if plan or owned:  # "Never mind the dentist, I cancelled it": the plan it names (its event's words too) is off
+            shared = keywords(r.text, r.value if owned else None) & keywords(c.text, c.subject)
             named = bool(shared)
         similar = (
             (s >= cfg.update_similarity or named) and len(shared) >= 1 and (not c.value or value_in(r.text, c.value))

@@ -52,7 +52,7 @@ def distill_message(ctx: TopicContext, m: ChatMessage, question: ChatMessage | N
     sources = [m.message_id] + ([question.message_id] if question is not None else [])
     week_of = ctx.week_context(m)  # "下周三聚餐改到周四" -> "收到，我周四可以": that Thursday
     event: str | None = None  # the event talked about, for a change that names none (read when one comes)
-    for original in split_sentences(m.text):
+    for original in _statement_heads(split_sentences(m.text)):
         if is_filler(original, ctx.names):
             continue
         sent = _strip_lead(original, ctx.names)
@@ -192,6 +192,22 @@ def _strip_lead(sent: str, names: frozenset[str]) -> str:
         if out == before:
             break
     return out or sent
+
+
+_LAST_CLAUSE = re.compile(r"^(?P<head>.+)[,，;；]\s*(?P<tail>[^,，;；]+)$")
+
+
+def _statement_heads(sentences: list[str]) -> list[str]:
+    """The sentences, a question whose first part states a change said as two ("I'm not doing the snacks
+    anymore, can you take over?", "我不去了，你去吗？"): the change is news, the question is not."""
+    out: list[str] = []
+    for sent in sentences:
+        m = _LAST_CLAUSE.match(sent.strip()) if is_question(sent) else None
+        if m and not is_question(m["head"]) and _changed(m["head"]):
+            out += [m["head"], m["tail"]]
+        else:
+            out.append(sent)
+    return out
 
 
 def _content_tokens(sent: str) -> set[str]:

@@ -63,3 +63,16 @@ def test_two_changes_by_one_person_do_not_replace_each_other_through_who_said_th
     first = _stored("阿杰说：更正一下，团建是7月13号，不是12号", subject="阿杰")
     (cand,) = [f for f in _facts([("阿杰", "地点也变了，改去江边的露营地")]) if "露营" in f.text]
     assert decide(cand, [(first, 0.5)], RULES, "ev-1").op == DecisionOp.ADD
+
+
+def test_giving_up_a_task_while_asking_for_help_retracts_it():
+    (took,) = [f for f in _facts([("Ines", "I'll take care of the playlist for the picnic")]) if f.attribute == "owner"]
+    old = _stored(took.text, subject=took.subject, attribute="owner").model_copy(update={"value": took.value})
+    (gave_up,) = [f for f in _facts([("Ines", "so I'm not doing the playlist anymore, can someone else?")])
+                  if f.negated]  # fmt: skip
+    d = decide(gave_up, [(old, 0.6)], RULES, "ev-1")
+    assert d.op == DecisionOp.DELETE and d.target_memory_id == "mem-old"
+    (other,) = [f for f in _facts([("Ines", "I'm not drinking coffee anymore, any tips?")]) if f.negated]
+    assert decide(other, [(old, 0.6)], RULES, "ev-1").op != DecisionOp.DELETE  # another matter
+    zh = _facts([("阿梅", "野餐的水果我不带了，谁能带一下？")])
+    assert any(f.negated and "水果" in f.text for f in zh)  # the change is kept, the question is not a fact
