@@ -31,7 +31,7 @@ def bench_truth(
     err = Console(stderr=True)
     result = run_truth(data, out_dir, work=work, chats=chats.split(",") if chats else None, embedder=embedder,
                        reuse=reuse, log=lambda s: err.print(s, markup=False, highlight=False))
-    print_table(result, Console())
+    print_table(result, Console(width=max(Console().width, 110)))
     err.print(f"wrote {out_dir / 'truth.json'}")
 
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from bench.truth import Embedders, open_chat
 from bench.truth_score import report, score
-from retrieval.router.supersede import FEATURES, Frame, Item, SupersedeModel, pair_features, reorder
+from retrieval.router.supersede import FEATURES, Frame, Item, SupersedeModel, pair_features, related, reorder
 
 TOP = 10  # the positions reorder visits (SupersessionConfig.top)
 THRESHOLDS = (0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
@@ -176,7 +176,10 @@ def pairs(row: dict[str, Any]) -> tuple[list[dict[str, float]], list[float]]:
         for j in range(len(items)):
             if j == i or items[j].ts <= items[i].ts or lab[i] == lab[j] == "E":
                 continue
-            feats.append(pair_features(items, i, j, frame))
+            f = pair_features(items, i, j, frame)
+            if not related(f):
+                continue  # never weighed at read time
+            feats.append(f)
             ys.append(1.0 if lab[i] == "S" and lab[j] == "E" else 0.0)
     return feats, ys
 

@@ -261,9 +261,9 @@ def print_table(result: dict[str, Any], console: Any = None) -> None:
     from bench.truth_score import HEADLINE, headline
 
     table = Table(title=f"memory truth · {result['data']} · {result['seconds']:.0f}s")
-    table.add_column("group")
+    table.add_column("group", no_wrap=True)
     for _, label in HEADLINE:
-        table.add_column(label, justify="right")
+        table.add_column(label, justify="right", no_wrap=True)
     groups = result["by_language"] | result["by_type"]
     for group, summary in groups.items():
         table.add_row(group, *("–" if v is None else f"{v:.2f}" for v in headline(summary).values()))
