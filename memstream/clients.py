@@ -8,6 +8,7 @@ import re
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -326,4 +327,14 @@ async def retrieve_as_served(clients: Clients, req: RetrieveRequest) -> Retrieve
     if "mode" not in req.model_fields_set:  # routed is the default (better on LoCoMo at fewer tokens)
         req = req.model_copy(update={"mode": "routed"})
     return await retrieve(clients.store, clients.embedder, req, candidates=cfg.candidates, rrf_k=cfg.rrf_k,
-                          llm=clients.llm, graph=clients.graph)  # fmt: skip
+                          router=served_router(cfg.supersession), llm=clients.llm, graph=clients.graph)  # fmt: skip
+
+
+@lru_cache(maxsize=4)
+def served_router(supersession: str):
+    """The served router: the default one, but for the supersession setting."""
+    if supersession == "off":
+        return None
+    from retrieval.router.recipes import RouterConfig, SupersessionConfig
+
+    return RouterConfig(supersession=SupersessionConfig(model=supersession))

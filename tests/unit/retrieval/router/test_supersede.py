@@ -88,3 +88,12 @@ def test_the_packaged_model_reads_and_orders():
     assert model is not None and set(model.component.features) <= set(FEATURES)
     order, _ = reorder(ITEMS, "Where does the book club meet now?", model, names=["Priya"])
     assert sorted(order) == [0, 1, 2, 3]
+
+
+def test_the_setting_turns_it_on_where_questions_are_served(monkeypatch):
+    from memstream.clients import served_router
+    from memstream.settings import Settings
+
+    assert Settings().retrieval.supersession == "off" and served_router("off") is None
+    monkeypatch.setenv("MEMSTREAM_RETRIEVAL__SUPERSESSION", "auto")
+    assert served_router(Settings().retrieval.supersession).supersession.model == "auto"
