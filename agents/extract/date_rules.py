@@ -25,6 +25,7 @@ Conventions (all relative to the message's local date ``ref``; weeks run Monday.
 
 from __future__ import annotations
 
+import calendar
 import re
 from datetime import date, timedelta
 
@@ -168,22 +169,14 @@ _ZH_DOM_BEFORE = lazy(r"(?<![月\d])(?P<d>\d{1,2})[号日][，,]?\s*$")
 def _weekday_with_day(wd: int, m: re.Match[str], ctx: Context) -> date | None:
     """The date a weekday and a day of the month name together, the one nearest the message (a weekday
     never outweighs the number: "Thursday the 15th" is the 15th, whatever the tense around it)."""
-    after = (_ZH_DOM_AFTER if ctx.cjk else _EN_DOM_AFTER).match(ctx.sentence[m.end() :])
-    before = _ZH_DOM_BEFORE.search(ctx.sentence[: m.start()]) if ctx.cjk else None
-    hit = after or before
+    hit = (_ZH_DOM_AFTER if ctx.cjk else _EN_DOM_AFTER).match(ctx.sentence[m.end() :]) or (
+        _ZH_DOM_BEFORE.search(ctx.sentence[: m.start()]) if ctx.cjk else None)  # fmt: skip
     if hit is None:
         return None
     dom, ref = int(hit["d"]), ctx.ref
-    days = []
-    for shift in (-1, 0, 1):
-        y, mo = (ref.year * 12 + ref.month - 1 + shift) // 12, (ref.month - 1 + shift) % 12 + 1
-        try:
-            days.append(date(y, mo, dom))
-        except ValueError:
-            continue
-    if not days:
-        return None
-    return min(days, key=lambda d: (d.weekday() != wd, abs((d - ref).days), d < ref))
+    months = [((ref.year * 12 + ref.month - 1 + k) // 12, (ref.month - 1 + k) % 12 + 1) for k in (-1, 0, 1)]
+    days = [date(y, mo, dom) for y, mo in months if 1 <= dom <= calendar.monthrange(y, mo)[1]]
+    return min(days, key=lambda d: (d.weekday() != wd, abs((d - ref).days), d < ref)) if days else None
 
 
 def _bare_weekday(wd: int, m: re.Match[str], ctx: Context) -> Resolved:
