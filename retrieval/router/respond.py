@@ -36,6 +36,8 @@ def newest_statements(run: Run, ranking: Ranking, update: float = 0.0) -> Rankin
     the classifier's probability that the question asks for a changed value)."""
     cfg = run.cfg.supersession
     model = supersede.load_model(cfg.model)
+    if model is None and not cfg.record_inputs:
+        return ranking  # off: no candidate is read
     t0 = time.perf_counter()
     kept = uncovered(ranking, max(cfg.window, run.req.k))
     cands = [ranking.scored[i][0] for i in kept]
@@ -61,16 +63,10 @@ def newest_statements(run: Run, ranking: Ranking, update: float = 0.0) -> Rankin
 def to_items(ranking: Ranking, k: int, layer: str) -> list[RetrievedItem]:
     """``drop_covered`` of the ranking's items, first ``k``: an item whose every source message a better one
     covers is dropped. Only the items kept are built (a ranking holds several times ``k`` candidates)."""
-    seen: set[str] = set()
     items = []
-    for c, s in ranking.scored:
-        if len(items) >= k:
-            break
+    for i in uncovered(ranking, k):
+        c, s = ranking.scored[i]
         d = c.doc
-        sources = set(d.source_message_ids)
-        if sources and sources <= seen:
-            continue
-        seen |= sources
         items.append(RetrievedItem(item_id=d.doc_id, kind=d.kind, text=d.text, speaker=d.speaker, timestamp=d.ts,
                                    score=round(s, 6), source_message_ids=list(d.source_message_ids),
                                    topic_id=d.topic_id, valid_to=d.valid_to, layer=layer,

@@ -123,7 +123,7 @@ class Frame:
                    update=update)
 
     def cos(self, x: Item) -> float:
-        """The item's cosine within the list's range (e5 scores everything ~0.8-0.95, MiniLM ~0.1-0.7)."""
+        """The item's cosine within the list's range (each model scores on a scale of its own)."""
         span = self.cos_high - self.cos_low
         return (x.cosine - self.cos_low) / span if span > 1e-9 and x.cosine else 0.0
 
@@ -155,8 +155,8 @@ def pair_features(items: Sequence[Item], old: int, new: int, frame: Frame) -> di
 
 def related(feats: dict[str, float]) -> bool:
     """Only a pair that shares a content word other than the people's names is weighed: without one the
-    features cannot tell a new value of the same thing from any later news (on LoCoMo, where nothing changes,
-    the model alone linked 29% of questions)."""
+    features cannot tell a new value of the same thing from any later news (docs/BENCHMARKS.md, memory
+    truth)."""
     return feats["shared_words"] > 0
 
 
