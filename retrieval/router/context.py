@@ -17,6 +17,7 @@ from datetime import timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from retrieval.router.timebounds import shift
 from schemas import ChatMessage, RetrieveRequest, RetrieveResponse, TopicSummary, TraceStep
 from schemas.retrieval import ContextLayer
 
@@ -125,7 +126,7 @@ async def short_term(store, req: RetrieveRequest, cfg: ContextConfig, count) -> 
             shown.update(m.message_id for m in kept)
     if req.asker:
         until = trigger[0].ts if trigger else req.now
-        since = until - timedelta(days=cfg.asker_window_days) if until else None
+        since = shift(until, -timedelta(days=cfg.asker_window_days)) if until else None  # saturates near year 1
         recent = [m for m in await store.list_messages(req.chat_id, since=since, until=until)
                   if m.sender == req.asker and m.message_id not in shown][-cfg.asker_messages :]  # fmt: skip
         kept, used = fit(recent, int(budget * cfg.shares["asker_recent"]) + carry, count)
