@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from memstream.cli_audit import register as register_audit
+from memstream.cli_checks import require_chat, require_data
 from memstream.cli_common import (
     QUICK_EXIT,
     ChatOpt,
@@ -110,6 +111,8 @@ def ingest(
         f"{' · '.join(f'{k} {v}' for k, v in (stats.processed if stats else {}).items()) or 'nothing new'} "
         f"in {stats.seconds if stats else 0:.1f}s"
     )
+    if report.rejected:  # bad JSON, a broken contract, bytes that are not UTF-8: kept whole with the reason
+        console.print(f"{report.rejected} rejected: `memstream dead-letters` shows them and why", soft_wrap=True)
 
 
 @app.command()
@@ -188,10 +191,13 @@ def memories(
     from memstream.clients import build_clients
 
     chat_id = one_chat(chat, old_chat, "memories")
+    settings = _settings(data_dir, "none")
+    require_data(settings)
 
     async def main():
-        clients = await build_clients(_settings(data_dir, "none"), embedder=None)
+        clients = await build_clients(settings, embedder=None)
         try:
+            await require_chat(clients.store, chat_id, settings)
             return await clients.store.list_memories(chat_id, live_only=not all_versions)
         finally:
             await clients.close()
@@ -212,8 +218,11 @@ def dead_letters(limit: int = 50, data_dir: DataDir = None) -> None:
     from memstream.clients import open_log
     from streams.topics import DEAD_LETTERS
 
+    settings = _settings(data_dir, "none")
+    require_data(settings)
+
     async def main():
-        log = await open_log(_settings(data_dir, "none"))
+        log = await open_log(settings)
         try:
             return await log.read(DEAD_LETTERS.name, 0, limit)
         finally:
@@ -229,15 +238,20 @@ def dead_letters(limit: int = 50, data_dir: DataDir = None) -> None:
 def delete(
     chat: ChatOpt = None,
     user: Annotated[str | None, typer.Option(help="Only this sender's data.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Record the deletion even of a chat or sender never "
+                                        "seen (their later messages will not be kept).")] = False,
     data_dir: DataDir = None,
 ) -> None:
     """Delete a chat's or a user's data and everything derived from it, now and physically (recorded in the
     deletion ledger: replay will not restore it). Topics that keep others' messages are distilled again."""
+    from memstream.cli_checks import check_delete
     from memstream.clients import EMBEDDER_RECORD, build_clients, open_embedder
     from memstream.ops import delete_report
 
     chat = one_chat(chat, None, "delete")
     settings = _settings(data_dir)
+    if not force:
+        require_data(settings)
 
     async def main():
         from memstream.dirlock import command_lock
@@ -247,14 +261,19 @@ def delete(
         async with command_lock(settings.data_dir, "delete", console.print):
             clients = await build_clients(settings, embedder=emb)
             try:
+                if not force:
+                    await check_delete(clients, chat, user)
                 return await delete_report(clients, chat, user)
             finally:
                 await clients.close()
 
     r = _run(main())
-    console.print(f"deleted {r.removed} rows ({r.messages} messages, {r.memories} memory records, "
-                  f"{r.graph} graph nodes/edges, {r.log_records} log records, {r.cache_vectors} cached vectors); "
-                  f"{r.topics_redistilled} topics distilled again")  # fmt: skip
+    whose = f"{user}'s data in {chat}" if user else f"chat {chat}"
+    counts = {"messages": r.messages, "memory records": r.memories, "graph nodes and edges": r.graph,
+              "log records": r.log_records, "cached vectors": r.cache_vectors,
+              "topics distilled again": r.topics_redistilled}  # fmt: skip
+    # each count is of its own kind (a message also has log records and cached vectors): no total
+    console.print(f"deleted {whose}: " + " · ".join(f"{name} {n}" for name, n in counts.items()), soft_wrap=True)
 
 
 @app.command()
@@ -265,10 +284,13 @@ def export(chat: ChatOpt = None, old_chat: OldChatArg = None,
     from memstream.clients import build_clients
 
     chat = one_chat(chat, old_chat, "export")
+    settings = _settings(data_dir, "none")
+    require_data(settings)
 
     async def main():
-        clients = await build_clients(_settings(data_dir, "none"), embedder=None)
+        clients = await build_clients(settings, embedder=None)
         try:
+            await require_chat(clients.store, chat, settings)
             return await clients.store.export_chat(chat)
         finally:
             await clients.close()

@@ -37,7 +37,9 @@ EmbedderOpt = Annotated[str | None, typer.Option("--embedder", help="minilm (Eng
 
 
 def _describe(exc: ValidationError) -> str:
-    return "; ".join(str(e.get("msg")).removeprefix("Value error, ") for e in exc.errors()[:3])
+    from memstream.api_errors import plain_all
+
+    return plain_all(exc.errors())
 
 
 def check_chat(value: str | None) -> str | None:

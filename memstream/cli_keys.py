@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from memstream.cli_common import check_chat, run
+from memstream.cli_common import check_chat, fail, run
 
 console = Console(stderr=True)
 out = Console()
@@ -27,17 +27,21 @@ def _data_dir(data_dir: Path | None) -> Path:
     return data_dir if data_dir is not None else Settings().data_dir
 
 
-def _keystore(data_dir: Path | None):
+def _keystore(data_dir: Path | None, *, create: bool = False):
+    """The data dir's key store; only ``keys create`` makes a data dir that is not there."""
+    from memstream.cli_checks import missing_data
     from memstream.keys import KeyStore
 
-    store = KeyStore(_data_dir(data_dir) / "keys.db")
+    where = _data_dir(data_dir)
+    if not create and not where.exists():
+        raise fail(missing_data(where, False, "keys.db"))
+    store = KeyStore(where / "keys.db")
     run(store.open())
     return store
 
 
 def _fail(msg: str) -> None:
-    console.print(f"[red]error:[/red] {msg}")
-    raise typer.Exit(2)
+    raise fail(msg)
 
 
 @keys_app.command("create")
@@ -56,7 +60,7 @@ def create(
     bad = [s for s in scope if s not in SCOPES]
     if bad:
         _fail(f"unknown scope {bad[0]!r} (known: {', '.join(SCOPES)})")
-    store = _keystore(data_dir)
+    store = _keystore(data_dir, create=True)
     try:
         info, token = store.create(name, scope, chat or [], prefix or [])  # type: ignore[arg-type]
     except ValueError as exc:
@@ -79,27 +83,39 @@ def list_keys(
         keys = store.list_keys(include_revoked=revoked)
     finally:
         run(store.close())
-    from rich.table import Table  # here: rich.table costs every command ~20 ms
+    from rich.table import Column, Table  # here: rich.table costs every command ~20 ms
 
-    table = Table("key id", "name", "scopes", "chats", "prefixes", "created", "revoked")
+    # the id is what `keys revoke` takes: never cut, whatever the terminal's width; the rest wraps, never cut
+    dates = ("created", "revoked") if revoked else ("created",)
+    table = Table(Column("key id", no_wrap=True, min_width=max((len(k.key_id) for k in keys), default=6)),
+                  *(Column(h, overflow="fold") for h in ("name", "scopes", "chats", "prefixes")),
+                  *(Column(h, no_wrap=True, min_width=10) for h in dates))  # fmt: skip
     for k in keys:
-        table.add_row(k.key_id, k.name, ",".join(k.scopes), ",".join(k.chats), ",".join(k.prefixes),
-                      f"{k.created_at:%Y-%m-%d %H:%M}", f"{k.revoked_at:%Y-%m-%d %H:%M}" if k.revoked_at else "")
+        when = [f"{k.created_at:%Y-%m-%d}", f"{k.revoked_at:%Y-%m-%d}" if k.revoked_at else ""][: len(dates)]
+        table.add_row(k.key_id, k.name, ", ".join(k.scopes), "\n".join(k.chats), "\n".join(k.prefixes), *when)
     out.print(table)
 
 
 @keys_app.command("revoke")
-def revoke(key_id: Annotated[str, typer.Argument(help="The key id (from `memstream keys list`).")],
-           data_dir: DataDir = None) -> None:
+def revoke(key_id: Annotated[str, typer.Argument(help="The key id from `memstream keys list`, or the start of "
+                                                 "it that only one key id has.")],
+           data_dir: DataDir = None) -> None:  # fmt: skip
     """Revoke a key (a running server stops accepting it within a second)."""
+    from memstream.keys import match_key
+
     store = _keystore(data_dir)
     try:
-        done = store.revoke(key_id)
+        keys = store.list_keys(include_revoked=True)
+        try:
+            key = match_key(key_id, [k for k in keys if k.revoked_at is None])
+        except ValueError as exc:
+            gone = [k for k in keys if k.revoked_at is not None and k.key_id.startswith(key_id.strip())]
+            _fail(f"key {gone[0].key_id} ({gone[0].name}) was revoked on {gone[0].revoked_at:%Y-%m-%d %H:%M}"
+                  if len(gone) == 1 else str(exc))  # fmt: skip
+        store.revoke(key.key_id)
     finally:
         run(store.close())
-    if not done:
-        _fail(f"no active key {key_id!r}")
-    console.print(f"revoked {key_id}")
+    console.print(f"revoked {key.key_id} ({key.name})")
 
 
 @keys_app.command("audit")

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from memstream.cli_common import (
     QUICK_EXIT,
@@ -16,6 +15,7 @@ from memstream.cli_common import (
     DataDir,
     EmbedderOpt,
     console,
+    fail,
     one_chat,
     out,
     run,
@@ -50,25 +50,31 @@ def query(
     chat_id, text = one_chat(chat, old, "query"), " ".join(words[1:] if old else words)
     payload = {"chat_id": chat_id, "query": text, "k": k, "mode": mode, "asker": asker}
     if not local and (body := _served(data_dir, embedder, payload, api_key)) is not None:
+        if not json.loads(body)["items"]:  # nothing found: a chat the data dir does not hold is an error
+            from memstream.cli_checks import check_chat_on_disk
+
+            check_chat_on_disk(settings_from(data_dir, embedder), chat_id)
         QUICK_EXIT.append(True)
         _print_answer(body, as_json)
         return
     from pydantic import ValidationError
 
+    from memstream.api_errors import plain_all
+    from memstream.cli_checks import require_chat, require_data
     from memstream.clients import build_clients, retrieve_as_served
     from schemas import RetrieveRequest
-    from streams.codec import describe
 
     settings = settings_from(data_dir, embedder)
     try:
         req = RetrieveRequest(chat_id=chat_id, query=text, k=k, mode=mode, asker=asker)
     except ValueError as exc:  # the input contract: a bad chat id or mode, a blank question
-        console.print(f"[red]error:[/red] {describe(exc) if isinstance(exc, ValidationError) else exc}")
-        raise typer.Exit(2) from exc
+        raise fail(plain_all(exc.errors()) if isinstance(exc, ValidationError) else str(exc)) from exc
+    require_data(settings)
 
     async def main():
         clients = await build_clients(settings)
         try:
+            await require_chat(clients.store, chat_id, settings)
             return await retrieve_as_served(clients, req)  # as /v1/retrieve answers it
         finally:
             await clients.close()
@@ -92,11 +98,34 @@ def _served(data_dir: Path | None, embedder: str | None, payload: dict, api_key:
         return None
     if answer.ok:
         return answer.body if served.is_retrieval_response(answer.body) else None
-    if answer.status in (400, 422):
-        console.print(f"[red]error:[/red] {escape(answer.reason())}")  # as a local validation error prints
-        raise typer.Exit(2)
+    if answer.status in (400, 422):  # said as a local validation error says it
+        raise fail(_invalid(payload) or answer.reason())
+    if answer.status in (401, 403):  # answering from disk instead would step around the server's keys
+        raise fail(refused(server.url, answer.status, answer.reason(), api_key is not None))
     console.print(f"note: {server.url} answered {answer.status} ({answer.reason()}); answering here", soft_wrap=True)
     return None
+
+
+def _invalid(payload: dict) -> str | None:
+    """What the input contract finds wrong with the question, in plain words (None: nothing)."""
+    from pydantic import ValidationError
+
+    from memstream.api_errors import plain_all
+    from schemas import RetrieveRequest
+
+    try:
+        RetrieveRequest.model_validate(payload)
+    except ValidationError as exc:
+        return plain_all(exc.errors())
+    return None
+
+
+def refused(url: str, status: int, reason: str, key_given: bool) -> str:
+    """The error line of a server that refused the question's key (or wants one)."""
+    if status == 401 and not key_given:
+        return (f"{url} wants an API key ({reason}): pass --api-key KEY or set MEMSTREAM_API_KEY "
+                "(--local reads the data dir in this process instead)")
+    return f"{url} refused the key: {status} {reason}"
 
 
 def _print_answer(body: str, as_json: bool) -> None:

@@ -218,13 +218,18 @@ def topics(
 ) -> None:
     """List a chat's topics: the current view (active and closed) unless --version or --all."""
     from memstream import resegment as ops
+    from memstream.cli_checks import require_chat, require_data
+
+    settings = settings_from(data_dir, "none")
+    require_data(settings)
 
     async def job(c, _):
+        await require_chat(c.store, chat, settings)
         if all_:
             return await c.store.list_topics(chat)
         return await ops.topics_view(c, chat, version)
 
-    items = _run(_with_clients(settings_from(data_dir, "none"), job, embedder=False))
+    items = _run(_with_clients(settings, job, embedder=False))
     from rich.table import Table  # here: rich.table costs every command ~20 ms
 
     table = Table("topic", "state", "version", "started", "last active", "messages", "participants")

@@ -35,13 +35,35 @@ def detect_format(path: Path) -> str:
     return "jsonl"
 
 
+_UNDECODED = re.compile("[\udc80-\udcff]")  # what ``surrogateescape`` makes of a byte that is not UTF-8
+
+
+def not_utf8(line: str) -> str | None:
+    """Why ``line`` (read with ``errors="surrogateescape"``) is not UTF-8, else None. Such a line is
+    dead-lettered whole rather than stored with replacement characters."""
+    m = _UNDECODED.search(line)
+    if m is None:
+        return None
+    return f"not UTF-8: byte 0x{ord(m[0]) - 0xDC00:02x} at character {m.start() + 1}"
+
+
+def as_payload(line: str) -> str:
+    """A line read with ``surrogateescape`` as text that keeps its bytes: the undecodable ones as ``\\xe9``."""
+    return line.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def read_jsonl(path: Path) -> Iterator[Parsed]:
-    with path.open(encoding="utf-8", errors="replace") as fh:
+    with path.open(encoding="utf-8", errors="surrogateescape") as fh:
         for lineno, line in enumerate(fh, 1):
             raw = line.rstrip("\n")
             if not raw.strip():
                 continue
             where = f"{path.name}:{lineno}"
+            if lineno == 1:
+                raw = raw.removeprefix("\ufeff")  # a byte-order mark some editors write
+            if (why := not_utf8(raw)) is not None:
+                yield Parsed(raw=as_payload(raw), error=f"line {lineno}: {why}", where=where)
+                continue
             try:
                 yield Parsed(message=ChatMessage.model_validate_json(raw), raw=raw, where=where)
             except ValidationError as exc:
@@ -122,10 +144,13 @@ def read_irc(path: Path) -> Iterator[Parsed]:
         day = datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=UTC) if m else datetime(2000, 1, 1, tzinfo=UTC)
         last = day
         nicks: set[str] = set()
-        for idx, line in enumerate(file.read_text(encoding="utf-8", errors="replace").splitlines()):
+        for idx, line in enumerate(file.read_text(encoding="utf-8", errors="surrogateescape").splitlines()):
             lm = _IRC_LINE.match(line)
             if not lm:
                 continue  # join/part/system lines carry no chat content
+            if (why := not_utf8(line)) is not None:
+                yield Parsed(raw=as_payload(line), error=f"line {idx}: {why}", where=f"{file.name}:{idx}")
+                continue
             hh, mm, nick, text, anick, atext = lm.groups()
             nick, text = (nick, text) if nick else (anick, atext or "")
             ts = day + timedelta(hours=int(hh), minutes=int(mm))

@@ -139,6 +139,23 @@ class KeyStore(DurableSQLite):
         return {k.key_id: (hashes[k.key_id], k.principal()) for k in self.list_keys() if k.key_id in hashes}
 
 
+def match_key(prefix: str, keys: list[KeyInfo]) -> KeyInfo:
+    """The one key of ``keys`` whose id starts with ``prefix`` (an id in full, or as much of it as tells it
+    apart); ValueError naming the candidates when none or several match."""
+    prefix = prefix.strip()
+    if not prefix:
+        raise ValueError("which key? give its id (or the start of it) from `memstream keys list`")
+    exact = [k for k in keys if k.key_id == prefix]
+    found = exact or [k for k in keys if k.key_id.startswith(prefix)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        known = ", ".join(k.key_id for k in keys[:10]) + (f" and {len(keys) - 10} more" if len(keys) > 10 else "")
+        raise ValueError(f"no key id starts with {prefix!r} (keys: {known or 'none'})")
+    ids = ", ".join(k.key_id for k in found)
+    raise ValueError(f"{prefix!r} is the start of {len(found)} key ids ({ids}); give more of the id")
+
+
 def check(token: str, active: dict[str, tuple[str, Principal]]) -> Principal | None:
     """The principal of ``token`` if it is a live key (constant-time comparison of the hashes)."""
     key_id = parse_token(token)

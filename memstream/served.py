@@ -11,8 +11,9 @@ a random token) and removes it when it stops; ``query`` reads it and asks the se
 - the answer carries the token in its ``X-Memstream-Instance`` header (it came from that server, not from
   another one that holds the port meanwhile) and is a retrieval response.
 
-Otherwise (no server, another embedder, a refused key, a busy or silent server: 5 s at most) the question is
-answered in the process as before. The answer is the same either way: the server reads the same store with
+Otherwise (no server, another embedder, a busy or silent server: 5 s at most) the question is answered in
+the process as before. A server that refuses the key (401/403) ends the command instead: answering from disk
+would step around the keys. The answer is the same either way: the server reads the same store with
 the same code and the same retrieval settings.
 
 This module is the CLI's fast path: it imports only the standard library (no pydantic, numpy or model).
@@ -209,7 +210,10 @@ def _field_error(d: object) -> str:
         return str(d)
     loc = [str(p) for p in d.get("loc", ())]
     loc = loc[1:] if loc[:1] == ["body"] else loc
-    return f"{'.'.join(loc) or '<root>'}: {d.get('msg', '')}"
+    msg = str(d.get("msg", ""))
+    if loc and msg.startswith(loc[0]):  # already in plain words, naming its field (memstream.api_errors)
+        return msg
+    return f"{'.'.join(loc) or '<root>'}: {msg}"
 
 
 def ask(served: Served, path: str, payload: dict, api_key: str | None,

@@ -1,6 +1,7 @@
 """``memstream query`` asks a running ``memstream serve`` of its data dir (memstream/served.py): the same
 answer as in its own process, the announcement gone when the server stops, and the process answering
-itself when the server is gone, refuses its key or uses another embedder."""
+itself when the server is gone or uses another embedder. A server that refuses the key (or wants one) ends
+the command: answering from disk would step around the keys."""
 
 from __future__ import annotations
 
@@ -60,11 +61,49 @@ def test_a_running_server_answers_and_says_the_same(data):
     assert answer(query(data, "Where does ann live?")) == here  # answered here again
 
 
-def test_a_server_that_refuses_the_key_leaves_the_question_to_the_cli(data):
-    env = {"MEMSTREAM_SERVE__AUTH": "required"}  # no key exists: every request is refused
-    with running_server(data, env=env):
-        proc = query(data, "Where does ann live?")
-        assert answer(proc)["items"] and "answering here" in proc.stderr
+def make_key(data: Path, chat: str) -> str:
+    made = subprocess.run(memstream_cmd("keys", "create", "--name", "k", "--scope", "read", "--chat", chat,
+                                        "--data-dir", str(data)), capture_output=True, text=True, timeout=120,
+                          env=child_env())  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    return made.stdout.split()[-1]
+
+
+def refused(proc: subprocess.CompletedProcess) -> str:
+    """The one error line of a command the server's refusal ended (nothing answered from disk)."""
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout[-400:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "answering here" not in proc.stderr, proc.stderr
+    return lines[0]
+
+
+def test_a_server_that_wants_a_key_ends_the_command_without_one(data):
+    with running_server(data, env={"MEMSTREAM_SERVE__AUTH": "required"}):  # no key exists: every request is refused
+        line = refused(query(data, "Where does ann live?"))
+    assert "wants an API key" in line and "--api-key" in line and "--local" in line
+
+
+def test_a_key_refused_for_the_chat_ends_the_command(data):
+    other = make_key(data, "another-chat")  # a real key, for a chat that is not c1
+    with running_server(data) as url:
+        line = refused(query(data, "Where does ann live?", "--api-key", other))
+        assert f"{url} refused the key: 403" in line
+        line = refused(query(data, "Where does ann live?", "--api-key", "msk_000000000000_" + "x" * 30))
+        assert "refused the key: 401" in line
+    assert answer(query(data, "Where does ann live?", "--local"))["items"]  # --local still reads the data dir
+
+
+def test_a_question_the_server_finds_invalid_is_said_in_plain_words(data):
+    with running_server(data):
+        proc = query(data, "y" * 5000)
+    assert proc.returncode == 2 and proc.stderr.strip() == "error: query is too long: 5000 characters, at most 4000"
+
+
+def test_an_unknown_chat_asked_of_a_server_is_an_error(data):
+    with running_server(data):
+        proc = subprocess.run(memstream_cmd("query", "--chat", "c2", "Where does ann live?", "--data-dir", str(data)),
+                              capture_output=True, text=True, timeout=300, env=child_env())  # fmt: skip
+    assert proc.returncode == 2 and "no chat 'c2'" in proc.stderr and "c1" in proc.stderr, proc.stderr
 
 
 def test_a_copied_data_dir_does_not_ask_the_original_server(data, tmp_path):

@@ -49,9 +49,12 @@ def test_a_bad_chat_id_is_refused_as_the_contract_refuses_it(bad):
 def test_a_question_answered_in_the_process_does_not_load_the_pipeline(tmp_path):
     """``memstream query --local`` imports the store, the model and the router, not the runner and its stages
     (the distiller, segmenter and prompts cost a cold query ~0.15 s)."""
+    from tests.live_server import ingested
+
+    data = ingested(tmp_path, ["I live in Hangzhou now.", "Since when?"])  # in a process of its own
     script = (
         "import sys\nfrom memstream.cli import app\nfrom memstream.cli_common import run_cli\n"
-        f"code = run_cli(app, ['query', '--chat', 'c1', 'Where does ann live?', '--data-dir', {str(tmp_path)!r},"
+        f"code = run_cli(app, ['query', '--chat', 'c1', 'Where does ann live?', '--data-dir', {str(data)!r},"
         " '--embedder', 'none', '--local'])\n"
         "assert code == 0, code\n"
         "print(sorted(m for m in ('streams.runner', 'agents.distiller', 'agents.segmenter') if m in sys.modules),"
