@@ -3,13 +3,12 @@ import the benchmarks; its ``bench`` command runs this module."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from bench.cli_reliability import register as register_reliability
 from bench.cli_truth import register as register_truth
@@ -33,11 +32,19 @@ def bench_locomo(
     embedder: EmbedderOpt = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N conversations.")] = None,
 ) -> None:
-    """LoCoMo retrieval benchmark through the real pipeline -> OUT/locomo.json + locomo.png."""
+    """LoCoMo retrieval benchmark through the real pipeline -> OUT/locomo.json + locomo.png.
+
+    Progress on stderr; at the end a table of the main systems (categories 1-4) on stdout."""
     from bench.locomo import run_locomo
+    from bench.locomo_progress import CAPTION, COLUMNS, summary_rows
 
     res = _run(run_locomo(data, out_dir, embedder=embedder or "minilm", limit=limit, console=console))
-    out.print_json(json.dumps({k: v for k, v in res.items() if k != "systems"}))
+    table = Table(Column("system", no_wrap=True), *COLUMNS, title=f"LoCoMo: {res['conversations']} conversations, {res['questions']} "
+                  f"questions, {res['messages']} turns ({res['embedder']})", caption=CAPTION)  # fmt: skip
+    for row in summary_rows(res):
+        table.add_row(*row)
+    out.print(table)
+    console.print(f"wrote {out_dir / 'locomo.json'} (every figure), locomo.png and abstention_pr.png")
 
 
 @bench_app.command("irc")

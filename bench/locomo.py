@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from bench.locomo_metrics import (
     score_question,
     with_budget,
 )
+from bench.locomo_progress import QuestionProgress
 from memstream.settings import Settings
 
 # name -> (retrieval mode, item kinds or None for the default, which store)
@@ -61,12 +63,19 @@ def load_questions(data: list[dict]) -> list[dict]:
 
 
 async def _ingest(settings: Settings, src: Path, embedder, console):
+    from memstream.cli_progress import progress_bars
     from memstream.clients import build_clients
     from memstream.ops import ingest
 
     clients = await build_clients(settings, embedder=embedder)
+    if console:
+        console.print(f"ingesting into {settings.data_dir.name} ({settings.consolidator.mode})")
+    progress, close = progress_bars(stream=console.file) if console else (None, lambda: None)
     t0 = time.perf_counter()
-    report = await ingest(clients, src, fmt="locomo")
+    try:
+        report = await ingest(clients, src, fmt="locomo", progress=progress)
+    finally:
+        close()
     secs = time.perf_counter() - t0
     if console:
         console.print(
@@ -104,7 +113,8 @@ async def consolidation_stats(clients, n_msgs: int, llm_calls: int) -> dict:
     }
 
 
-async def _evaluate(clients, questions: list[dict], mode: str, kinds: list[str] | None = None) -> list[dict]:
+async def _evaluate(clients, questions: list[dict], mode: str, kinds: list[str] | None = None,
+                    tick: Callable[[], None] = lambda: None) -> list[dict]:  # fmt: skip
     from retrieval.service import retrieve
     from schemas import RetrieveRequest
 
@@ -124,6 +134,7 @@ async def _evaluate(clients, questions: list[dict], mode: str, kinds: list[str] 
             score_question(ranked, q["evidence"])
             | {"tokens": resp.context_tokens, "latency_ms": latency, "category": q["category"]}
         )
+        tick()
     return rows
 
 
@@ -164,7 +175,8 @@ class _SharedSearches:
 
 
 async def _evaluate_routed(
-    clients, questions: list[dict], cfg, shared, *, use_oracle: bool = False, k: int = 10, budget: int = 8000
+    clients, questions: list[dict], cfg, shared, *, use_oracle: bool = False, k: int = 10, budget: int = 8000,
+    tick: Callable[[], None] = lambda: None,
 ) -> list[dict]:
     from retrieval.router.classifier import oracle
     from retrieval.router.pipeline import retrieve_routed
@@ -187,10 +199,12 @@ async def _evaluate_routed(
             "predicted": resp.query_type, "abstained": resp.no_relevant_memory and bool(resp.abstention_reason),
             "abstain_score": float(verdict.get("score", -1.0)), "abstain_features": verdict.get("features", {}),
             "abstain_probability": verdict.get("probability"), "abstain_decided_by": verdict.get("decided_by")})  # fmt: skip
+        tick()
     return rows
 
 
-async def _routed_systems(clients, questions: list[dict], console, folds: dict | None = None) -> tuple[dict, dict]:
+async def _routed_systems(clients, questions: list[dict], console, folds: dict | None,
+                          steps: QuestionProgress) -> tuple[dict, dict]:  # fmt: skip
     """routed, oracle-routed and routed-without-<strategy>, sharing query vectors and searches; with ``folds``
     (conversation -> the router layer fitted without its questions) also routed-heldout-router."""
     from retrieval.router.recipes import RouterConfig
@@ -205,19 +219,21 @@ async def _routed_systems(clients, questions: list[dict], console, folds: dict |
         now,
     )
     base = RouterConfig()
+    steps.passes -= not folds  # no held-out pass without the fold models
     variants = {"routed": (base, False), "oracle-routed": (base, True)}
     variants |= {f"routed-without-{s}": (base.without(s), False) for s in STRATEGIES}
     systems, rows_of = {}, {}
     for name, (cfg, use_oracle) in variants.items():
-        rows = await _evaluate_routed(clients, questions, cfg, shared, use_oracle=use_oracle)
+        rows = await _evaluate_routed(clients, questions, cfg, shared, use_oracle=use_oracle, tick=steps.step(name))
         systems[name] = summarise(rows)
         rows_of[name] = rows
         _print(console, name, systems[name])
     if folds:
         systems["routed-heldout-router"], rows_of["routed-heldout-router"] = await _heldout(
-            clients, questions, base, shared, folds)
+            clients, questions, base, shared, folds, steps.step("routed-heldout-router"))
         _print(console, "routed-heldout-router", systems["routed-heldout-router"])
-    rows = await _evaluate_routed(clients, questions, base, shared, k=BUDGET_K, budget=BUDGET_TOKENS)
+    rows = await _evaluate_routed(clients, questions, base, shared, k=BUDGET_K, budget=BUDGET_TOKENS,
+                                  tick=steps.step(f"routed @{BUDGET_TOKENS} tokens"))
     systems["routed"] = with_budget(systems["routed"], rows)
     if console:
         o = systems["routed"]["overall"]
@@ -227,7 +243,8 @@ async def _routed_systems(clients, questions: list[dict], console, folds: dict |
     return systems, rows_of
 
 
-async def _heldout(clients, questions: list[dict], base, shared, folds: dict) -> tuple[dict, list[dict]]:
+async def _heldout(clients, questions: list[dict], base, shared, folds: dict,
+                   tick: Callable[[], None]) -> tuple[dict, list[dict]]:  # fmt: skip
     """The routed system with each conversation's questions classified by the layer fitted without them."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="memstream-router-folds-") as tmp:
@@ -235,7 +252,8 @@ async def _heldout(clients, questions: list[dict], base, shared, folds: dict) ->
             path = Path(tmp) / f"{chat}.json"
             path.write_text(model.model_dump_json(), encoding="utf-8")
             cfg = base.model_copy(update={"classifier": base.classifier.model_copy(update={"model": str(path)})})
-            rows += await _evaluate_routed(clients, [q for q in questions if q["chat_id"] == chat], cfg, shared)
+            rows += await _evaluate_routed(clients, [q for q in questions if q["chat_id"] == chat], cfg, shared,
+                                           tick=tick)
     return summarise(rows) | {"classifier_accuracy": classifier_metrics(rows)["accuracy"]}, rows
 
 
@@ -290,17 +308,22 @@ async def run_locomo(
         stores["add-only"], add_report, _ = await _ingest(add_settings, src, emb, console)
         add_stats = await consolidation_stats(stores["add-only"], add_report.read, add_report.stats.llm_calls)
         try:
+            # the uniform systems, routed and oracle-routed, one without each strategy, held out, @budget
+            steps = QuestionProgress(console, len(SYSTEMS) + 2 + len(STRATEGIES) + 2, len(questions))
             systems = {}
             for name, (mode, kinds, store) in SYSTEMS.items():
-                rows = await _evaluate(stores[store], questions, mode, kinds)
+                rows = await _evaluate(stores[store], questions, mode, kinds, steps.step(name))
                 systems[name] = summarise(rows)
                 _print(console, name, systems[name])
             systems |= {alias: systems[name] for alias, name in ALIASES.items()}
             from bench.locomo_router import cross_validate
 
+            if console:
+                console.print("fitting the router layer without each conversation (leave-one-conversation-out)")
             router_cv = cross_validate(convs)
             t0 = time.perf_counter()
-            routed, rows_of = await _routed_systems(stores["main"], questions, console, router_cv.get("fold_models"))
+            routed, rows_of = await _routed_systems(stores["main"], questions, console, router_cv.get("fold_models"),
+                                                    steps)  # fmt: skip
             systems |= routed
             routed_secs = time.perf_counter() - t0
         finally:
