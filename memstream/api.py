@@ -44,11 +44,14 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         from memstream.dirlock import processing_lock
+        from memstream.ops import finish_deletions
 
         # one processing process per data dir; shared, the lanes take the lock if it is free
         with nullcontext() if shared else processing_lock(settings.data_dir, "serve"):
             lanes = app.state.lanes = Lanes(settings, embedder, clients, shared=shared)
             await lanes.start()
+            if lanes.leader and lanes.embedded:  # a deletion a killed process left pending, before any request
+                await lanes.exclusive(finish_deletions)
             app.state.clients = lanes.clients
             app.state.runner = lanes.runner  # the one pipeline runner (embedded log), guarded by lanes.work_lock
             app.state.metrics = Metrics()

@@ -98,15 +98,20 @@ def settings_from(data_dir: Path | None = None, embedder: str | None = None, *, 
 
 
 def run(coro):
-    """``asyncio.run`` with a data dir held by another processing command as a clean error (status 3)."""
+    """``asyncio.run`` with a data dir held by another processing command, or a chat whose deletion has not
+    finished, as a clean error (status 3)."""
     import asyncio
 
+    from memstream.deletion import DeletionPending
     from memstream.dirlock import DataDirBusy
 
     try:
         return asyncio.run(coro)
     except DataDirBusy as exc:
         error(str(exc))
+        raise typer.Exit(3) from exc
+    except DeletionPending as exc:  # a read while a deletion runs, or after a process running one was killed
+        error(f"{exc}; `memstream serve`, `ingest`, `replay` or `delete` finishes it first, then ask again")
         raise typer.Exit(3) from exc
 
 

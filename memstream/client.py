@@ -137,10 +137,17 @@ def topics(
     return Call("GET", _chat(chat_id) + "/topics", _topics.validate_python, params={"state": state} if state else {})
 
 
-def delete(chat_id: str, *, user: str | None = None) -> Call[dict[str, int]]:
-    """Delete a chat's data, or one user's in it, and everything derived from it, now and physically."""
+def delete(chat_id: str, *, user: str | None = None) -> Call[dict[str, Any]]:
+    """Delete a chat's data, or one user's in it, and everything derived from it, now and physically. The
+    answer's counts, with ``job_id`` (see :func:`deletions`) and ``state``."""
     path = _chat(chat_id) + (f"/users/{quote(user, safe='')}" if user else "")
     return Call("DELETE", path, dict)
+
+
+def deletions(chat_id: str) -> Call[list[dict[str, Any]]]:
+    """The chat's deletion jobs with their state: ``pending`` (a process killed midway finishes it on
+    restart) or ``done``; ``job_id`` as :func:`delete` answered."""
+    return Call("GET", _chat(chat_id) + "/deletions", list)
 
 
 def export(chat_id: str) -> Call[dict[str, Any]]:
@@ -255,6 +262,7 @@ class Client:
     memories = _Sync(memories)
     topics = _Sync(topics)
     delete = _Sync(delete)
+    deletions = _Sync(deletions)
     export = _Sync(export)
 
     def close(self) -> None:
@@ -295,6 +303,7 @@ class AsyncClient:
     memories = _Async(memories)
     topics = _Async(topics)
     delete = _Async(delete)
+    deletions = _Async(deletions)
     export = _Async(export)
 
     async def aclose(self) -> None:

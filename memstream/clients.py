@@ -321,8 +321,10 @@ async def build_clients(
 async def retrieve_as_served(clients: Clients, req: RetrieveRequest) -> RetrieveResponse:
     """One retrieval as the API answers it (``/v1/retrieve``; ``memstream query``, in its own process too):
     ``routed`` unless the request names a mode, with the settings' candidates and rank constant."""
+    from memstream.deletion import refuse_if_pending
     from retrieval.service import retrieve
 
+    await refuse_if_pending(clients.log, req.chat_id)  # what a deletion in progress removes is never read
     cfg = clients.settings.retrieval
     if "mode" not in req.model_fields_set:  # routed is the default (better on LoCoMo at fewer tokens)
         req = req.model_copy(update={"mode": "routed"})

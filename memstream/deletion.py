@@ -11,7 +11,15 @@ Order (a user U in chat C; a chat deletion removes everything of C the same way)
 4. the log's records holding U's messages become tombstones (:mod:`streams.log_erase`);
 5. each closed topic that lost messages but keeps others' is distilled again (a distillation job on the
    log, processed at once), so the chat keeps a summary and title without U;
-6. every SQLite file zeroes what was freed and truncates its WAL (:mod:`retrieval.scrub`), last.
+6. every SQLite file zeroes what was freed and truncates its WAL (:mod:`retrieval.scrub`); then the data
+   dir's files are scanned for the deleted texts' bytes, and a file still holding any is vacuumed
+   (rewritten whole) and scanned again (:mod:`memstream.erasure_check`);
+7. the ledger records the deletion as done.
+
+A deletion is a durable job from step 1: until step 7 it is *pending*. Readers refuse a chat with a pending
+deletion (:func:`refuse_if_pending`; the API answers 503 with Retry-After), and a process that processes
+(``serve``, ``ingest``, ``replay``, ``delete``) finishes every pending deletion before anything else
+(:func:`finish_pending`): a deletion killed midway is completed on restart, without being asked again.
 
 With a Kafka log the same runs against the production store and working memory; the distillation of
 step 5 runs in-process over a throw-away local log (like a replay), and the raw topic is handled by
@@ -33,6 +41,8 @@ from agents.forget import forget_in_pool_json
 from agents.segment_state import ChatPool, dump_pools, load_pools
 from agents.text import clear_text_caches
 from memstream.clients import Clients
+from memstream.erasure_check import checked_erasure
+from memstream.serving import Busy
 from retrieval.deletion import Forgotten
 from retrieval.embedder import forget_cached
 from retrieval.scrub import erase_freed
@@ -63,9 +73,60 @@ class DeletionReport:
     log_records: int = 0
     cache_vectors: int = 0
     working_memory: int = 0
+    byte_remnants: int = 0  # data-dir files still holding a deleted text's bytes after the last scan
+
+    @property
+    def job_id(self) -> str:
+        return deletion_id(self.chat_id, self.user, self.at)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if isinstance(v, int)}
+
+
+def deletion_id(chat_id: str, user: str | None, at: str) -> str:
+    """The job id of the deletion ledgered at ``at`` (also the id its log tombstones carry)."""
+    return stable_id("deletion", chat_id, user or "*", at)
+
+
+class DeletionPending(Busy):
+    """A read of a chat whose deletion has not finished yet (the API answers 503 with Retry-After)."""
+
+    status = 503
+
+    def __init__(self, chat_id: str) -> None:
+        super().__init__(f"a deletion of data in chat {chat_id!r} is in progress", 2)
+        self.chat_id = chat_id
+
+
+async def pending_in(log: Any, chat_id: str | None = None) -> list[tuple[str, str, str]]:
+    """``(chat, sender, at)`` of the deletions not finished (a log without completions: none)."""
+    jobs = getattr(log, "deletion_jobs", None)
+    if jobs is None:
+        return []
+    return [(c, s, a) for c, s, a, done in await jobs(chat_id) if done is None]
+
+
+async def refuse_if_pending(log: Any, chat_id: str) -> None:
+    """Raise :class:`DeletionPending` while a deletion in ``chat_id`` is not finished: what it removes must
+    not be read in the meantime."""
+    if await pending_in(log, chat_id):
+        raise DeletionPending(chat_id)
+
+
+async def finish_pending(clients: Clients, wm: WorkingMemory | None = None) -> list[DeletionReport]:
+    """Complete every deletion the ledger holds as pending (a process killed midway), oldest first, each with
+    its own ledger time (the same job: the same tombstones, nothing ledgered twice). Call it where processing
+    starts, under the lock that processing holds."""
+    reports = []
+    for chat_id, sender, at in sorted(await pending_in(clients.log), key=lambda p: p[2]):
+        log.warning("finishing a deletion that did not complete", extra={"chat_id": chat_id, "at": at})
+        try:
+            when = datetime.fromisoformat(at)
+        except ValueError:
+            when = None
+        reports.append(await delete_data(clients, chat_id, None if sender == "*" else sender, wm=wm, now=when,
+                                         at=at, resumed=True))  # fmt: skip
+    return reports
 
 
 async def delete_data(
@@ -75,11 +136,15 @@ async def delete_data(
     *,
     wm: WorkingMemory | None = None,
     now: datetime | None = None,
+    at: str | None = None,
+    resumed: bool = False,
 ) -> DeletionReport:
-    """Delete ``user``'s data in ``chat_id`` (None: the whole chat) everywhere this process reaches."""
+    """Delete ``user``'s data in ``chat_id`` (None: the whole chat) everywhere this process reaches. ``at``:
+    the ledger time of a pending deletion being finished (else ``now``'s); ``resumed``: finishing one a killed
+    process began (every file is vacuumed: what it removed left no text to look for)."""
     from streams.runner import EmbeddedRunner  # the runner imports the stages, which import the clients
 
-    at = (now or datetime.now(UTC)).isoformat()
+    at = at or (now or datetime.now(UTC)).isoformat()
     report = DeletionReport(chat_id=chat_id, user=user, at=at)
     file_log = clients.log if isinstance(clients.log, FileLog) else None
     await clients.log.record_deletion(chat_id, user or "*", at)
@@ -120,14 +185,17 @@ async def delete_data(
             )
     report.cache_vectors = _forget_in_cache(clients, cache_texts)
     if file_log is not None:
-        deletion_id = stable_id("deletion", chat_id, user or "*", at)
-        report.log_records = await erase_in_log(file_log, chat_id, user, ids, said, deletion_id,
+        report.log_records = await erase_in_log(file_log, chat_id, user, ids, said, report.job_id,
                                                 derived_ids=gone.memory_ids | gone.topic_ids)
     if user is not None and gone.redistil:
         jobs = await redistil_jobs(clients, chat_id, gone.redistil, at)
         report.topics_redistilled = len(jobs)
         await _run_jobs(clients, jobs, file_log)
     _erase_freed(clients)
+    report.byte_remnants = len(await checked_erasure(clients, [*said, *gone.record_texts], vacuum_all=resumed))
+    if file_log is not None:  # the WAL holds only the completion (no deleted byte): emptied too
+        await file_log.complete_deletion(chat_id, user or "*", at, datetime.now(UTC).isoformat())
+        await file_log.erase_freed()
     cleared = clear_text_caches()  # nor in this process's memory (other processes: when they see the ledger)
     log.info("deleted", extra=report.as_dict() | {"text_cache_entries_cleared": cleared})
     return report

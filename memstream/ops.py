@@ -106,6 +106,7 @@ async def ingest(
     on_read: Callable[[], None] | None = None,
 ) -> IngestReport:
     report = IngestReport()
+    await finish_deletions(clients)
     runner = EmbeddedRunner(clients, clients.settings.pipeline)
 
     def counted(items: Iterable[Parsed]) -> Iterable[Parsed]:
@@ -126,6 +127,7 @@ async def ingest(
 
 async def replay(clients: Clients, progress: Progress | None = None) -> RunStats:
     """Rebuild memory from offset 0 into an empty store (raw messages and the deletion ledger are kept)."""
+    await finish_deletions(clients)
     runner = EmbeddedRunner(clients, clients.settings.pipeline)
     await runner.reset_for_replay()
     for chat_id in await clients.store.chats():
@@ -146,12 +148,30 @@ async def delete(clients: Clients, chat_id: str, user: str | None) -> int:
 async def delete_report(clients: Clients, chat_id: str, user: str | None) -> DeletionReport:
     """:func:`delete` with the full report; the configured working memory (Redis) forgets them too."""
     from memstream.clients import open_working_memory
-    from memstream.deletion import delete_data
+    from memstream.deletion import delete_data, finish_pending
 
     url = clients.settings.working_memory_url
     wm = None if url.startswith("memory:") else await open_working_memory(url)
     try:
+        await finish_pending(clients, wm)
         return await delete_data(clients, chat_id, user, wm=wm)
+    finally:
+        if wm is not None:
+            await wm.close()
+
+
+async def finish_deletions(clients: Clients) -> list[DeletionReport]:
+    """Complete the deletions a killed process left pending (:func:`memstream.deletion.finish_pending`), with
+    the configured working memory; nothing is opened when none is pending."""
+    from memstream.clients import open_working_memory
+    from memstream.deletion import finish_pending, pending_in
+
+    if not await pending_in(clients.log):
+        return []
+    url = clients.settings.working_memory_url
+    wm = None if url.startswith("memory:") else await open_working_memory(url)
+    try:
+        return await finish_pending(clients, wm)
     finally:
         if wm is not None:
             await wm.close()

@@ -154,8 +154,22 @@ async def forget_user(
             out.redistil.append(trimmed)
     out.removed += await _delete_terms(store, "messages", chat, "message_id", out.message_ids)
     out.removed += await store._delete("messages", Q.build_chat_query(chat, terms={"sender": [sender]}), chat)
+    await _untie_replies(store, chat, out.message_ids)
     await _expunge(store, M.INDEX_KINDS)
     return out
+
+
+async def _untie_replies(store: _Store, chat: str, ids: Collection[str]) -> None:
+    """Others' messages that answer a deleted one name :data:`schemas.messages.DELETED_REPLY` instead (the
+    reply fields are stored, not indexed: the chat's messages are read)."""
+    ops = []
+    for row in await store._scan("messages", Q.build_chat_query(chat), ["seq"], chat):
+        untied = ChatMessage.model_validate(row["message"]).untied_from(ids)
+        if untied is not None:
+            meta = {"_index": store.alias("messages"), "_id": M.es_id(chat, untied.message_id), "routing": chat}
+            ops.append(({"update": meta}, {"doc": {"message": untied.model_dump(mode="json")}}))
+    if ops:
+        await store._bulk(ops)
 
 
 def _reopen_ops(

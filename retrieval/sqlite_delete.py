@@ -164,8 +164,24 @@ async def forget_user(
         out.removed += db.execute(
             "DELETE FROM messages WHERE chat_id = ? AND sender = ?", (chat_id, sender)
         ).rowcount
+        _untie_replies(db, chat_id, ids)
     _scrub(db)
     return out
+
+
+def _untie_replies(db: sqlite3.Connection, chat_id: str, ids: Sequence[str]) -> None:
+    """Others' messages that answer a deleted one name :data:`schemas.messages.DELETED_REPLY` instead."""
+    for chunk in _chunks(list(ids)):
+        rows = db.execute(
+            "SELECT message_id, payload FROM messages WHERE chat_id = ? AND (json_extract(payload, '$.reply_to')"
+            f" IN ({_marks(chunk)}) OR json_extract(payload, '$.metadata.inferred_reply_to') IN ({_marks(chunk)}))",
+            (chat_id, *chunk, *chunk),
+        ).fetchall()
+        for mid, payload in rows:
+            untied = ChatMessage.model_validate_json(payload).untied_from(set(chunk))
+            if untied is not None:
+                db.execute("UPDATE messages SET payload = ? WHERE chat_id = ? AND message_id = ?",
+                           (untied.model_dump_json(), chat_id, mid))  # fmt: skip
 
 
 def _trim_topics(db: sqlite3.Connection, chat_id: str, out: Forgotten) -> None:

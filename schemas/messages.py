@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -75,6 +76,19 @@ class ChatMessage(Contract):
         """The message this one answers: the explicit ``reply_to``, else the segmenter's inferred reply
         (``metadata["inferred_reply_to"]``, set when the message is stored)."""
         return self.reply_to or self.metadata.get("inferred_reply_to")
+
+    def untied_from(self, deleted: Collection[str]) -> ChatMessage | None:
+        """This message with each reply field that names a deleted message replaced by :data:`DELETED_REPLY`
+        (None when it names none): a deletion leaves no id of the deleted messages in anyone else's."""
+        explicit = self.reply_to in deleted
+        inferred = self.metadata.get("inferred_reply_to") in deleted
+        if not (explicit or inferred):
+            return None
+        meta = {**self.metadata, "inferred_reply_to": DELETED_REPLY} if inferred else self.metadata
+        return self.model_copy(update={"reply_to": DELETED_REPLY if explicit else self.reply_to, "metadata": meta})
+
+
+DELETED_REPLY = "deleted"  # what a reply field names once the message it named was deleted
 
 
 class DeadLetter(Contract):

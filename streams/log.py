@@ -40,6 +40,8 @@ INSERT OR IGNORE INTO consumer_state_parts(grp, part, state) SELECT grp, '', sta
 DELETE FROM consumer_state;
 CREATE TABLE IF NOT EXISTS deletion_ledger (
   chat_id TEXT NOT NULL, sender TEXT NOT NULL, at TEXT NOT NULL, PRIMARY KEY (chat_id, sender));
+CREATE TABLE IF NOT EXISTS deletion_done (
+  chat_id TEXT NOT NULL, sender TEXT NOT NULL, at TEXT NOT NULL, done_at TEXT NOT NULL, PRIMARY KEY (chat_id, sender));
 CREATE TABLE IF NOT EXISTS deletion_ledger_ids (
   chat_id TEXT NOT NULL, sender TEXT NOT NULL, id_hash TEXT NOT NULL, PRIMARY KEY (chat_id, sender, id_hash));
 CREATE TABLE IF NOT EXISTS log_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -253,6 +255,22 @@ class FileLog(DurableSQLite):
 
     async def deletions(self) -> set[tuple[str, str]]:
         return {(c, s) for c, s in self.db.execute("SELECT chat_id, sender FROM deletion_ledger")}
+
+    async def complete_deletion(self, chat_id: str, sender: str, at: str, done_at: str) -> None:
+        """The deletion recorded at ``at`` has removed everything (until then it is pending: a restarted
+        process finishes it, readers refuse the chat)."""
+        with self._txn():
+            self.db.execute("INSERT OR REPLACE INTO deletion_done(chat_id, sender, at, done_at) VALUES (?,?,?,?)",
+                            (chat_id, sender, at, done_at))  # fmt: skip
+
+    async def deletion_jobs(self, chat_id: str | None = None) -> list[tuple[str, str, str, str | None]]:
+        """``(chat, sender, at, done_at)`` of every ledgered deletion (of one chat), ``done_at`` None while it
+        is pending. A ledger written before completions were recorded reads as pending (finishing is
+        idempotent)."""
+        sql = ("SELECT l.chat_id, l.sender, l.at, d.done_at FROM deletion_ledger l LEFT JOIN deletion_done d"
+               " ON d.chat_id = l.chat_id AND d.sender = l.sender AND d.at = l.at")
+        rows = self.db.execute(sql + " WHERE l.chat_id = ?", (chat_id,)) if chat_id is not None else self.db.execute(sql)
+        return [(c, s, a, d) for c, s, a, d in rows]
 
     # ---- erasure (deletion): see memstream.deletion -------------------------------------------------
 

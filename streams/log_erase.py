@@ -18,7 +18,7 @@ from collections.abc import Collection
 from pydantic import ValidationError
 
 from schemas import ChatMessage, DeadLetter
-from streams.codec import DecodeError, decode, is_tombstone, tombstone_value
+from streams.codec import DecodeError, decode, encode, is_tombstone, tombstone_value
 from streams.log import FileLog, Record
 from streams.topics import DEAD_LETTERS, DERIVED_TOPICS, RAW_MESSAGES
 
@@ -98,6 +98,8 @@ async def erase_in_log(
         msg = _message(record)
         if sender is None or (msg is not None and (msg.sender == sender or msg.message_id in ids)):
             raw[record.offset] = tomb
+        elif msg is not None and (untied := msg.untied_from(ids)) is not None:  # another's reply to theirs
+            raw[record.offset] = encode(untied)
     erased += await log.rewrite(RAW_MESSAGES.name, raw)
     for spec in DERIVED_TOPICS:
         # only what every consumer has committed past: the stages after the segmenter do not expect

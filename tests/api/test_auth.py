@@ -36,6 +36,7 @@ ENDPOINTS = [
     ("GET", "/v1/chats/{chat}/export", None, "read"),
     ("DELETE", "/v1/chats/{chat}/users/bob", None, "delete"),
     ("DELETE", "/v1/chats/{chat}", None, "delete"),
+    ("GET", "/v1/chats/{chat}/deletions", None, "delete"),
     ("GET", "/ui/chats/{chat}/timeline", None, "read"),
     ("GET", "/ui/chats/{chat}/memories", None, "read"),
     ("GET", "/ui/chats/{chat}/graph", None, "read"),

@@ -69,7 +69,8 @@ def test_the_sync_client_does_every_operation_typed(server):
         assert {m["message_id"] for m in exported["messages"]} == {m["message_id"] for m in CHAT}
 
         deleted = ms.delete("team", user="bob")
-        assert deleted["deleted"] > 0
+        assert deleted["deleted"] > 0 and deleted["state"] == "done"
+        assert [(j["job_id"], j["state"], j["user"]) for j in ms.deletions("team")] == [(deleted["job_id"], "done", "bob")]
         left = ms.export("team")["messages"]
         assert left and all(m["sender"] != "bob" for m in left)
         assert ms.delete("team")["deleted"] > 0 and ms.memories("team") == []

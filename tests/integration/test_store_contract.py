@@ -4,6 +4,7 @@ the latter with server-side and client-side RRF. Same inputs, same answers."""
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -604,6 +605,21 @@ async def test_delete_chat_and_user(store):
     assert await store.search(q) == []
     assert await store.delete_user(None, "u1") == 2
     assert await store.chats() == []
+
+
+async def test_deleting_a_user_leaves_no_id_of_theirs_in_others_reply_fields(store):
+    asked = msg("A", 1, "does anyone have a spare bike pump", sender="u1", name="Alice")
+    answer = msg("A", 2, "yes, mine is in the shed", sender="u2", name="Bob").model_copy(update={"reply_to": "m1"})
+    later = msg("A", 3, "I can bring it tomorrow", sender="u2", name="Bob").model_copy(
+        update={"metadata": {"inferred_reply_to": "m1", "lang": "en"}})
+    other = msg("A", 4, "thanks Bob", sender="u3", name="Cem").model_copy(update={"reply_to": "m2"})
+    await store.upsert_messages([asked, answer, later, other], None)
+    await store.delete_user("A", "u1")
+    kept = {m.message_id: m for m in await store.list_messages("A")}
+    assert set(kept) == {"m2", "m3", "m4"}
+    assert kept["m2"].reply_to == "deleted" and kept["m3"].metadata == {"inferred_reply_to": "deleted", "lang": "en"}
+    assert kept["m4"].reply_to == "m2"  # a reply to someone kept is kept
+    assert '"m1"' not in json.dumps(await store.export_chat("A"), default=str)
 
 
 async def test_export_chat(store):

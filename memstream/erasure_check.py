@@ -1,0 +1,131 @@
+"""Physical erasure checked by bytes: after a deletion, no file of the data dir holds a deleted text.
+
+``secure_delete`` zeroes what SQLite frees and the WAL is truncated (:mod:`retrieval.scrub`), but a page's
+free space can still keep an old copy of a cell that a page rebalance moved, and a file written before
+``secure_delete`` was on keeps what it freed then. So the deletion does not trust the mechanism: it scans
+every file of the data dir for the deleted texts (as UTF-8 and as JSON escapes, the two ways they are
+stored), ``VACUUM``s each SQLite file that still holds one (rewriting it whole, free space included) and
+scans again. What is still found is reported (and logged as an error), never silently left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from retrieval.scrub import erase_freed, secure
+
+__all__ = ["checked_erasure", "holds", "needles", "remnant_files", "sqlite_files"]
+
+log = logging.getLogger("memstream.deletion")
+
+MIN_CHARS = 12  # a shorter text ("ok", "see you") is not evidence that the deleted message survived
+WINDOW = 24  # characters of each window looked for
+
+
+def needles(texts: Iterable[str]) -> list[list[list[bytes]]]:
+    """Per text, the byte strings a stored copy of it contains: windows at its start, middle and end, each
+    as UTF-8 and as the ASCII JSON escapes a JSON column may hold."""
+    out = []
+    for text in texts:
+        t = text.strip()
+        if len(t) < MIN_CHARS:
+            continue
+        mid = max(0, len(t) // 2 - WINDOW // 2)
+        windows = list(dict.fromkeys([t[:WINDOW], t[mid : mid + WINDOW], t[-WINDOW:]]))
+        out.append([list(dict.fromkeys([w.encode("utf-8"), json.dumps(w)[1:-1].encode("ascii")])) for w in windows])
+    return out
+
+
+def holds(data: bytes, text: Sequence[Sequence[bytes]]) -> bool:
+    """Whether ``data`` holds a copy of one text: two of its windows (its only one, for a short text) in some
+    encoding. One shared window is what another person's similar line looks like, not a copy."""
+    found = sum(any(b in data for b in window) for window in text)
+    return found >= min(2, len(text))
+
+
+def remnant_files(data_dir: Path, texts: Sequence[Sequence[Sequence[bytes]]]) -> dict[Path, int]:
+    """Files under ``data_dir`` holding a copy of any of the texts (path -> how many texts)."""
+    hits: dict[Path, int] = {}
+    if not texts:
+        return hits
+    for path in sorted(p for p in Path(data_dir).rglob("*") if p.is_file()):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        n = sum(1 for t in texts if holds(data, t))
+        if n:
+            hits[path] = n
+    return hits
+
+
+def is_sqlite(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+def sqlite_files(data_dir: Path) -> list[Path]:
+    return [p for p in sorted(Path(data_dir).rglob("*")) if p.is_file() and is_sqlite(p)]
+
+
+def _connections(clients: Any) -> dict[Path, sqlite3.Connection]:
+    out = {}
+    for holder in (clients.log, clients.store, clients.graph):
+        db = getattr(holder, "db", None) if holder is not None else None
+        if isinstance(db, sqlite3.Connection):
+            for _, name, file in db.execute("PRAGMA database_list").fetchall():
+                if name == "main" and file:
+                    out[Path(file).resolve()] = db
+    return out
+
+
+def _vacuum(path: Path, open_dbs: dict[Path, sqlite3.Connection]) -> None:
+    """Rewrite ``path`` whole (the database file itself, or the one a ``-wal``/``-shm`` belongs to)."""
+    base = path.with_name(path.name.removesuffix("-wal").removesuffix("-shm")).resolve()
+    db = open_dbs.get(base)
+    own = db is None
+    if own:
+        if not is_sqlite(base):
+            return
+        db = secure(sqlite3.connect(base, isolation_level=None, timeout=30))
+    try:
+        if db.in_transaction:
+            return
+        db.execute("VACUUM")
+        erase_freed(db)
+    finally:
+        if own:
+            db.close()
+
+
+async def checked_erasure(clients: Any, texts: Iterable[str], *, vacuum_all: bool = False) -> list[Path]:
+    """Scan the data dir for ``texts``; vacuum every SQLite file holding one and scan again. ``vacuum_all``:
+    vacuum every SQLite file of the data dir first (finishing a deletion a killed process began: what it had
+    already removed left no text to look for, but may have left bytes in free space). Returns the files that
+    still hold any (logged as an error)."""
+    data_dir = Path(clients.settings.data_dir)
+    if not data_dir.exists():
+        return []
+    open_dbs = _connections(clients)
+    if vacuum_all:
+        for path in await asyncio.to_thread(sqlite_files, data_dir):
+            await asyncio.to_thread(_vacuum, path, open_dbs)
+    found = needles(texts)
+    if not found:
+        return []
+    hits = await asyncio.to_thread(remnant_files, data_dir, found)
+    for path in hits:
+        await asyncio.to_thread(_vacuum, path, open_dbs)
+    left = list(await asyncio.to_thread(remnant_files, data_dir, found)) if hits else []
+    if left:
+        log.error("deleted text still in the data dir after vacuum: %s", ", ".join(str(p) for p in left))
+    return left

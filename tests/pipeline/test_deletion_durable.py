@@ -1,0 +1,240 @@
+"""Deletion as a durable job: once the ledger holds it, readers refuse the chat until it is done, and a
+process that starts processing finishes it (a process killed midway leaves it pending, never half done).
+Also: whatever a deletion leaves in a file's bytes is found by a scan and vacuumed away."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from memstream.api import create_app
+from memstream.clients import build_clients, retrieve_as_served
+from memstream.deletion import DeletionPending, deletion_id, pending_in
+from memstream.erasure_check import checked_erasure, needles, remnant_files
+from memstream.ops import delete_report, finish_deletions, ingest
+from memstream.settings import Settings
+from schemas import RetrieveRequest
+from tests.helpers import write_jsonl
+from tests.pipeline.deletion_data import (
+    CASES,
+    ENGLISH,
+    canary_files,
+    check_others_kept,
+    check_retrieval,
+    check_stored,
+)
+
+AT = "2024-06-01T12:00:00+00:00"
+
+
+async def _ingested(data_dir: Path, tmp_path: Path, case, minilm):
+    clients = await build_clients(Settings(data_dir=data_dir), embedder=minilm)
+    await ingest(clients, write_jsonl(tmp_path / f"{case.chat}.jsonl", case.rows))
+    return clients
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+async def test_a_ledgered_deletion_that_never_ran_is_refused_to_readers_and_finished_by_the_next_run(
+    tmp_path, minilm, lang
+):
+    case, data_dir = CASES[lang], tmp_path / "d"
+    clients = await _ingested(data_dir, tmp_path, case, minilm)
+    try:
+        await clients.log.record_deletion(case.chat, case.user, AT)  # what a kill right after step 1 leaves
+        assert await pending_in(clients.log) == [(case.chat, case.user, AT)]
+        with pytest.raises(DeletionPending):
+            await retrieve_as_served(clients, RetrieveRequest(chat_id=case.chat, query=case.queries[0]))
+        assert canary_files(data_dir, case)  # nothing removed yet
+    finally:
+        await clients.close()
+
+    clients = await build_clients(Settings(data_dir=data_dir), embedder=minilm)  # a restarted process
+    try:
+        [report] = await finish_deletions(clients)
+        assert (report.chat_id, report.user, report.at) == (case.chat, case.user, AT)
+        assert report.job_id == deletion_id(case.chat, case.user, AT) and report.messages > 0
+        assert await pending_in(clients.log) == []
+        [(_, _, _, done)] = await clients.log.deletion_jobs(case.chat)
+        assert done is not None
+        await check_retrieval(clients, case)
+        await check_stored(clients, case)
+        await check_others_kept(clients, case)
+        assert canary_files(data_dir, case) == {}
+        resp = await retrieve_as_served(clients, RetrieveRequest(chat_id=case.chat, query=case.kept_query))
+        assert resp.items  # readers are served again
+        assert await finish_deletions(clients) == []  # done once: nothing runs again
+    finally:
+        await clients.close()
+
+
+async def test_ingest_finishes_a_pending_deletion_before_it_reads_its_file(tmp_path, minilm):
+    case, data_dir = ENGLISH, tmp_path / "d"
+    clients = await _ingested(data_dir, tmp_path, case, minilm)
+    try:
+        await clients.log.record_deletion(case.chat, case.user, AT)
+        other = [{"chat_id": "other", "message_id": "o1", "sender": "zoe", "ts": "2024-06-02T09:00:00Z",
+                  "text": "The bakery on Elm Street opens at seven now."}]  # fmt: skip
+        await ingest(clients, write_jsonl(tmp_path / "other.jsonl", other))
+        assert await pending_in(clients.log) == [] and canary_files(data_dir, case) == {}
+    finally:
+        await clients.close()
+
+
+def _ledgered(data_dir: Path) -> bool:
+    try:
+        with sqlite3.connect(f"file:{data_dir / 'log' / 'log.db'}?mode=ro", uri=True, timeout=5) as con:
+            return con.execute("SELECT COUNT(*) FROM deletion_ledger").fetchone()[0] > 0
+    except sqlite3.OperationalError:
+        return False
+
+
+def kill_delete(data_dir: Path, chat: str, user: str, after: float) -> int:
+    """Run `memstream delete` in a process of its own and SIGKILL it ``after`` seconds past the moment its
+    deletion is in the ledger (what a crash midway leaves). Returns its exit status."""
+    env = {**os.environ, "MEMSTREAM_DATA_DIR": str(data_dir)}
+    proc = subprocess.Popen([str(Path(sys.executable).with_name("memstream")), "delete", "--chat", chat, "--user", user],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    while proc.poll() is None and not _ledgered(data_dir):
+        time.sleep(0.002)
+    time.sleep(after)
+    proc.send_signal(signal.SIGKILL)
+    return proc.wait()
+
+
+@pytest.mark.parametrize("after", [0.0, 0.05, 0.15])
+async def test_a_delete_killed_midway_leaves_nothing_after_the_next_start(tmp_path, minilm, after):
+    case, data_dir = ENGLISH, tmp_path / "d"
+    clients = await _ingested(data_dir, tmp_path, case, minilm)
+    await clients.close()
+    kill_delete(data_dir, case.chat, case.user, after)
+    clients = await build_clients(Settings(data_dir=data_dir), embedder=minilm)
+    try:
+        assert (case.chat, case.user) in await clients.log.deletions()
+        await finish_deletions(clients)  # what `serve`, `ingest`, `replay` and `delete` do first
+        assert await pending_in(clients.log) == []
+        await check_retrieval(clients, case)
+        await check_stored(clients, case)
+        await check_others_kept(clients, case)
+        assert canary_files(data_dir, case) == {}
+    finally:
+        await clients.close()
+
+
+def test_the_api_gives_a_deletion_job_id_and_its_state(tmp_path, minilm):
+    case = ENGLISH
+    with TestClient(create_app(Settings(data_dir=tmp_path / "d"), embedder=minilm)) as client:
+        assert client.post("/v1/messages", json={"messages": case.rows, "flush": True}).status_code == 202
+        body = client.delete(f"/v1/chats/{case.chat}/users/{case.user}").json()
+        assert body["state"] == "done" and body["job_id"]
+        [job] = client.get(f"/v1/chats/{case.chat}/deletions").json()
+        assert (job["job_id"], job["state"], job["user"]) == (body["job_id"], "done", case.user)
+        assert client.get("/v1/chats/another/deletions").json() == []
+
+
+def test_a_server_started_on_a_pending_deletion_finishes_it_before_answering(tmp_path, minilm):
+    import asyncio
+
+    case, data_dir = ENGLISH, tmp_path / "d"
+
+    async def prepare():
+        clients = await _ingested(data_dir, tmp_path, case, minilm)
+        await clients.log.record_deletion(case.chat, case.user, AT)
+        await clients.close()
+
+    asyncio.run(prepare())
+    with TestClient(create_app(Settings(data_dir=data_dir), embedder=minilm)) as client:
+        got = client.post("/v1/retrieve", json={"chat_id": case.chat, "query": case.queries[0]})
+        assert got.status_code == 200, got.text
+        assert all(not set(i["source_message_ids"]) & case.user_ids for i in got.json()["items"])
+        [job] = client.get(f"/v1/chats/{case.chat}/deletions").json()
+        assert job["job_id"] == deletion_id(case.chat, case.user, AT) and job["state"] == "done"
+    assert canary_files(data_dir, case) == {}
+
+
+def test_needles_find_a_stored_copy_in_utf8_and_json_escapes(tmp_path):
+    text = "My spare key hides under the blue heron statue — 蓝色苍鹭雕像下面"
+    [found] = needles([text, "ok"])  # "ok" is too short to be evidence of anything
+    assert [len(w) for w in found] == [1, 1, 2]  # start, middle, end: an ASCII window has one form
+    (tmp_path / "a.db").write_bytes(b"\x00" * 10 + text.encode() + b"\x00")
+    (tmp_path / "b.json").write_text(json.dumps({"t": text}), encoding="ascii")
+    (tmp_path / "c.txt").write_text("nothing to see", encoding="utf-8")
+    (tmp_path / "d.txt").write_text("she said: My spare key hides under the sofa", encoding="utf-8")  # one window
+    assert set(remnant_files(tmp_path, [found])) == {tmp_path / "a.db", tmp_path / "b.json"}
+
+
+async def test_a_copy_left_in_a_files_free_space_is_vacuumed_away(tmp_path):
+    """A file whose freed pages were written without secure_delete still holds a deleted row's bytes: the
+    check finds it and rewrites the file."""
+    data_dir = tmp_path / "d"
+    settings = Settings(data_dir=data_dir, embedder="none")
+    clients = await build_clients(settings, embedder=None)
+    secret = "Gerald's locker code is 48-17-93, behind the squash courts"
+    try:
+        path = data_dir / "stale.db"
+        con = sqlite3.connect(path)
+        con.execute("PRAGMA secure_delete=OFF")
+        con.execute("CREATE TABLE t (x TEXT)")
+        con.executemany("INSERT INTO t VALUES (?)", [(secret,), *[(f"filler row {i} " * 20,) for i in range(50)]])
+        con.commit()
+        con.execute("DELETE FROM t WHERE x = ?", (secret,))
+        con.commit()
+        con.close()
+        assert secret.encode() in path.read_bytes()  # freed but not zeroed
+        assert await checked_erasure(clients, [secret]) == []
+        assert secret.encode() not in path.read_bytes()
+        with sqlite3.connect(path) as con:
+            assert con.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 50  # the rest is kept
+    finally:
+        await clients.close()
+
+
+async def test_others_replies_to_deleted_messages_name_a_tombstone_in_the_store_and_the_log(tmp_path, minilm):
+    from streams.log_erase import raw_messages
+
+    case, data_dir = ENGLISH, tmp_path / "d"
+    clients = await _ingested(data_dir, tmp_path, case, minilm)
+    try:
+        replies = [r["message_id"] for r in case.rows if r.get("reply_to") in case.user_ids]
+        assert replies  # others answered the user
+        await delete_report(clients, case.chat, case.user)
+        stored = {m.message_id: m for m in await clients.store.list_messages(case.chat)}
+        logged = {m.message_id: m for m in await raw_messages(clients.log, case.chat, None)}
+        for kept in (stored, logged):
+            assert all(kept[r].reply_to == "deleted" for r in replies)
+            assert not {m.parent_id for m in kept.values()} & case.user_ids
+        export = await clients.store.export_chat(case.chat)
+        assert not any(f'"{i}"' in json.dumps(export, default=str) for i in case.user_ids)
+    finally:
+        await clients.close()
+
+
+def test_the_cli_says_a_chat_with_an_unfinished_deletion_cannot_be_read_yet(tmp_path, monkeypatch, capsys):
+    from memstream.cli import app
+    from memstream.cli_common import run_cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMSTREAM_EMBEDDER", "none")
+    rows = [{"chat_id": "porch", "message_id": f"p{i}", "sender": s, "ts": f"2024-05-02T10:0{i}:00Z", "text": t}
+            for i, (s, t) in enumerate([("rosa", "The spare porch key is under the blue flowerpot."),
+                                        ("tam", "Thanks, I will water the ferns on Sunday.")])]  # fmt: skip
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    assert run_cli(app, ["ingest", "in.jsonl", "--data-dir", "d"]) == 0
+    with sqlite3.connect(tmp_path / "d" / "log" / "log.db") as con:  # what a kill right after step 1 leaves
+        con.execute("INSERT INTO deletion_ledger(chat_id, sender, at) VALUES ('porch', 'rosa', ?)", (AT,))
+    capsys.readouterr()
+    assert run_cli(app, ["query", "--chat", "porch", "where is the key?", "--data-dir", "d"]) == 3
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and err[0].startswith("error: a deletion of data in chat 'porch' is in progress"), err
+    assert run_cli(app, ["ingest", "in.jsonl", "--data-dir", "d"]) == 0  # finishes it first
+    capsys.readouterr()
+    assert run_cli(app, ["query", "--chat", "porch", "where is the key?", "--data-dir", "d"]) == 0
+    assert "flowerpot" not in capsys.readouterr().out
