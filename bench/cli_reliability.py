@@ -13,13 +13,18 @@ from typing import Annotated
 import typer
 
 STEPS = ("fuzz", "load", "leaks", "kills", "deletion", "sensitive")
+LOAD_EMBEDDERS = ("default", "none")
+# per load step: no 5xx, every request answered or refused (429) within 2 s, the answered ones' p95
+LOAD_TARGETS = {"5xx": 0, "prompt_share": 1.0, "p95_answered_ms": 300}
 
 
 def run_reliability(out_dir: Path, *, n_fuzz: int, kills: int, rates: list[int], seconds: float, seed: int,
-                    steps: tuple[str, ...] = STEPS, workers: int = 1) -> dict:  # fmt: skip
+                    steps: tuple[str, ...] = STEPS, workers: int = 1,
+                    load_embedders: tuple[str, ...] = LOAD_EMBEDDERS) -> dict:  # fmt: skip
     """Run ``steps`` and write OUT/reliability.json; figures of steps not run are kept from an earlier file
     there (so the load step can be re-run alone when the machine is quiet). ``workers``: ``serve --workers``
-    of the server that is fuzzed, loaded and probed (the killed one runs one process)."""
+    of the servers that are fuzzed, loaded and probed (the killed one runs one process). The load step runs
+    ``rates`` on a server of its own per embedder of ``load_embedders`` (``default``: none named)."""
     from bench import reliability as R
     from bench.sensitive_gen import generate, score
 
@@ -27,29 +32,29 @@ def run_reliability(out_dir: Path, *, n_fuzz: int, kills: int, rates: list[int],
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "reliability.json"
     result: dict = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    result.update({"seed": seed, "embedder": "none", "cores": os.cpu_count(), "steps_run": list(steps)})
+    result.update({"seed": seed, "embedder": "none", "cores": os.cpu_count(), "steps_run": list(steps),
+                   "load_embedders": list(load_embedders)})  # fmt: skip
 
     def save() -> None:  # after every step: a step that fails later does not lose the others' figures
         path.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
 
     with tempfile.TemporaryDirectory(prefix="memstream-reliability-") as tmp:
         work = Path(tmp)
-        if {"fuzz", "load", "leaks"} & set(steps):
+        if "load" in steps:
+            result["load"], result["load_targets"] = [], LOAD_TARGETS
+            for name in load_embedders:
+                data = work / f"load-{name}"
+                result["load"] += R.load_steps(data, rates, seconds, workers, None if name == "default" else name)
+                save()
+        if {"fuzz", "leaks"} & set(steps):
             data = work / "serve"
             keys = {"admin": R.make_key(data, "--name", "admin", "--scope", "admin", "--chat", "*"),
                     "leak0": R.make_key(data, "--name", "leak0", "--scope", "read", "--scope", "write",
                                         "--scope", "delete", "--chat", "leak0")}  # fmt: skip
             server = R.Server(data, workers).start()
             try:
-                with R.httpx.Client(base_url=server.url, headers={"X-API-Key": keys["admin"]}, timeout=60) as client:
-                    for c in range(7):  # something to read during the load test
-                        client.post("/v1/messages", json={"messages": [R.message(f"load{c}", i) for i in range(80)],
-                                                          "flush": True})  # fmt: skip
                 if "fuzz" in steps:
                     result["fuzz"] = asyncio.run(R.run_fuzz(server, n_fuzz, keys["admin"], seed))
-                    save()
-                if "load" in steps:
-                    result["load"] = [asyncio.run(R.run_load(server, rps, seconds, keys["admin"])) for rps in rates]
                     save()
                 if "leaks" in steps:
                     result["leaks"] = R.probe_leaks(server, keys)
@@ -83,6 +88,8 @@ def bench_reliability(
                                               "for load on 2 cores; 1 = a plain `serve`).", min=1, max=8)] = 2,
     steps: Annotated[str, typer.Option(help=f"Steps to run (comma-separated, of {','.join(STEPS)}); the others' "
                                             "figures are kept from OUT/reliability.json.")] = ",".join(STEPS),
+    load_embedders: Annotated[str, typer.Option(help="The load step's servers, one per embedder (comma-separated; "
+                                                     "`default`: none named).")] = ",".join(LOAD_EMBEDDERS),
 ) -> None:
     """Fuzz, kill, load and probe a real `memstream serve` on loopback -> OUT/reliability.json."""
     from rich.console import Console
@@ -91,8 +98,9 @@ def bench_reliability(
     if unknown := set(chosen) - set(STEPS):
         raise typer.BadParameter(f"unknown steps {sorted(unknown)}; choose from {', '.join(STEPS)}")
     rate_steps = [int(r) for r in rates.split(",") if r.strip()]
+    embedders = tuple(e.strip() for e in load_embedders.split(",") if e.strip())
     result = run_reliability(out_dir, n_fuzz=fuzz, kills=kills, rates=rate_steps, seconds=seconds, seed=seed,
-                             steps=chosen, workers=workers)  # fmt: skip
+                             steps=chosen, workers=workers, load_embedders=embedders)  # fmt: skip
     summary = {k: result[k] for k in ("fuzz", "kills", "leaks", "deleted_returned", "sensitive") if k in result}
     if "kills" in summary:
         summary["kills"] = {k: {f: v for f, v in kill.items() if f not in ("kills", "tables")}

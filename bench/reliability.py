@@ -6,11 +6,14 @@
   messages against what the log accepted; a random worker of ``serve --workers 2`` SIGKILLed likewise (restarted by its
   supervisor; the other takes processing over); a Faust worker SIGKILLed over a Tansu broker -> lost/duplicated
   records against a clean embedded run (:mod:`bench.reliability_kafka`);
-- load: mixed read/write (4:1) at each rate for ``seconds`` (loopback only) -> errors, p50/p95/p99, RSS growth;
+- load: mixed read/write (4:1) at each rate for ``seconds`` (loopback only), on a server of its own per
+  embedder (the default one, asked the served default mode, and ``none``, BM25) -> errors, 5xx, 429s, the
+  share answered or refused within 2 s, p50/p95/p99 and p95 of the answered, RSS growth;
 - leaks: canaries of chat B never in chat A's answers; a key for A probing B on every endpoint;
 - deleted_returned: a deleted user's canary returned after ``replay``;
 - sensitive: precision/recall per kind on the generated set (bench/sensitive_gen.py).
-Loopback only; BM25-only (``--embedder none``) so the box's 2 cores measure the service, not the model.
+Loopback only; BM25-only (``--embedder none``) so the box's 2 cores measure the service, not the model, but for
+the load step's figure of the default embedder (the configuration served when none is named).
 """
 
 from __future__ import annotations
@@ -48,8 +51,11 @@ def memstream(data: Path, *args: str, **kw) -> subprocess.CompletedProcess:
 
 
 class Server:
-    def __init__(self, data: Path, workers: int = 1) -> None:
+    """``memstream serve`` of ``data`` on a free loopback port; ``embedder`` None: the default one."""
+
+    def __init__(self, data: Path, workers: int = 1, embedder: str | None = "none") -> None:
         self.data, self.port, self.proc, self.workers = data, free_port(), None, workers
+        self.embedder = embedder
 
     @property
     def url(self) -> str:
@@ -57,7 +63,8 @@ class Server:
 
     def start(self) -> Server:
         self.proc = subprocess.Popen([*CLI, "serve", "--port", str(self.port), "--data-dir", str(self.data),
-                                      "--embedder", "none", "--workers", str(self.workers)], env=ENV,
+                                      *(["--embedder", self.embedder] if self.embedder else []),
+                                      "--workers", str(self.workers)], env=ENV,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         seen: set[int] = set()
         deadline = time.monotonic() + 120  # every worker answering; on a loaded 2-core box a worker may take long
@@ -282,11 +289,34 @@ def kill_kafka_worker(work: Path, kills: int, rng: random.Random) -> dict:
 
 # ---- load -------------------------------------------------------------------------------------------
 
-async def run_load(server: Server, rps: int, seconds: float, key: str, workers: int = 48) -> dict:
+def seed_load_chats(server: Server, key: str) -> None:
+    """Something to read during the load test: 80 messages in each of 7 chats, processed."""
+    with httpx.Client(base_url=server.url, headers={"X-API-Key": key}, timeout=600) as client:
+        for c in range(7):
+            batch = {"messages": [message(f"load{c}", i) for i in range(80)], "flush": True}
+            client.post("/v1/messages", json=batch).raise_for_status()
+
+
+async def run_load(server: Server, rps: int, seconds: float, key: str, workers: int | None = None,
+                   mode: str | None = "bm25") -> dict:  # fmt: skip
     """Open-loop mixed read/write (4:1) at ``rps`` for ``seconds`` (:mod:`bench.reliability_load`)."""
     from bench.reliability_load import run_load as load
 
-    return await load(server, rps, seconds, key, message, workers=workers)
+    return await load(server, rps, seconds, key, message, workers=workers, mode=mode)
+
+
+def load_steps(data: Path, rates: list[int], seconds: float, workers: int, embedder: str | None) -> list[dict]:
+    """The load step on a fresh server of its own (``embedder`` None: the default one, whose retrievals
+    are asked in the served default mode; ``none``: BM25 retrievals, as in the runs before it had both)."""
+    key = make_key(data, "--name", "admin", "--scope", "admin", "--chat", "*")
+    server = Server(data, workers, embedder).start()
+    try:
+        seed_load_chats(server, key)
+        mode = "bm25" if embedder == "none" else None
+        return [{**asyncio.run(run_load(server, rps, seconds, key, mode=mode)), "embedder": embedder or "default"}
+                for rps in rates]  # fmt: skip
+    finally:
+        server.stop()
 
 
 # ---- leaks, deletion --------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """What stands between the network and the API's handlers: a body size limit, error bodies that never echo
-the input (and cannot fail to render), 429 for a full queue, and no exception ever escaping as a broken
+the input (and cannot fail to render), 429 with Retry-After for a request its lane would keep waiting too
+long or a full backlog (:class:`memstream.lane_queue.Busy`), and no exception ever escaping as a broken
 connection. ``install(app, max_body_bytes)`` wires it all.
 """
 
@@ -14,7 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memstream.serving import Busy
+from memstream.lane_queue import Busy
 
 log = logging.getLogger("memstream.api")
 

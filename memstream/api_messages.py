@@ -8,7 +8,6 @@ from fastapi import APIRouter, HTTPException, Request
 from memstream.api_deps import LanesDep, Writer
 from memstream.api_ingest import IngestAccepted, IngestBatch, append_batch, claimed_chats, judge
 from memstream.auth import authorize
-from memstream.serving import Busy
 
 router = APIRouter()
 
@@ -26,11 +25,9 @@ async def post_messages(batch: IngestBatch, request: Request, who: Writer, lanes
         raise HTTPException(413, f"at most {serve.max_batch} messages per request")
     for chat_id in sorted(claimed_chats(batch.messages)):
         authorize(request, who, "write", chat_id, count=len(batch.messages))
-    if await lanes.backlog() > serve.max_backlog:
-        raise Busy(f"more than {serve.max_backlog} messages are waiting to be processed", 5)
     parsed = judge(batch.messages)
     policy = lanes.clients.settings.sensitive
-    out = await lanes.ingest.call(lambda c: append_batch(c.log, batch, parsed, policy))
+    out = await lanes.append(lambda c: append_batch(c.log, batch, parsed, policy))  # 429 past max_backlog
     lanes.wake()
     if out.accepted == 0:
         raise HTTPException(422, [r.model_dump(exclude_none=True) for r in out.results[:10]])

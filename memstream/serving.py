@@ -17,9 +17,11 @@ append writes, retry the lock every ``TAKEOVER_S`` (one takes over when the proc
 run :meth:`Lanes.exclusive` work (deletions, ``wait``) after the processor has consumed what the log held,
 between its batches (:class:`memstream.dirlock.WorkLock`, one batch or deletion at a time across processes).
 
-Each lane bounds its queue (``serve.max_pending``): when full, :class:`Busy` (the API answers 429 with
-Retry-After). Pending raw messages above ``serve.max_backlog`` also refuse new writes (429). With a Kafka log
-the API only appends; the Faust workers process. Injected clients (tests) run inline on the caller's loop.
+A request waits for a reader or the ingest lane at most ``serve.max_wait_s`` (less under a standing
+overload), else :class:`Busy` (the API answers 429 with Retry-After), at once when the lane's queue is
+expected to take longer (:mod:`memstream.lane_queue`). Pending raw messages above ``serve.max_backlog`` also
+refuse new writes (429). With a Kafka log the API only appends; the Faust workers process. Injected clients
+(tests) run inline on the caller's loop.
 """
 
 from __future__ import annotations
@@ -36,9 +38,12 @@ from typing import Any, TypeVar
 from agents.text import clear_text_caches
 from memstream.clients import Clients, build_clients
 from memstream.dirlock import WorkLock, release_processing_lock, try_processing_lock
+from memstream.lane_queue import Busy, LaneQueue
 from memstream.lane_task import run_on
-from memstream.settings import Settings
+from memstream.settings import ServeConfig, Settings
 from retrieval.embed_base import SOON, warm_up
+
+__all__ = ["Busy", "EmbedderProxy", "Lane", "Lanes"]
 
 log = logging.getLogger("memstream.serving")
 T = TypeVar("T")
@@ -50,21 +55,14 @@ TAKEOVER_S = 1.0  # shared: how often the other processes try to take over proce
 CATCH_UP_S = 30.0  # shared: how long exclusive work waits for the processor to consume the log's backlog
 
 
-class Busy(Exception):
-    """A lane's queue (or the log's backlog) is full: try again after ``retry_after`` seconds."""
-
-    def __init__(self, what: str, retry_after: int = 1) -> None:
-        super().__init__(what)
-        self.retry_after = retry_after
-
-
 class Lane:
-    """A thread running its own event loop; ``call(fn)`` runs ``fn(clients)`` there and awaits the result."""
+    """A thread running its own event loop; ``call(fn)`` runs ``fn(clients)`` there and awaits the result,
+    one call at a time (they share the lane's thread: two at once each took about as long as both), the
+    others queued within the bounds of ``serve`` (:class:`LaneQueue`)."""
 
-    def __init__(self, name: str, max_pending: int = 10_000) -> None:
+    def __init__(self, name: str, serve: ServeConfig | None = None) -> None:
         self.name = name
-        self.max_pending = max_pending
-        self.pending = 0  # touched only from the caller's (HTTP) loop
+        self.queue = LaneQueue(name, serve or ServeConfig())  # used only from the caller's (HTTP) loop
         self.loop: asyncio.AbstractEventLoop | None = None
         self.clients: Any = None
         self._thread: threading.Thread | None = None
@@ -93,14 +91,14 @@ class Lane:
             return await coro
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))  # type: ignore[arg-type]
 
+    @property
+    def pending(self) -> int:
+        """Calls running or waiting on this lane."""
+        return self.queue.pending
+
     async def call(self, fn: Callable[[Any], Awaitable[T]]) -> T:
-        if self.pending >= self.max_pending:
-            raise Busy(f"the {self.name} lane has {self.pending} requests queued")
-        self.pending += 1
-        try:
-            return await self.submit(fn(self.clients))
-        finally:
-            self.pending -= 1
+        """``fn(clients)`` run on this lane (:class:`Busy` when it would wait too long for its turn)."""
+        return await self.queue.run(lambda: self.submit(fn(self.clients)))
 
     async def stop(self, close: Callable[[Any], Awaitable[None]] | None = None) -> None:
         if close is not None and self.clients is not None:
@@ -156,7 +154,7 @@ class Lanes:
         self.injected = clients
         self.readers: list[Lane] = []
         self._next = 0
-        self.ingest = Lane("ingest")
+        self.ingest = Lane("ingest", settings.serve)
         self.processor = Lane("processor")
         self.embed = Lane("embed")
         self.clients: Clients | None = None  # the main bundle (settled settings, the real embedder)
@@ -191,12 +189,9 @@ class Lanes:
         def opener():
             return build_clients(settled, embedder=proxy)
 
-        cfg = settled.serve
-        for lane in self._make_readers(cfg.readers):
-            lane.max_pending = cfg.max_pending
+        for lane in self._make_readers(settled.serve.readers):
             await lane.start(opener)
         await self._warm_router()
-        self.ingest.max_pending = cfg.max_pending
         await self.ingest.start(opener)
         self._opener = opener
         if not self.embedded:
@@ -233,13 +228,14 @@ class Lanes:
         from retrieval.service import warm
 
         try:
-            took = await self.readers[0].call(lambda c: warm(c.store, c.embedder, graph=c.graph))
+            c = self.readers[0].clients  # not through the lane's queue: start-up is no request's service time
+            took = await self.readers[0].submit(warm(c.store, c.embedder, graph=c.graph))
             log.info("router warmed up", extra={"seconds": round(took, 3)})
         except Exception:  # noqa: BLE001 - never stops the server from starting
             log.warning("router warm-up failed", exc_info=True)
 
     def _make_readers(self, n: int) -> list[Lane]:
-        self.readers = [Lane(f"reader-{i}") for i in range(max(1, n))]
+        self.readers = [Lane(f"reader-{i}", self.settings.serve) for i in range(max(1, n))]
         return self.readers
 
     def reader(self) -> Lane:
@@ -366,9 +362,17 @@ class Lanes:
     async def processor_or_reader(self, fn: Callable[[Clients], Awaitable[T]]) -> T:
         return await self.reader().call(fn)
 
-    async def backlog(self) -> int:
-        """Raw records not yet consumed by the segmenter (read on the ingest lane)."""
-        return await self.ingest.call(_raw_lag) if self.embedded else 0
+    async def append(self, fn: Callable[[Clients], Awaitable[T]]) -> T:
+        """``fn`` on the ingest lane, unless more than ``serve.max_backlog`` raw records wait to be processed
+        (:class:`Busy`): the check and the append in one turn of the lane, so a write queues there once."""
+        limit, embedded = self.settings.serve.max_backlog, self.embedded
+
+        async def checked(c: Clients) -> T:
+            if embedded and await _raw_lag(c) > limit:
+                raise Busy(f"more than {limit} messages are waiting to be processed", 5)
+            return await fn(c)
+
+        return await self.ingest.call(checked)
 
     async def stop(self) -> None:
         if self.injected is not None:

@@ -26,7 +26,13 @@ class ServeConfig(BaseModel):
     max_body_bytes: int = 2_000_000  # a larger request body gets 413 before it is read whole
     max_batch: int = 1000  # messages per POST /v1/messages
     readers: int = 2  # reader lanes (threads with their own store connections)
-    max_pending: int = 256  # requests queued per lane before 429 + Retry-After
+    max_pending: int = 256  # requests queued per lane before 429 + Retry-After, however short their wait
+    # the longest a request waits for its lane (a burst), else 429 + Retry-After: at once when the lane's queue
+    # is expected to take longer (memstream/lane_queue.py)
+    max_wait_s: float = Field(default=1.0, gt=0)
+    # ... and while the lane is overloaded (its queue not empty, or a request refused, within the last
+    # max_wait_s): a standing queue would only add its delay to every answer
+    standing_wait_s: float = Field(default=0.1, gt=0)
     max_backlog: int = 100_000  # accepted raw messages not yet processed before writes get 429
     audit_flush_s: float = 0.5  # the access log is written in batches this often (deletions at once)
 
