@@ -1,5 +1,6 @@
 """Segmentation metrics, computed exactly as the IRC disentanglement benchmark does (Kummerfeld et al.,
-ACL 2019, ``tools/evaluation/conversation-eval.py`` and ``graph-eval.py``), plus shift P/R/F for TIAGE.
+ACL 2019, ``tools/evaluation/conversation-eval.py`` and ``graph-eval.py``), plus shift P/R/F, Pk and WindowDiff
+for TIAGE.
 
 Clusters are given per file (``{file: [set(line numbers)]}``) and pooled over files: VI is computed on the
 contingency table of all files together and normalised by ``log2`` of the total number of messages; the
@@ -163,3 +164,31 @@ def shift_prf(gold: list[bool], pred: list[bool]) -> tuple[float, float, float]:
         raise ValueError("gold and predictions differ in length")
     matched = sum(1 for g, p in zip(gold, pred, strict=True) if g and p)
     return prf(matched, sum(pred), sum(gold))
+
+
+def _boundary_windows(ref: str, hyp: str, k: int) -> list[tuple[int, int]]:
+    if len(ref) != len(hyp):
+        raise ValueError("reference and hypothesis differ in length")
+    k = max(1, min(k, len(ref)))
+    return [(ref[i : i + k].count("1"), hyp[i : i + k].count("1")) for i in range(len(ref) - k + 1)]
+
+
+def pk(ref: str, hyp: str, k: int) -> float:
+    """Beeferman's Pk as NLTK defines it (``nltk.metrics.segmentation.pk``): over every window of ``k``
+    positions of the boundary strings (``"1"`` = a boundary), the share where one side has a boundary and
+    the other none. A fraction (0 = perfect)."""
+    windows = _boundary_windows(ref, hyp, k)
+    return sum((r > 0) != (h > 0) for r, h in windows) / len(windows) if windows else 0.0
+
+
+def windowdiff(ref: str, hyp: str, k: int) -> float:
+    """WindowDiff (Pevzner and Hearst) as NLTK defines it: the share of windows of ``k`` positions whose
+    boundary counts differ. A fraction (0 = perfect)."""
+    windows = _boundary_windows(ref, hyp, k)
+    return sum(r != h for r, h in windows) / len(windows) if windows else 0.0
+
+
+def half_mean_segment(ref: str) -> int:
+    """The usual ``k``: half the mean reference segment length, rounded (NLTK's default), for a boundary
+    string between ``len(ref) + 1`` units; at least 1."""
+    return max(1, round((len(ref) + 1) / (2 * (ref.count("1") + 1))))

@@ -1,12 +1,23 @@
-"""Topic shifts in two-person chats: a small learned model (issue 13, point 4).
+"""Topic shifts in two-person chats: a small learned model (issues 13 and 46).
 
 In a dialogue every turn answers the previous one, so the reply linker is silent and who-talks-to-whom says
 nothing about topics; the segmenter's join score then rests on content alone and over-splits (a short
-answer shares no words with the question it answers). This model reads the turn against the last few turns
-of the chat (the linker's window: keywords, question marks, lengths, vectors) and gives the probability
-that the turn starts a new topic. It is logistic over :data:`SHIFT_FEATURES`, fitted on TIAGE's training
-dialogues by ``python -m bench.tiage_train`` (weights and provenance in ``segment_shift_weights.json``);
-the segmenter uses it when ``SegmenterConfig.dyadic_shift`` is on and the chat's window holds two people.
+answer shares no words with the question it answers). This model reads the turn against the chat's recent
+turns and gives the probability that the turn starts a new topic. It is logistic over
+:data:`SHIFT_FEATURES`, fitted on TIAGE's training dialogues by ``python -m bench.tiage_train`` (weights and
+provenance in ``segment_shift_weights.json``); the segmenter uses it when ``SegmenterConfig.dyadic_shift``
+is on and the chat's window holds two people.
+
+Similarities mean the same for every embedder: a cosine is read against the chat's own recent cosines
+between neighbouring turns (a z-score and a percentile), never as a raw value. Embedders differ in their
+band (MiniLM spreads related and unrelated turns over most of [0, 1], multilingual E5 packs them into a few
+hundredths near 0.9), so one raw threshold cannot serve both; the chat's own distribution can. Lengths
+are read against the chat's own too (a Chinese turn is a third of the characters of its English
+translation). The decision is made when the turn arrives (the stream does not wait for the next turns), so
+the "depth" is one-sided: how far the turn falls below the recent cohesion of the conversation.
+
+Cues of a new request or of a closed one ("by the way", "另外", "还有一个问题"; "thanks, bye", "好的，谢谢")
+are features with learned weights, never rules that decide alone.
 
 Pure: no I/O beyond reading the shipped weight file once.
 """
@@ -15,44 +26,85 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.reply_linker import LinkMsg
 
+if TYPE_CHECKING:
+    from agents.segment_state import ChatPool
+
 __all__ = [
     "SHIFT_FEATURES",
     "ShiftWeights",
+    "closing_cue",
     "default_shift_weights",
+    "dyad_features",
     "is_dyadic",
+    "new_topic_cue",
     "shift_features",
     "shift_p",
 ]
 
 CONTEXT = 4  # turns of context read
+STATS = 16  # recent turns whose neighbour cosines are the chat's reference distribution
 
 SHIFT_FEATURES = (
     "bias",
-    "cos_prev",  # cosine to the previous turn (0 without vectors)
-    "cos_prev2",  # ... to the turn before it (the sender's own last turn)
-    "cos_ctx",  # ... to the mean of the last CONTEXT turns
-    "no_vector",
+    "z_prev",  # cosine to the previous turn, as a z-score against the chat's neighbour cosines
+    "z_prev2",  # ... to the turn before it (the sender's own last turn)
+    "z_ctx",  # ... mean cosine to the last CONTEXT turns
+    "z_max",  # ... the best cosine to any of them
+    "depth",  # how far the cosine to the previous turn falls below the last few neighbour cosines
+    "pct_prev",  # share of the chat's neighbour cosines below the cosine to the previous turn
+    "no_vector",  # no vectors, or too few turns for a reference distribution
     "kw_prev",  # Jaccard of content words with the previous turn
     "kw_ctx",  # share of the turn's content words used in the last CONTEXT turns
     "kw_none",  # the turn has no content words
     "question",
     "prev_question",  # the previous turn asked (this one likely answers)
     "question_x_new",  # asks, with content words not in the context (a new question)
-    "length",
-    "prev_length",
+    "length_rel",  # log of the turn's length over the chat's recent mean
+    "prev_length_rel",
     "log_turn",  # log1p(turns in the chat so far)
     "thanks",
+    "prev_thanks",
     "greeting",
+    "cue_new",  # opens with a marker of a new request or subject
+    "prev_close",  # the previous turn closed something (thanks, goodbye, "anything else?")
 )
+
+# discourse markers, matched near the start of a turn (a marker deep in a sentence rarely opens a subject)
+_NEW_TOPIC_RE = re.compile(
+    r"\b(by the way|btw|one more thing|one last thing|another (question|thing)|on another note|"
+    r"(changing|change) the subject|unrelated|while i have you|before i forget|speaking of|also[,:]|"
+    r"i (also|too) (need|want|would like)|i'?d also like|can (you|i) also|oh,? and|anyway)\b|"
+    r"另外|还有一个|还有件|还有个|还有，|对了|顺便|再问|换个话题|说到|话说|还想问|另一个问题|此外|除此之外",
+    re.I,
+)
+_CLOSING_RE = re.compile(
+    r"\b(thanks?|thank you|you'?re welcome|no problem|bye|goodbye|have a (nice|good|great) (day|one)|"
+    r"that'?s all|anything else|glad (to|i could) help|sounds good|perfect|great)\b|"
+    r"谢谢|不客气|没问题|再见|没有了|就这些|还有(什么|别的)|知道了|明白了|好的$|好吧$|行$",
+    re.I,
+)
+
+
+def new_topic_cue(text: str) -> bool:
+    """The turn opens with a marker of a new request or subject (within its first few words)."""
+    m = _NEW_TOPIC_RE.search(text)
+    return m is not None and m.start() <= (12 if re.search(r"[\u4e00-\u9fff]", text[: m.start() + 1]) else 30)
+
+
+def closing_cue(text: str) -> bool:
+    """A short turn that closes an exchange (thanks, goodbye, "anything else?")."""
+    return len(text) <= 120 and _CLOSING_RE.search(text.strip().rstrip("。.!！~ ")) is not None
 
 
 class ShiftWeights(BaseModel):
@@ -81,53 +133,93 @@ def is_dyadic(msg: LinkMsg, window: list[LinkMsg]) -> bool:
     return bool(window) and len({msg.sender, *(m.sender for m in window)}) <= 2
 
 
-def _cos(a: np.ndarray | None, b: np.ndarray | None) -> float | None:
-    if a is None or b is None or a.shape != b.shape:
+def _reference(vecs: list[np.ndarray]) -> tuple[float, float, list[float]] | None:
+    """Mean and spread of the cosines between neighbouring turns (all pairs while there are fewer than
+    three neighbours); the spread is floored at a tenth of the distance to 1, which scales with the
+    embedder's band."""
+    mat = np.asarray(vecs, dtype=np.float64)
+    sims = mat @ mat.T
+    adjacent = [float(sims[i - 1, i]) for i in range(1, len(vecs))]
+    ref = adjacent if len(adjacent) >= 3 else [float(sims[i, j]) for i in range(len(vecs)) for j in range(i)]
+    if len(ref) < 2:
         return None
-    return float(a @ b)
+    mu = float(np.mean(ref))
+    sd = max(float(np.std(ref)), 0.1 * (1.0 - mu), 1e-3)
+    return mu, sd, adjacent
+
+
+def _vector_values(vector: np.ndarray | None, window_vectors: list[np.ndarray | None]) -> dict[str, float]:
+    names = ("z_prev", "z_prev2", "z_ctx", "z_max", "depth", "pct_prev")
+    usable = vector is not None and bool(window_vectors) and window_vectors[-1] is not None
+    known = [v for v in window_vectors[-STATS:] if v is not None and vector is not None and v.shape == vector.shape]
+    ref = _reference(known) if usable and len(known) >= 2 else None
+    if ref is None or vector is None:
+        return {**dict.fromkeys(names, 0.0), "no_vector": 1.0}
+    mu, sd, adjacent = ref
+    ctx = np.asarray(known[-CONTEXT:], dtype=np.float64) @ vector.astype(np.float64)
+    prev, prev2 = float(ctx[-1]), float(ctx[-2]) if len(ctx) >= 2 else float(ctx[-1])
+    recent = adjacent[-3:] or [mu]
+    return {
+        "z_prev": (prev - mu) / sd,
+        "z_prev2": (prev2 - mu) / sd,
+        "z_ctx": (float(ctx.mean()) - mu) / sd,
+        "z_max": (float(ctx.max()) - mu) / sd,
+        "depth": (float(np.mean(recent)) - prev) / sd,
+        "pct_prev": float(np.mean([a < prev for a in adjacent])) if adjacent else 0.5,
+        "no_vector": 0.0,
+    }
+
+
+def _rel_length(n: float, lengths: list[float]) -> float:
+    return math.log((n + 0.02) / (float(np.mean(lengths)) + 0.02)) if lengths else 0.0
 
 
 def shift_features(
-    msg: LinkMsg, window: list[LinkMsg], vector: np.ndarray | None, window_vectors: list[np.ndarray | None]
+    msg: LinkMsg,
+    window: list[LinkMsg],
+    vector: np.ndarray | None,
+    window_vectors: list[np.ndarray | None],
+    cue_new: bool = False,
+    prev_close: bool = False,
 ) -> np.ndarray:
-    """The turn ``msg`` (unit ``vector`` or None) against the earlier turns ``window`` (oldest first, with
-    their vectors), in :data:`SHIFT_FEATURES` order."""
+    """The turn ``msg`` (unit ``vector`` or None) against the earlier turns ``window`` (oldest first; the
+    last :data:`STATS` of their vectors, None where missing), in :data:`SHIFT_FEATURES` order."""
     ctx = window[-CONTEXT:]
-    vecs = window_vectors[-CONTEXT:] if window_vectors else [None] * len(ctx)
     prev = ctx[-1] if ctx else None
-    cos_prev = _cos(vector, vecs[-1]) if vecs else None
-    cos_prev2 = _cos(vector, vecs[-2]) if len(vecs) >= 2 else None
-    known = [v for v in vecs if v is not None and vector is not None and v.shape == vector.shape]
-    cos_ctx = None
-    if known:
-        mean = np.mean(known, axis=0)
-        norm = float(np.linalg.norm(mean))
-        cos_ctx = float(mean @ vector) / norm if norm > 0 else None
     words = msg.keywords
     ctx_words = frozenset().union(*(m.keywords for m in ctx)) if ctx else frozenset()
     kw_prev = 0.0
     if prev is not None and (words | prev.keywords):
         kw_prev = len(words & prev.keywords) / len(words | prev.keywords)
-    kw_ctx = len(words & ctx_words) / len(words) if words else 0.0
+    lengths = [m.length for m in window[-STATS:]]
     values = {
         "bias": 1.0,
-        "cos_prev": cos_prev or 0.0,
-        "cos_prev2": cos_prev2 or 0.0,
-        "cos_ctx": cos_ctx or 0.0,
-        "no_vector": float(cos_prev is None),
+        **_vector_values(vector, window_vectors),
         "kw_prev": kw_prev,
-        "kw_ctx": kw_ctx,
+        "kw_ctx": len(words & ctx_words) / len(words) if words else 0.0,
         "kw_none": float(not words),
         "question": float(msg.question),
         "prev_question": float(prev is not None and prev.question),
         "question_x_new": float(msg.question and bool(words - ctx_words)),
-        "length": msg.length,
-        "prev_length": prev.length if prev is not None else 0.0,
+        "length_rel": _rel_length(msg.length, lengths),
+        "prev_length_rel": _rel_length(prev.length, lengths) if prev is not None else 0.0,
         "log_turn": math.log1p(len(window)),
         "thanks": float(msg.thanks),
+        "prev_thanks": float(prev is not None and prev.thanks),
         "greeting": float(msg.greeting),
+        "cue_new": float(cue_new),
+        "prev_close": float(prev_close),
     }
     return np.asarray([values[name] for name in SHIFT_FEATURES], dtype=np.float64)
+
+
+def dyad_features(pool: ChatPool, msg: LinkMsg, vector: np.ndarray | None, text: str) -> np.ndarray:
+    """:func:`shift_features` of a message of ``pool``'s chat before it is stepped (the pool's window and
+    its vectors, the previous turn's closing cue)."""
+    from agents.segment_link import decode_vec
+
+    vectors = [decode_vec(v) for v in pool.window_vectors[-STATS:]]
+    return shift_features(msg, pool.window, vector, vectors, new_topic_cue(text), pool.last_closing)
 
 
 def shift_p(x: np.ndarray, weights: ShiftWeights) -> float:

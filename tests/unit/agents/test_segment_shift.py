@@ -49,21 +49,17 @@ def test_a_new_question_on_new_words_is_more_likely_a_shift_than_a_continuation(
     assert shift_p(new, w) > shift_p(go_on, w)
     col = SHIFT_FEATURES.index
     assert go_on[col("kw_prev")] > 0 and new[col("kw_prev")] == 0 and new[col("question_x_new")] == 1.0
-    assert go_on[col("no_vector")] == 1.0 and go_on[col("cos_prev")] == 0.0
+    assert go_on[col("no_vector")] == 1.0 and go_on[col("z_prev")] == 0.0
 
 
 def test_vectors_feed_the_cosine_features():
     rng = np.random.default_rng(1)
     a = rng.normal(size=8)
     a /= np.linalg.norm(a)
-    window = [lm(0, "A", "alpha"), lm(1, "B", "beta")]
-    x = shift_features(lm(2, "A", "gamma"), window, a, [a, -a])
+    window = [lm(0, "A", "alpha"), lm(1, "B", "beta"), lm(2, "A", "delta")]
+    x = shift_features(lm(3, "B", "gamma"), window, a, [-a, -a, a])
     col = SHIFT_FEATURES.index
-    assert (
-        x[col("no_vector")] == 0.0
-        and abs(x[col("cos_prev")] + 1.0) < 1e-6
-        and abs(x[col("cos_prev2")] - 1.0) < 1e-6
-    )
+    assert x[col("no_vector")] == 0.0 and x[col("z_prev")] > 0 > x[col("z_prev2")] and x[col("pct_prev")] == 0.5
 
 
 def test_dyadic_means_two_people_and_a_previous_turn():
