@@ -54,7 +54,10 @@ def run_reliability(out_dir: Path, *, n_fuzz: int, kills: int, rates: list[int],
             server = R.Server(data, workers).start()
             try:
                 if "fuzz" in steps:
+                    from bench import fuzz_dates
+
                     result["fuzz"] = asyncio.run(R.run_fuzz(server, n_fuzz, keys["admin"], seed))
+                    result["fuzz"]["dates"] = asyncio.run(fuzz_dates.run(server.url, keys["admin"]))
                     save()
                 if "leaks" in steps:
                     result["leaks"] = R.probe_leaks(server, keys)
@@ -70,7 +73,12 @@ def run_reliability(out_dir: Path, *, n_fuzz: int, kills: int, rates: list[int],
                 result["kills"][name] = kill(work, kills, rng)
                 save()
         if "deletion" in steps:
+            from bench import reliability_delete as D
+
             result["deleted_returned"] = R.deleted_after_replay(work)["deleted_returned"]
+            result["kill_during_delete"] = D.kill_during_delete(work / "kill-delete", max(20, kills), rng)
+            save()
+            result["byte_scan"] = D.byte_scan(work / "byte-scan")
     if "sensitive" in steps:
         result["sensitive"] = score(generate(n_per_kind=200, seed=seed))
     save()

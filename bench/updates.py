@@ -225,10 +225,9 @@ async def _run_split(split: str, chats: int, embedder: str, emb: Any, k: int, ro
                      seed: int | None = None):
     from tqdm import tqdm
 
-    from memstream.clients import build_clients
+    from memstream.clients import build_clients, retrieve_as_served
     from memstream.ops import delete, ingest
     from memstream.settings import Settings
-    from retrieval.service import retrieve
     from schemas import RetrieveRequest
 
     ds = generate(split, chats, seed)
@@ -254,8 +253,7 @@ async def _run_split(split: str, chats: int, embedder: str, emb: Any, k: int, ro
         now, rows, t1 = _chat_now(ds), [], time.perf_counter()
         for q in tqdm(ds.questions, desc=f"{split} questions", unit="q", disable=not show):
             req = RetrieveRequest(chat_id=q.chat_id, query=q.question, k=k, mode="routed", now=now[q.chat_id])
-            resp = await retrieve(clients.store, clients.embedder, req, llm=clients.llm,
-                                  graph=clients.graph)
+            resp = await retrieve_as_served(clients, req)  # as served: the settings' retrieval (supersession)
             rows.append(score(q, resp, deleted.get(q.chat_id)))
         eval_secs = time.perf_counter() - t1
     finally:

@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from memstream.api_errors import plain
 from memstream.lane_queue import Busy
 
 log = logging.getLogger("memstream.api")
@@ -35,7 +36,7 @@ def describe_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for err in errors[:MAX_ERRORS]:
         loc = [p if isinstance(p, int) else safe_text(p, 80) for p in err.get("loc", ())]
-        out.append({"loc": loc, "msg": safe_text(err.get("msg", "invalid")), "type": safe_text(err.get("type", ""), 60)})
+        out.append({"loc": loc, "msg": safe_text(plain(err)), "type": safe_text(err.get("type", ""), 60)})
     if len(errors) > MAX_ERRORS:
         out.append({"loc": [], "msg": f"… and {len(errors) - MAX_ERRORS} more errors", "type": "truncated"})
     return out
@@ -113,6 +114,7 @@ def install(app: FastAPI, max_body_bytes: int) -> None:
 
     @app.exception_handler(Busy)
     async def busy(request: Request, exc: Busy):
-        return error_response(429, safe_text(exc), {"Retry-After": str(exc.retry_after)})
+        # 429 for a full lane; a subclass may say otherwise (a chat whose deletion is in progress: 503)
+        return error_response(getattr(exc, "status", 429), safe_text(exc), {"Retry-After": str(exc.retry_after)})
 
     app.add_middleware(BodyLimit, limit=max_body_bytes)

@@ -186,7 +186,7 @@ async def delete_data(
     report.cache_vectors = _forget_in_cache(clients, cache_texts)
     if file_log is not None:
         report.log_records = await erase_in_log(file_log, chat_id, user, ids, said, report.job_id,
-                                                derived_ids=gone.memory_ids | gone.topic_ids)
+                                                derived_ids=gone.memory_ids | gone.topic_ids, all_derived=resumed)
     if user is not None and gone.redistil:
         jobs = await redistil_jobs(clients, chat_id, gone.redistil, at)
         report.topics_redistilled = len(jobs)

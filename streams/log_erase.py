@@ -81,10 +81,13 @@ async def erase_in_log(
     texts: Collection[str],
     deletion_id: str,
     derived_ids: Collection[str] = (),
+    all_derived: bool = False,
 ) -> int:
     """Tombstone the chat's records that hold the deleted messages (``sender`` None: the whole chat);
     a derived record is also erased when it names one of ``derived_ids`` (the deleted memory records,
     the topics that held the messages: a summary's decision carries the topic's entities, not the ids).
+    ``all_derived``: every derived record of the chat goes (finishing a deletion a killed process began: the
+    records it had already removed no longer say which derived ones quote them; replay derives them again).
     Returns how many records were rewritten."""
     tomb = tombstone_value(chat_id, deletion_id)
     ids = set(message_ids)
@@ -100,16 +103,18 @@ async def erase_in_log(
             raw[record.offset] = tomb
         elif msg is not None and (untied := msg.untied_from(ids)) is not None:  # another's reply to theirs
             raw[record.offset] = encode(untied)
-    erased += await log.rewrite(RAW_MESSAGES.name, raw)
     for spec in DERIVED_TOPICS:
         # only what every consumer has committed past: the stages after the segmenter do not expect
         # tombstones (the caller drains the pipeline first, so normally that is every record)
         upto = await log.consumed(spec.name)
         doomed = {r.offset: tomb for r in await log.keyed(spec.name, chat_id)
                   if (upto is None or r.offset < upto) and not is_tombstone(r.value)
-                  and (sender is None or _mentions(r.value, derived_needles))}  # fmt: skip
+                  and (sender is None or all_derived or _mentions(r.value, derived_needles))}  # fmt: skip
         erased += await log.rewrite(spec.name, doomed)
     erased += await _erase_dead_letters(log, chat_id, sender, needles, deletion_id)
+    # the raw records last: until they are tombstones they are what a deletion killed midway is finished from
+    # (its ids and texts find the derived records again)
+    erased += await log.rewrite(RAW_MESSAGES.name, raw)
     return erased
 
 

@@ -323,7 +323,7 @@ async def retrieve_routed(
         run.step("analyse", t0, names=qa.names, keywords=qa.keywords, time=qa.time.model_dump(mode="json"),
                  subqueries=qa.subqueries)  # fmt: skip
         ranking, ctx = await gather(run, store, embedder, qa, mix, llm, succ)
-    return await finish(run, graph, qa, classification, ranking, ctx)
+    return await finish(store, run, graph, qa, classification, ranking, ctx)
 
 
 def _routing(run: Run, classification: Classification, named: set[str]) -> tuple[list, list[SearchSpec]]:

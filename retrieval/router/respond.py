@@ -30,7 +30,7 @@ def uncovered(ranking: Ranking, n: int) -> list[int]:
     return kept
 
 
-def newest_statements(run: Run, ranking: Ranking, update: float = 0.0) -> Ranking:
+async def newest_statements(store, run: Run, ranking: Ranking, update: float = 0.0) -> Ranking:
     """The ranking with each statement a newer candidate replaced right below its replacement, both noted
     (:func:`retrieval.router.supersede.reorder` over the first ``window`` de-duplicated candidates; ``update``:
     the classifier's probability that the question asks for a changed value)."""
@@ -41,7 +41,10 @@ def newest_statements(run: Run, ranking: Ranking, update: float = 0.0) -> Rankin
     t0 = time.perf_counter()
     kept = uncovered(ranking, max(cfg.window, run.req.k))
     cands = [ranking.scored[i][0] for i in kept]
-    items = [supersede.Item.of(c.doc, c.scores, c.fused) for c in cands]
+    sources = list(dict.fromkeys(m for c in cands for m in c.doc.source_message_ids))
+    vectors = await store.turn_vectors(run.req.chat_id, sources) if sources and store is not None else {}
+    items = [supersede.Item.of(c.doc, c.scores, c.fused, supersede.source_vector(c.doc.source_message_ids, vectors))
+             for c in cands]  # fmt: skip
     detail: dict = ({"inputs": [x.to_json() for x in items], "names": run.participants, "update": update}
                     if cfg.record_inputs else {})  # fmt: skip
     if model is None or len(items) < 2:
@@ -89,7 +92,7 @@ async def related_items(graph, run: Run, label: str, items: list[RetrievedItem])
                           note=f"via {f.via}") for f in facts]  # fmt: skip
 
 
-async def finish(run: Run, graph, qa, classification, ranking: Ranking, ctx: Context) -> RetrieveResponse:
+async def finish(store, run: Run, graph, qa, classification, ranking: Ranking, ctx: Context) -> RetrieveResponse:
     req, cfg = run.req, run.cfg
     t0 = time.perf_counter()
     ordered = [c for c, _ in ranking.scored]
@@ -109,7 +112,7 @@ async def finish(run: Run, graph, qa, classification, ranking: Ranking, ctx: Con
         verdict = verdict.model_copy(update={"abstain": True, "reason": "no_match", "decided_by": "empty_window"})
     run.step("abstain", t0, **verdict.model_dump())
     if not verdict.abstain:  # after the check, which reads the candidates in relevance order
-        ranking = newest_statements(run, ranking, classification.probs.get("knowledge_update", 0.0))
+        ranking = await newest_statements(store, run, ranking, classification.probs.get("knowledge_update", 0.0))
     if run.profile and not verdict.abstain:  # after the check, which reads the searches' evidence only
         top = ranking.scored[0][1] if ranking.scored else 0.0
         ranking.scored = [(c, top + 1.0 - 1e-3 * i) for i, c in enumerate(run.profile)] + ranking.scored

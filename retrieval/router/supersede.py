@@ -27,6 +27,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from agents.extract.plan_moves import moves_plan
 from agents.extract.slots import states_replacement
 from agents.extract.text import is_question
@@ -43,7 +45,7 @@ FORMAT = 1
 FEATURES = ("shared_words", "shared_beyond_question", "cos_old", "cos_new", "fused_old", "fused_new", "rank_old", "rank_new",
             "new_is_question", "old_is_question", "log_days", "same_topic", "log_chars_new", "new_turn", "new_fact",
             "new_summary", "new_qa", "asks_past", "bm25_new", "bm25_old", "new_says_change", "new_says_now",
-            "old_says_change", "asks_update")
+            "old_says_change", "asks_update", "pair_cos", "pair_nearest", "same_speaker")
 
 _NOW = lazy(r"(?i)\b(?:now|these days|from now on|nowadays|currently|anymore|any more|no longer)\b|现在|目前|以后|今后|从此|不再")
 _PAST = lazy(
@@ -79,25 +81,60 @@ class Item:
     bm25: float = 0.0
     fused: float = 0.0
     sources: tuple[str, ...] = ()
+    speaker: str | None = None
+    # the unit mean of its source turns' stored vectors (what it is about, whatever its words): how close two
+    # items are compares what they say, where the question's cosine only says both answer it
+    vector: tuple[float, ...] | None = None
 
     @classmethod
-    def of(cls, doc: Any, scores: dict[str, float], fused: float) -> Item:
-        """From a document (``Doc`` or anything with its fields) and its search scores."""
+    def of(cls, doc: Any, scores: dict[str, float], fused: float, vector: Sequence[float] | None = None) -> Item:
+        """From a document (``Doc`` or anything with its fields), its search scores and its sources' vector."""
         return cls(doc_id=doc.doc_id, text=doc.text, kind=str(doc.kind), ts=doc.ts, topic_id=doc.topic_id,
                    **_read(doc.text), cosine=float(scores.get("cosine") or 0.0), bm25=float(scores.get("bm25") or 0.0),
-                   fused=float(fused), sources=tuple(doc.source_message_ids))  # fmt: skip
+                   fused=float(fused), sources=tuple(doc.source_message_ids), speaker=getattr(doc, "speaker", None),
+                   vector=None if vector is None else tuple(float(v) for v in vector))  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         return {"doc_id": self.doc_id, "text": self.text, "kind": self.kind, "ts": self.ts.isoformat(),
                 "topic_id": self.topic_id, "cosine": self.cosine, "bm25": self.bm25, "fused": self.fused,
-                "sources": list(self.sources)}
+                "sources": list(self.sources), "speaker": self.speaker,
+                "vector": None if self.vector is None else [round(v, 5) for v in self.vector]}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Item:
         return cls(doc_id=d["doc_id"], text=d["text"], kind=d["kind"], ts=datetime.fromisoformat(d["ts"]),
                    topic_id=d.get("topic_id"), **_read(d["text"]), cosine=d.get("cosine", 0.0),
                    bm25=d.get("bm25", 0.0), fused=d.get("fused", 0.0),
-                   sources=tuple(d.get("sources", ())))  # fmt: skip
+                   sources=tuple(d.get("sources", ())), speaker=d.get("speaker"),
+                   vector=None if d.get("vector") is None else tuple(d["vector"]))  # fmt: skip
+
+
+def source_vector(sources: Sequence[str], vectors: dict[str, Any]) -> list[float] | None:
+    """The unit mean of the sources' vectors that are known (None without any)."""
+    found = [np.asarray(vectors[m], dtype=np.float32) for m in sources if m in vectors]
+    if not found:
+        return None
+    v = np.mean(found, axis=0)
+    n = float(np.linalg.norm(v))
+    return (v / n).tolist() if n > 0 else None
+
+
+def pair_cosines(items: Sequence[Item]) -> np.ndarray:
+    """Cosines between the items' vectors, each pair standardised over the question's pairs (a model's cosines
+    sit in a band of its own: MiniLM's unrelated pairs near 0.1, a Chinese model's near 0.85); NaN where an
+    item has no vector."""
+    n = len(items)
+    out = np.full((n, n), np.nan)
+    have = [i for i, x in enumerate(items) if x.vector is not None]
+    if len(have) < 3:
+        return out
+    m = np.asarray([items[i].vector for i in have], dtype=np.float64)
+    sims = m @ m.T
+    upper = sims[np.triu_indices(len(have), 1)]
+    spread = float(upper.std()) or 1.0
+    z = (sims - float(upper.mean())) / spread
+    out[np.ix_(have, have)] = z
+    return out
 
 
 @dataclass(frozen=True)
@@ -112,6 +149,7 @@ class Frame:
     cos_low: float
     cos_high: float
     update: float = 0.0  # the query classifier's probability that the question asks for a changed value
+    pairs: Any = None  # pair_cosines of the items (an array; NaN without vectors)
 
     @classmethod
     def of(cls, items: Sequence[Item], question: str, names: Sequence[str] = (), update: float = 0.0) -> Frame:
@@ -120,7 +158,7 @@ class Frame:
                    names=frozenset(w for n in names for w in extract_keywords(n)), past=asks_past(question),
                    top_fused=max((x.fused for x in items), default=0.0) or 1.0,
                    top_bm25=max((x.bm25 for x in items), default=0.0) or 1.0, cos_low=min(cos), cos_high=max(cos),
-                   update=update)
+                   update=update, pairs=pair_cosines(items))  # fmt: skip
 
     def cos(self, x: Item) -> float:
         """The item's cosine within the list's range (each model scores on a scale of its own)."""
@@ -138,6 +176,10 @@ def pair_features(items: Sequence[Item], old: int, new: int, frame: Frame) -> di
     a, b = items[old], items[new]
     wa, wb = a.words - frame.names, b.words - frame.names
     days = max(0.0, (b.ts - a.ts).total_seconds() / 86400)
+    row = frame.pairs[old] if frame.pairs is not None and len(frame.pairs) == len(items) else None
+    pair = float(row[new]) if row is not None and not math.isnan(row[new]) else 0.0
+    newer = [row[j] for j, x in enumerate(items) if x.ts > a.ts and not math.isnan(row[j])] if row is not None else []
+    nearest = float(bool(newer) and pair > 0 and row[new] >= max(newer))
     return {
         "shared_words": _overlap(wa, wb),
         "shared_beyond_question": _overlap(wa - frame.question_words, wb - frame.question_words),
@@ -149,15 +191,20 @@ def pair_features(items: Sequence[Item], old: int, new: int, frame: Frame) -> di
         "new_fact": float(b.kind == "fact"), "new_summary": float(b.kind == "summary"), "new_qa": float(b.kind == "qa"),
         "asks_past": float(frame.past), "bm25_new": b.bm25 / frame.top_bm25, "bm25_old": a.bm25 / frame.top_bm25,
         "new_says_change": float(b.change), "new_says_now": float(b.now), "old_says_change": float(a.change),
-        "asks_update": frame.update,
+        "asks_update": frame.update, "pair_cos": pair, "pair_nearest": nearest,
+        "same_speaker": float(a.speaker is not None and a.speaker == b.speaker),
     }  # fmt: skip
 
 
 def related(feats: dict[str, float]) -> bool:
-    """Only a pair that shares a content word other than the people's names is weighed: without one the
-    features cannot tell a new value of the same thing from any later news (docs/BENCHMARKS.md, memory
-    truth)."""
-    return feats["shared_words"] > 0
+    """Only a pair that can be about one thing is weighed: it shares a content word other than the people's
+    names, or the two items' own vectors are unusually close for this question's candidates while the newer
+    one is among the better answers to it. Without either, the features cannot tell a new value of the same
+    thing from any later news (docs/BENCHMARKS.md, memory truth)."""
+    return feats["shared_words"] > 0 or (feats["pair_cos"] >= PAIR_Z and feats["cos_new"] >= 0.5)
+
+
+PAIR_Z = 1.0  # standard deviations above the question's mean pair cosine
 
 
 @dataclass(frozen=True)

@@ -167,7 +167,8 @@ def test_needles_find_a_stored_copy_in_utf8_and_json_escapes(tmp_path):
     (tmp_path / "a.db").write_bytes(b"\x00" * 10 + text.encode() + b"\x00")
     (tmp_path / "b.json").write_text(json.dumps({"t": text}), encoding="ascii")
     (tmp_path / "c.txt").write_text("nothing to see", encoding="utf-8")
-    (tmp_path / "d.txt").write_text("she said: My spare key hides under the sofa", encoding="utf-8")  # one window
+    (tmp_path / "d.txt").write_text("she said: My spare key hides under the blue heron statue, not the sofa",
+                                    encoding="utf-8")  # two windows of three: a similar line, not a copy
     assert set(remnant_files(tmp_path, [found])) == {tmp_path / "a.db", tmp_path / "b.json"}
 
 
@@ -238,3 +239,23 @@ def test_the_cli_says_a_chat_with_an_unfinished_deletion_cannot_be_read_yet(tmp_
     capsys.readouterr()
     assert run_cli(app, ["query", "--chat", "porch", "where is the key?", "--data-dir", "d"]) == 0
     assert "flowerpot" not in capsys.readouterr().out
+
+
+def test_the_api_answers_503_with_retry_after_while_a_deletion_is_pending(tmp_path):
+    """A deletion ledgered by another process (a CLI delete still running) is pending to this server."""
+    rows = [{"chat_id": "attic", "message_id": f"a{i}", "sender": s, "ts": f"2024-05-02T10:0{i}:00Z", "text": t}
+            for i, (s, t) in enumerate([("ivo", "The attic ladder code is 5521, do not share it."),
+                                        ("lea", "Noted, I'll fetch the camping chairs from the attic.")])]  # fmt: skip
+    settings = Settings(data_dir=tmp_path / "d", embedder="none")
+    with TestClient(create_app(settings, embedder=None)) as client:
+        assert client.post("/v1/messages", json={"messages": rows, "flush": True}).status_code == 202
+        with sqlite3.connect(tmp_path / "d" / "log" / "log.db") as con:
+            con.execute("INSERT INTO deletion_ledger(chat_id, sender, at) VALUES ('attic', 'ivo', ?)", (AT,))
+        got = client.post("/v1/retrieve", json={"chat_id": "attic", "query": "what is the ladder code?"})
+        assert got.status_code == 503 and int(got.headers["retry-after"]) >= 1 and "deletion" in got.text
+        assert client.get("/v1/chats/attic/export").status_code == 503
+        assert client.get("/v1/chats/attic/deletions").json()[0]["state"] == "pending"
+        body = client.delete("/v1/chats/attic/users/ivo").json()  # asked again: finished, and done
+        assert body["state"] == "done"
+        got = client.post("/v1/retrieve", json={"chat_id": "attic", "query": "what is the ladder code?"})
+        assert got.status_code == 200 and "5521" not in got.text
