@@ -202,7 +202,7 @@ def memories(
         finally:
             await clients.close()
 
-    from rich.table import Table  # here: rich.table costs every command ~20 ms
+    from rich.table import Table  # here, not at import: rich.table slows every command's start-up
     from rich.text import Text
 
     table = Table("valid from", "kind", "text", "speaker", "valid to", "sources")

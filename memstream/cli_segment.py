@@ -156,7 +156,7 @@ def _print_resegment(r, as_json: bool) -> None:
         out.print_json(json.dumps(data, default=str))
         return
     d = r.diff
-    from rich.table import Table  # here: rich.table costs every command ~20 ms
+    from rich.table import Table  # here, not at import: rich.table slows every command's start-up
 
     table = Table("change", "old topics", "new topics", "messages", "moved", title=f"chat {escape(r.chat_id)}")
     for c in d.changes:
@@ -191,7 +191,7 @@ def _print_versions(entries, as_json: bool) -> None:
     if as_json:
         out.print_json(json.dumps([e.model_dump(mode="json", exclude={"diff"}) for e in entries]))
         return
-    from rich.table import Table  # here: rich.table costs every command ~20 ms
+    from rich.table import Table  # here, not at import: rich.table slows every command's start-up
 
     table = Table("version", "kind", "status", "range", "new", "superseded", "created", "reason")
     for e in entries:
@@ -230,7 +230,7 @@ def topics(
         return await ops.topics_view(c, chat, version)
 
     items = _run(_with_clients(settings, job, embedder=False))
-    from rich.table import Table  # here: rich.table costs every command ~20 ms
+    from rich.table import Table  # here, not at import: rich.table slows every command's start-up
 
     table = Table("topic", "state", "version", "started", "last active", "messages", "participants")
     for t in items:
