@@ -78,10 +78,8 @@ async def _ingest(settings: Settings, src: Path, embedder, console):
         close()
     secs = time.perf_counter() - t0
     if console:
-        console.print(
-            f"ingested {report.read} turns in {secs:.1f}s ({settings.consolidator.mode}); "
-            f"stages {report.stats.processed}"
-        )
+        console.print(f"ingested {report.read} turns in {secs:.1f}s ({settings.consolidator.mode}); "
+                      f"stages {report.stats.processed}")  # fmt: skip
     return clients, report, secs
 
 
@@ -125,9 +123,7 @@ async def _evaluate(clients, questions: list[dict], mode: str, kinds: list[str] 
             chat_id=q["chat_id"], query=q["question"], k=10, mode=mode, token_budget=8000, kinds=kinds
         )
         t0 = time.perf_counter()
-        resp = await retrieve(
-            clients.store, clients.embedder, req, candidates=cfg.candidates, rrf_k=cfg.rrf_k
-        )
+        resp = await retrieve(clients.store, clients.embedder, req, candidates=cfg.candidates, rrf_k=cfg.rrf_k)
         latency = (time.perf_counter() - t0) * 1000
         ranked = [it.source_message_ids for it in resp.items]
         rows.append(
@@ -392,9 +388,7 @@ def plot(result: dict, path: Path) -> None:
     ax.set_xticks([g + width * (len(systems) - 1) / 2 for g in range(len(groups))], labels)
     ax.set_ylabel("turn recall_all@10")
     ax.set_ylim(0, 1)
-    ax.set_title(
-        f"LoCoMo retrieval ({result['conversations']} conversations, {result['questions']} questions)"
-    )
+    ax.set_title(f"LoCoMo retrieval ({result['conversations']} conversations, {result['questions']} questions)")
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -115,6 +115,10 @@ def install(app: FastAPI, max_body_bytes: int) -> None:
     @app.exception_handler(Busy)
     async def busy(request: Request, exc: Busy):
         # 429 for a full lane; a subclass may say otherwise (a chat whose deletion is in progress: 503)
-        return error_response(getattr(exc, "status", 429), safe_text(exc), {"Retry-After": str(exc.retry_after)})
+        status = getattr(exc, "status", 429)
+        metrics = getattr(request.app.state, "metrics", None)
+        if metrics is not None:  # shedding is visible to whoever watches the server, not only to the refused
+            metrics.counters["shed" if status == 429 else "deletion_pending"] += 1
+        return error_response(status, safe_text(exc), {"Retry-After": str(exc.retry_after)})
 
     app.add_middleware(BodyLimit, limit=max_body_bytes)

@@ -58,7 +58,7 @@ async def delete_user(chat_id: ChatPath, sender: Annotated[Id, Path()], request:
 async def export(chat_id: ChatPath, request: Request, lanes: LanesDep) -> dict:
     """A chat's messages, memories (all versions) and topics (audited as an export)."""
     async def read(c):
-        from memstream.deletion import refuse_if_pending
+        from memstream.clients import refuse_if_pending
 
         await refuse_if_pending(c.log, chat_id)
         return await c.store.export_chat(chat_id)

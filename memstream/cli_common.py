@@ -102,7 +102,7 @@ def run(coro):
     finished, as a clean error (status 3)."""
     import asyncio
 
-    from memstream.deletion import DeletionPending
+    from memstream.clients import DeletionPending
     from memstream.dirlock import DataDirBusy
 
     try:

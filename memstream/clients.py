@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlparse
 
 import numpy as np
 
 from agents.llm import LLMClient
+from memstream.lane_queue import Busy
 from memstream.settings import Settings
 from retrieval.graph_protocols import GraphStore
 from retrieval.protocols import Embedder, MemoryStore
@@ -321,7 +322,6 @@ async def build_clients(
 async def retrieve_as_served(clients: Clients, req: RetrieveRequest) -> RetrieveResponse:
     """One retrieval as the API answers it (``/v1/retrieve``; ``memstream query``, in its own process too):
     ``routed`` unless the request names a mode, with the settings' candidates and rank constant."""
-    from memstream.deletion import refuse_if_pending
     from retrieval.service import retrieve
 
     await refuse_if_pending(clients.log, req.chat_id)  # what a deletion in progress removes is never read
@@ -340,3 +340,28 @@ def served_router(supersession: str):
     from retrieval.router.recipes import RouterConfig, SupersessionConfig
 
     return RouterConfig(supersession=SupersessionConfig(model=supersession))
+
+
+class DeletionPending(Busy):
+    """A read of a chat whose deletion has not finished yet (the API answers 503 with Retry-After)."""
+
+    status = 503
+
+    def __init__(self, chat_id: str) -> None:
+        super().__init__(f"a deletion of data in chat {chat_id!r} is in progress", 2)
+        self.chat_id = chat_id
+
+
+async def pending_in(log: Any, chat_id: str | None = None) -> list[tuple[str, str, str]]:
+    """``(chat, sender, at)`` of the deletions not finished (a log without completions: none)."""
+    jobs = getattr(log, "deletion_jobs", None)
+    if jobs is None:
+        return []
+    return [(c, s, a) for c, s, a, done in await jobs(chat_id) if done is None]
+
+
+async def refuse_if_pending(log: Any, chat_id: str) -> None:
+    """Raise :class:`DeletionPending` while a deletion in ``chat_id`` is not finished: what it removes must
+    not be read in the meantime."""
+    if await pending_in(log, chat_id):
+        raise DeletionPending(chat_id)

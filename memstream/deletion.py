@@ -17,7 +17,7 @@ Order (a user U in chat C; a chat deletion removes everything of C the same way)
 7. the ledger records the deletion as done.
 
 A deletion is a durable job from step 1: until step 7 it is *pending*. Readers refuse a chat with a pending
-deletion (:func:`refuse_if_pending`; the API answers 503 with Retry-After), and a process that processes
+deletion (:func:`memstream.clients.refuse_if_pending`; the API answers 503 with Retry-After), and a process that processes
 (``serve``, ``ingest``, ``replay``, ``delete``) finishes every pending deletion before anything else
 (:func:`finish_pending`): a deletion killed midway is completed on restart, without being asked again.
 
@@ -40,9 +40,8 @@ from typing import Any
 from agents.forget import forget_in_pool_json
 from agents.segment_state import ChatPool, dump_pools, load_pools
 from agents.text import clear_text_caches
-from memstream.clients import Clients
+from memstream.clients import Clients, pending_in
 from memstream.erasure_check import checked_erasure
-from memstream.serving import Busy
 from retrieval.deletion import Forgotten
 from retrieval.embedder import forget_cached
 from retrieval.scrub import erase_freed
@@ -86,31 +85,6 @@ class DeletionReport:
 def deletion_id(chat_id: str, user: str | None, at: str) -> str:
     """The job id of the deletion ledgered at ``at`` (also the id its log tombstones carry)."""
     return stable_id("deletion", chat_id, user or "*", at)
-
-
-class DeletionPending(Busy):
-    """A read of a chat whose deletion has not finished yet (the API answers 503 with Retry-After)."""
-
-    status = 503
-
-    def __init__(self, chat_id: str) -> None:
-        super().__init__(f"a deletion of data in chat {chat_id!r} is in progress", 2)
-        self.chat_id = chat_id
-
-
-async def pending_in(log: Any, chat_id: str | None = None) -> list[tuple[str, str, str]]:
-    """``(chat, sender, at)`` of the deletions not finished (a log without completions: none)."""
-    jobs = getattr(log, "deletion_jobs", None)
-    if jobs is None:
-        return []
-    return [(c, s, a) for c, s, a, done in await jobs(chat_id) if done is None]
-
-
-async def refuse_if_pending(log: Any, chat_id: str) -> None:
-    """Raise :class:`DeletionPending` while a deletion in ``chat_id`` is not finished: what it removes must
-    not be read in the meantime."""
-    if await pending_in(log, chat_id):
-        raise DeletionPending(chat_id)
 
 
 async def finish_pending(clients: Clients, wm: WorkingMemory | None = None) -> list[DeletionReport]:

@@ -1,7 +1,8 @@
 """``GET /metrics`` of ``memstream serve``: the Prometheus text format (version 0.0.4), HELP and TYPE for every
 family.
 
-- request counters (``memstream_retrieve_total`` ...), counted by the routes in :attr:`Metrics.counters`;
+- request counters (``memstream_retrieve_total`` ...), counted by the routes in :attr:`Metrics.counters`, and
+  requests refused (``memstream_shed_total``: 429; ``memstream_deletion_pending_total``: 503);
 - retrieval latency: a histogram in seconds (``memstream_retrieve_latency_seconds``) and, as before, a
   summary of the last 1,000 calls in milliseconds (``memstream_retrieve_latency_ms``);
 - the embedded pipeline (the background processor): records each stage consumed since start
@@ -28,6 +29,8 @@ _HELP = {
     "retrieve": "Retrieval requests answered (POST /v1/retrieve).",
     "retrieve_empty": "Retrieval requests answered with no relevant memory.",
     "context": "Bot context requests answered (POST /v1/context).",
+    "shed": "Requests refused with 429: their lane would have kept them waiting too long, or the backlog is full.",
+    "deletion_pending": "Reads refused with 503 while a deletion in their chat is not finished.",
 }
 
 
@@ -98,7 +101,7 @@ class Metrics:
 
     def render(self, pipeline: PipelineSnapshot | None = None) -> str:
         lines: list[str] = []
-        for key in sorted(set(self.counters) | {"retrieve", "retrieve_empty", "context"}):
+        for key in sorted(set(self.counters) | {"retrieve", "retrieve_empty", "context", "shed", "deletion_pending"}):
             name = f"memstream_{key}_total"
             lines += family(
                 name, "counter", _HELP.get(key, f"{key} events."), [f"{name} {self.counters[key]}"]

@@ -163,8 +163,8 @@ async def delete_report(clients: Clients, chat_id: str, user: str | None) -> Del
 async def finish_deletions(clients: Clients) -> list[DeletionReport]:
     """Complete the deletions a killed process left pending (:func:`memstream.deletion.finish_pending`), with
     the configured working memory; nothing is opened when none is pending."""
-    from memstream.clients import open_working_memory
-    from memstream.deletion import finish_pending, pending_in
+    from memstream.clients import open_working_memory, pending_in
+    from memstream.deletion import finish_pending
 
     if not await pending_in(clients.log):
         return []

@@ -42,6 +42,7 @@ from memstream.lane_queue import Busy, LaneQueue
 from memstream.lane_task import run_on
 from memstream.settings import ServeConfig, Settings
 from retrieval.embed_base import SOON, warm_up
+from streams.topics import RAW_MESSAGES
 
 __all__ = ["Busy", "EmbedderProxy", "Lane", "Lanes"]
 
@@ -346,8 +347,6 @@ class Lanes:
         record the log holds now."""
 
         async def ends(c: Clients) -> tuple[int, int]:
-            from streams.topics import RAW_MESSAGES
-
             end = await c.log.end_offset(RAW_MESSAGES.name)
             return end, await c.log.committed("segmenter", RAW_MESSAGES.name)
 
@@ -397,6 +396,4 @@ class Lanes:
 
 async def _raw_lag(c: Clients) -> int:
     """Raw records not yet consumed by the segmenter."""
-    from streams.topics import RAW_MESSAGES
-
     return await c.log.end_offset(RAW_MESSAGES.name) - await c.log.committed("segmenter", RAW_MESSAGES.name)

@@ -45,6 +45,7 @@ def test_a_busy_reader_lane_answers_429_with_retry_after_at_once(tmp_path):
         assert r.status_code == 429 and "busy" in r.json()["detail"]
         assert int(r.headers["retry-after"]) >= 1
         assert client.post("/v1/retrieve", json={"chat_id": "c1", "query": "deploy plan"}).status_code == 200
+        assert "memstream_shed_total 1\n" in client.get("/metrics").text  # the refusal is counted where watched
 
 
 def test_a_write_that_waited_its_bound_for_the_ingest_lane_is_refused_and_not_written(tmp_path):

@@ -17,8 +17,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memstream.api import create_app
-from memstream.clients import build_clients, retrieve_as_served
-from memstream.deletion import DeletionPending, deletion_id, pending_in
+from memstream.clients import DeletionPending, build_clients, pending_in, retrieve_as_served
+from memstream.deletion import deletion_id
 from memstream.erasure_check import checked_erasure, needles, remnant_files
 from memstream.ops import delete_report, finish_deletions, ingest
 from memstream.settings import Settings
@@ -254,6 +254,7 @@ def test_the_api_answers_503_with_retry_after_while_a_deletion_is_pending(tmp_pa
         got = client.post("/v1/retrieve", json={"chat_id": "attic", "query": "what is the ladder code?"})
         assert got.status_code == 503 and int(got.headers["retry-after"]) >= 1 and "deletion" in got.text
         assert client.get("/v1/chats/attic/export").status_code == 503
+        assert "memstream_deletion_pending_total 2\n" in client.get("/metrics").text
         assert client.get("/v1/chats/attic/deletions").json()[0]["state"] == "pending"
         body = client.delete("/v1/chats/attic/users/ivo").json()  # asked again: finished, and done
         assert body["state"] == "done"
