@@ -7,7 +7,10 @@
   nothing else is asked of it: no delete is sent again. After the restart, the user's canaries must be in no
   answer (export, retrieval) and in no byte of the data dir, and the ledger must hold no pending deletion.
 - byte_scan: each delete path (CLI and API, a user and a whole chat) on a fresh copy, no replay, then every
-  file of the data dir scanned for the deleted canaries.
+  file of the data dir scanned for the deleted canaries. The Kafka paths the same way, each on its own
+  Tansu broker: ``memstream worker`` (Faust; working memory in the local Redis, SQLite store in the data
+  dir) processes a shorter chat, is stopped, then ``memstream kafka delete`` (``kafka_*``) or ``memstream
+  delete`` with the Kafka log URL (``kafka_plain_*``) runs, and the data dir is scanned.
 The chat is generated here (a team planning chat; one member's messages carry canary words no one else
 says).
 """
@@ -19,6 +22,7 @@ import json
 import random
 import shutil
 import sqlite3
+import subprocess
 import threading
 import time
 from datetime import timedelta
@@ -26,7 +30,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.reliability import T0, Server, memstream
+from bench.reliability import CLI, T0, Server, memstream
 
 CHAT, USER = "crew", "victor"
 SENDERS = ("ines", "omar", "petra", "victor", "yusuf")
@@ -144,6 +148,7 @@ def _delete_quietly(server: Server) -> None:
 
 
 def byte_scan(work: Path) -> dict:
+    """{path: {ok, files_with_canary}, remnants}: the embedded paths, then the Kafka ones (:func:`kafka_byte_scan`)."""
     tmpl, words = template(work)
     out = {}
     for path in ("cli_user", "cli_chat", "api_user", "api_chat"):
@@ -159,10 +164,59 @@ def byte_scan(work: Path) -> dict:
                 ok = httpx.delete(url, timeout=120).status_code == 200
             finally:
                 server.stop()
-        chat_words = [t.encode() for t in TOPICS] if not user else []  # a chat deletion: everyone's words go
-        out[path] = {"ok": ok, "files_with_canary": remnants(data, words + chat_words)}
+        out[path] = {"ok": ok, "files_with_canary": remnants(data, words + _chat_words(user))}
         shutil.rmtree(data, ignore_errors=True)
-    out["remnants"] = sum(bool(v["files_with_canary"]) for v in out.values() if isinstance(v, dict))
+    out.update(kafka_byte_scan(work / "kafka"))
+    out["remnants"] = sum(bool(v.get("files_with_canary")) for v in out.values() if isinstance(v, dict))
+    return out
+
+
+def _chat_words(user: list[str]) -> list[bytes]:
+    return [t.encode() for t in TOPICS] if not user else []  # a chat deletion: everyone's words go
+
+
+# the Kafka delete paths: `memstream kafka delete` (memstream.kafka_replay.delete_data), and `memstream delete`
+# with MEMSTREAM_LOG_URL=kafka://… (the embedded delete over the Kafka log)
+KAFKA_DELETE = ("kafka", "delete", "--embedder", "none")
+KAFKA_PATHS = {"kafka_user": KAFKA_DELETE, "kafka_chat": KAFKA_DELETE,
+               "kafka_plain_user": ("delete",), "kafka_plain_chat": ("delete",)}  # fmt: skip
+
+
+def kafka_byte_scan(work: Path, n: int = 60) -> dict:
+    """Each Kafka delete path on its own broker, Redis prefix and data dir: a worker processes ``n``
+    messages of the chat, then the path deletes and the data dir is scanned. Skipped without Redis."""
+    import redis
+
+    from bench.reliability_kafka import GROUP, REDIS_URL, faust_over_tansu
+    from memstream.kafka_admin import produce_file, wait_idle
+
+    try:
+        redis.Redis.from_url(REDIS_URL).ping()
+    except redis.RedisError as exc:
+        return {"kafka_skipped": f"no Redis at {REDIS_URL} for the workers' working memory: {exc}"}
+    rows = chat_rows(n)
+    src, words = work / "crew.jsonl", canaries(rows)
+    src.parent.mkdir(parents=True, exist_ok=True)
+    src.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    out = {}
+    for path, command in KAFKA_PATHS.items():
+        data, logs = work / path, work / f"{path}-logs"
+        shutil.rmtree(data, ignore_errors=True)
+        logs.mkdir(parents=True, exist_ok=True)
+        user = ["--user", USER] if path.endswith("user") else []
+        with faust_over_tansu(logs, data, data / "memstream.db", batch=16, prefix="bench-erase") as (hosts, worker):
+            produce_file(hosts, src, exact_offsets=True)
+            worker.start()
+            wait_idle(hosts, GROUP, timeout_s=300, poll_s=0.3)
+            worker.stop()
+            found = remnants(data, words + _chat_words(user))
+            done = subprocess.run([*CLI, *command, "--chat", CHAT, *user], env=worker.env, capture_output=True,
+                                  text=True)  # fmt: skip
+        if done.returncode != 0:
+            (logs / "delete.err").write_text(done.stderr, encoding="utf-8")
+        out[path] = {"ok": done.returncode == 0, "files_with_canary_before": found,
+                     "files_with_canary": remnants(data, words + _chat_words(user))}  # fmt: skip
+        shutil.rmtree(data, ignore_errors=True)
     return out
 
 

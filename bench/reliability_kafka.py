@@ -20,6 +20,8 @@ import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from bench.kafka_throughput import _drop_keys, start_tansu
@@ -170,6 +172,29 @@ def kill_points(hosts: list[str], worker: Worker, kills: int, rng: random.Random
     return points
 
 
+@contextmanager
+def faust_over_tansu(work: Path, data_dir: Path, store: Path, *, batch: int, redis_url: str = REDIS_URL,
+                     prefix: str = "bench") -> Iterator[tuple[list[str], Worker]]:  # fmt: skip
+    """A Tansu broker with every topic, and a ``memstream worker`` over it (not started yet; its ``env`` is a
+    Kafka user's: working memory in Redis under a fresh ``prefix``, SQLite ``store``, ``data_dir``). On exit
+    the worker is killed if it still runs, the broker stopped and the Redis keys dropped."""
+    broker, host = start_tansu(work / "tansu.log")
+    wm = f"{redis_url}?prefix={prefix}-{uuid.uuid4().hex[:8]}"
+    env = {**_clean_env(), "MEMSTREAM_LOG_URL": f"kafka://{host}", "MEMSTREAM_DATA_DIR": str(data_dir),
+           "MEMSTREAM_STORE_URL": f"sqlite:///{store.resolve()}", "MEMSTREAM_WORKING_MEMORY_URL": wm,
+           "MEMSTREAM_KAFKA_EXACT_OFFSETS": "1"}  # fmt: skip
+    worker = Worker(env, work, batch)
+    try:
+        bootstrap_topics([host], partitions=2)
+        yield [host], worker
+    finally:
+        if worker.proc is not None and worker.proc.poll() is None:
+            worker.kill()
+        broker.terminate()
+        broker.wait(10)
+        _drop_keys(wm)
+
+
 def kill_faust_worker(work: Path, kills: int, rng: random.Random, *, sessions: int | None = None,
                       batch: int = 4, max_delay_s: float = 3.0, redis_url: str = REDIS_URL) -> dict:  # fmt: skip
     """{n, lost, duplicated, ...}: the Faust worker SIGKILLed ``kills`` times against a clean embedded run."""
@@ -183,15 +208,9 @@ def kill_faust_worker(work: Path, kills: int, rng: random.Random, *, sessions: i
     work.mkdir(parents=True, exist_ok=True)
     src = chat_stream(work, sessions)
     clean = clean_run(src, work / "clean")
-    broker, host = start_tansu(work / "tansu.log")
-    hosts, wm = [host], f"{redis_url}?prefix=bench-kill-{uuid.uuid4().hex[:8]}"
     store = work / "kafka.db"
-    env = {**os.environ, **SEED_ENV, "MEMSTREAM_LOG_URL": f"kafka://{host}", "MEMSTREAM_DATA_DIR": str(work / "kdata"),
-           "MEMSTREAM_STORE_URL": f"sqlite:///{store}", "MEMSTREAM_WORKING_MEMORY_URL": wm,
-           "MEMSTREAM_KAFKA_EXACT_OFFSETS": "1"}  # fmt: skip
-    worker = Worker(env, work, batch)
-    try:
-        bootstrap_topics(hosts, partitions=2)
+    kafka = faust_over_tansu(work, work / "kdata", store, batch=batch, redis_url=redis_url, prefix="bench-kill")
+    with kafka as (hosts, worker):
         produced = produce_file(hosts, src, exact_offsets=True).new
         start = time.perf_counter()
         worker.start()
@@ -199,12 +218,6 @@ def kill_faust_worker(work: Path, kills: int, rng: random.Random, *, sessions: i
         wait_idle(hosts, GROUP, timeout_s=300, poll_s=0.3)
         final = worker.stop()
         seconds = time.perf_counter() - start
-    finally:
-        if worker.proc is not None and worker.proc.poll() is None:
-            worker.kill()
-        broker.terminate()
-        broker.wait(10)
-        _drop_keys(wm)
     result = compare(clean, stored_records(store))
     return {"n": len(points), "mid_work": sum(p["remaining"] > 0 for p in points), **result,
             "input": src.name, "messages": produced, "final_exit": final, "seconds": round(seconds, 1),

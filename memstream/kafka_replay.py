@@ -1,8 +1,8 @@
 """Kafka deletion and blue/green replay.
 
 - ``delete_data`` records a deletion in the compacted ``memstream.deletion-ledger`` topic, then deletes it and
-  everything derived (store, working memory, embedding cache; :mod:`memstream.deletion`) and tombstones the
-  raw records on a compacted raw topic (:mod:`memstream.kafka_delete`).
+  everything derived (store, graph memory, working memory, embedding cache; :mod:`memstream.deletion`) and
+  tombstones the raw records on a compacted raw topic (:mod:`memstream.kafka_delete`).
 - ``replay`` rebuilds memory from offset 0 of the raw topic into a FRESH store with the same stage code
   (the embedded runner over a throw-away local log), honouring the ledger, then hands the segmenter pools to
   working memory, moves the worker group past what it rebuilt, and switches the store (blue/green). Run it
@@ -28,6 +28,7 @@ from memstream.clients import (
     Clients,
     UnsupportedBackend,
     open_embedder,
+    open_graph,
     open_llm,
     open_store,
     open_working_memory,
@@ -60,20 +61,21 @@ Chosen = Embedder | None | str  # "settings": the settings' embedder
 async def delete_data(
     settings: Settings, chat_id: str, user: str | None = None, *, embedder: Chosen = "settings"
 ) -> int:
-    """Ledger first (so replay and the workers honour it), then everything derived in the store, working
-    memory (pool, windows, journal) and the local embedding cache, topics distilled again without them
-    (:mod:`memstream.deletion`), then tombstones for their raw records (:mod:`memstream.kafka_delete`).
-    Returns the messages and docs removed from the store."""
+    """Ledger first (so replay and the workers honour it), then everything derived in the store, the graph
+    memory, working memory (pool, windows, journal) and the local embedding cache, topics distilled again
+    without them (:mod:`memstream.deletion`), then tombstones for their raw records
+    (:mod:`memstream.kafka_delete`). Returns the messages and docs removed from the store."""
     from memstream.deletion import delete_data as delete_everywhere
     from memstream.kafka_delete import LedgerLog, raw_tombstones
 
     brokers = brokers_of(settings.resolved_log_url)
     emb = open_embedder(settings) if isinstance(embedder, str) else embedder
-    store = await open_store(settings, emb.dim if emb is not None else None)
+    dim = emb.dim if emb is not None else None
+    store = await open_store(settings, dim)
+    # the workers' graph memory (graph.db in the data dir) holds the user's statements and evidence too
+    clients = Clients(settings=settings, log=LedgerLog(brokers), store=store, embedder=emb,
+                      graph=await open_graph(settings, dim), llm=open_llm(settings))  # fmt: skip
     wm = await open_working_memory(settings.working_memory_url)
-    clients = Clients(
-        settings=settings, log=LedgerLog(brokers), store=store, embedder=emb, llm=open_llm(settings)
-    )
     try:
         report = await delete_everywhere(clients, chat_id, user, wm=wm)
         written = await asyncio.to_thread(raw_tombstones, brokers, chat_id, user)
@@ -81,7 +83,7 @@ async def delete_data(
         return report.removed
     finally:
         await wm.close()
-        await store.close()
+        await clients.close()
 
 
 # ---- blue/green replay ----------------------------------------------------------------------------------

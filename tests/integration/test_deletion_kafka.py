@@ -1,6 +1,7 @@
 """`memstream kafka delete` on a Kafka-wire broker (Tansu): the ledger entry, and a null-value tombstone per
 deleted raw record on a compacted raw topic (keyed like the originals, in their partitions); nothing on
-the default retention-only raw topic."""
+the default retention-only raw topic; after a worker processed a chat, no byte of the deleted user's texts
+in any file of the data dir."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import json
 import pytest
 from kafka.admin import NewTopic
 
-from memstream.kafka_admin import _admin, bootstrap_topics, produce, produce_file, read_ledger
+from memstream.erasure_check import needles, remnant_files
+from memstream.kafka_admin import _admin, bootstrap_topics, produce, produce_file, read_ledger, wait_idle
 from memstream.kafka_delete import _raw_by_partition, cleanup_policy, raw_tombstones
 from memstream.kafka_replay import delete_data
 from memstream.settings import Settings
@@ -17,6 +19,7 @@ from streams.codec import Tombstone, decode, is_tombstone
 from streams.log import Produce
 from streams.topics import RAW_MESSAGES
 from tests.integration import kafka_fixtures
+from tests.integration.kafka_fixtures import spawn_worker, stop, worker_env
 
 pytestmark = pytest.mark.integration
 tansu_broker = kafka_fixtures.tansu_broker  # fixtures, by name
@@ -75,3 +78,61 @@ async def test_no_tombstones_on_the_default_retention_only_raw_topic(tansu_broke
     assert "compact" not in cleanup_policy(hosts, RAW_MESSAGES.name)
     produce(hosts, [_raw("c", 1, "u")], exact_offsets=True)
     assert raw_tombstones(hosts, "c", "u") == 0
+
+
+# A hiking group's chat (written for this test). Mara's messages carry words no one else writes.
+HIKE = "ridge-walkers"
+HIKE_LINES = [
+    ("tobias", "Who wants to do the ridge trail on Sunday morning? I can drive three people in my car."),
+    ("mara", "Count me in, though my knee still aches after the Quellbach relay, so I will take the lower path."),
+    ("lena", "I am coming too and I will bring a big thermos of tea and oat bars for everyone."),
+    ("mara", "My cousin Ottiline may join us; she came back from Hammerfest with a brand new telescope."),
+    ("tobias", "Good, then we meet at the bakery by the old bridge at seven sharp."),
+    ("mara", "I will carry the first aid pouch, refilled with blister plasters after the gorge weekend."),
+    ("lena", "The forecast says drizzle until nine, so everybody should pack a rain shell."),
+    ("tobias", "Noted. Parking at the trailhead costs four euros, bring coins for the machine."),
+    ("lena", "Other thing: the heating bill for the flat arrived, the quarter comes to 412 euros."),
+    ("mara", "I can transfer my part on Friday once the Brightwater invoice for my translation is paid."),
+    ("tobias", "Fine by me, I will pay mine tonight and keep the receipt on the fridge."),
+    ("mara", "Could we switch to the greener tariff next winter? Zephyrine at work saved quite a lot with it."),
+    ("lena", "Sounds sensible, let us compare the offers when the contract comes up for renewal."),
+    ("tobias", "Agreed, I will put a reminder in the shared calendar for October."),
+]
+MARAS_WORDS = [b"Quellbach", b"Ottiline", b"Hammerfest", b"blister plasters", b"Brightwater", b"Zephyrine"]
+
+
+async def test_kafka_delete_of_a_user_leaves_no_byte_of_her_texts_in_the_data_dir(
+    tmp_path, tansu_broker, redis_wm_url
+):
+    """A worker processes the chat into the data dir (SQLite store, graph memory); the Kafka deletion of one
+    user leaves none of her texts (as the erasure check looks for them) nor her own words in any file."""
+    data = tmp_path / "data"
+    src = tmp_path / "hike.jsonl"
+    src.write_text("".join(json.dumps({"chat_id": HIKE, "message_id": f"h{i}", "sender": who,
+                                       "ts": f"2024-05-0{1 + i // 8}T{8 + i % 8:02d}:00:00Z", "text": text}) + "\n"
+                           for i, (who, text) in enumerate(HIKE_LINES)), encoding="utf-8")  # fmt: skip
+    hosts = tansu_broker.hosts
+    bootstrap_topics(hosts, partitions=2)
+    produce_file(hosts, src, exact_offsets=True)
+    worker = spawn_worker(worker_env(tansu_broker, data, data / "memstream.db", redis_wm_url), tmp_path / "w.log")
+    try:
+        wait_idle(hosts, "memstream", timeout_s=120, poll_s=0.3)
+    finally:
+        assert stop(worker) == 0
+
+    hers = needles(text for who, text in HIKE_LINES if who == "mara")
+    others = needles(text for who, text in HIKE_LINES if who != "mara")
+
+    def words_in() -> dict[str, int]:
+        return {p.name: n for p in sorted(data.rglob("*")) if p.is_file()
+                and (n := sum(w in p.read_bytes() for w in MARAS_WORDS))}  # fmt: skip
+
+    assert remnant_files(data, hers) and "graph.db" in words_in()  # the worker stored her texts, the graph too
+
+    settings = Settings(data_dir=data, log_url=tansu_broker.url, store_url=f"sqlite:///{data / 'memstream.db'}",
+                        working_memory_url=redis_wm_url, embedder="none")  # fmt: skip
+    assert await delete_data(settings, HIKE, "mara", embedder=None) > 0
+    assert ("ridge-walkers", "mara") in read_ledger(hosts)
+    assert remnant_files(data, hers) == {}
+    assert words_in() == {}
+    assert remnant_files(data, others)  # the others' messages stay
