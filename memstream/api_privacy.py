@@ -19,6 +19,10 @@ async def deletion(request: Request, lanes: Lanes, chat_id: str, sender: str | N
     from memstream.ops import delete_report
 
     report = await lanes.exclusive(lambda c: delete_report(c, chat_id, sender))  # between batches
+    if (url := lanes.settings.resolved_log_url).startswith("kafka"):
+        from memstream.kafka_delete import tombstone_raw
+
+        await tombstone_raw(url, chat_id, sender)
     await request.app.state.audit.flush()  # a deletion is on record before it is acknowledged
     return {"deleted": report.removed, **report.as_dict(), "job_id": report.job_id, "state": "done"}
 

@@ -263,7 +263,12 @@ def delete(
             try:
                 if not force:
                     await check_delete(clients, chat, user)
-                return await delete_report(clients, chat, user)
+                report = await delete_report(clients, chat, user)
+                if settings.resolved_log_url.startswith("kafka"):
+                    from memstream.kafka_delete import tombstone_raw
+
+                    await tombstone_raw(settings.resolved_log_url, chat, user)
+                return report
             finally:
                 await clients.close()
 

@@ -10,6 +10,7 @@ same partition), and compaction removes the original.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from memstream.kafka_admin import _admin, _producer, end_offsets, read_ledger, read_topic, record_deletion
@@ -19,7 +20,9 @@ from streams.log import Record
 from streams.log_erase import raw_messages_of_records
 from streams.topics import RAW_MESSAGES
 
-__all__ = ["LedgerLog", "cleanup_policy", "raw_tombstones"]
+__all__ = ["LedgerLog", "cleanup_policy", "raw_tombstones", "tombstone_raw"]
+
+log = logging.getLogger("memstream.kafka_delete")
 
 
 class LedgerLog:
@@ -105,3 +108,14 @@ def _raw_by_partition(brokers: list[str]) -> dict[int, list[Record]]:
     """The raw topic's records up to its current end, by partition."""
     ends = {tp: end for tp, end in end_offsets(brokers, [RAW_MESSAGES.name]).items() if end > 0}
     return {tp.partition: read_topic(brokers, RAW_MESSAGES.name, {tp: end}) for tp, end in ends.items()}
+
+
+async def tombstone_raw(log_url: str, chat_id: str, user: str | None) -> int:
+    """The raw-topic part of ``memstream delete`` and the API's DELETE when the log is Kafka (the rest is the
+    embedded deletion, :func:`memstream.ops.delete_report`): the same tombstones ``memstream kafka delete``
+    writes, so every delete path leaves the brokers alike."""
+    from streams.kafka_log import brokers_of
+
+    written = await asyncio.to_thread(raw_tombstones, brokers_of(log_url), chat_id, user)
+    log.info("raw tombstones written", extra={"chat_id": chat_id, "records": written})
+    return written

@@ -5,6 +5,7 @@ in any file of the data dir."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -33,8 +34,26 @@ def _raw(chat: str, i: int, sender: str) -> Produce:
     return Produce(RAW_MESSAGES.name, key, key, json.dumps(msg))
 
 
+async def _plain_delete(settings: Settings, chat: str, user: str) -> None:
+    """``memstream delete`` with a Kafka log URL (the API's DELETE takes the same two steps)."""
+    from typer.testing import CliRunner
+
+    from memstream.cli import app
+
+    env = {"MEMSTREAM_LOG_URL": settings.log_url, "MEMSTREAM_STORE_URL": settings.store_url,
+           "MEMSTREAM_WORKING_MEMORY_URL": settings.working_memory_url, "MEMSTREAM_EMBEDDER": "none"}  # fmt: skip
+    args = ["delete", "--chat", chat, "--user", user, "--force", "--data-dir", str(settings.data_dir)]
+    out = await asyncio.to_thread(CliRunner().invoke, app, args, env=env)  # the command runs its own loop
+    assert out.exit_code == 0, out.output
+
+
+async def _kafka_delete(settings: Settings, chat: str, user: str) -> None:
+    await delete_data(settings, chat, user, embedder=None)
+
+
+@pytest.mark.parametrize("delete", [_kafka_delete, _plain_delete], ids=["kafka-delete", "delete"])
 async def test_kafka_delete_tombstones_the_users_raw_records_on_a_compacted_topic(
-    tmp_path, tansu_broker, redis_wm_url
+    tmp_path, tansu_broker, redis_wm_url, delete
 ):
     hosts = tansu_broker.hosts
     admin = _admin(hosts)
@@ -50,7 +69,7 @@ async def test_kafka_delete_tombstones_the_users_raw_records_on_a_compacted_topi
 
     settings = Settings(data_dir=tmp_path / "d", log_url=tansu_broker.url, store_url=f"sqlite:///{tmp_path / 's.db'}",
                         working_memory_url=redis_wm_url, embedder="none")  # fmt: skip
-    await delete_data(settings, "c", "u", embedder=None)
+    await delete(settings, "c", "u")
     assert ("c", "u") in read_ledger(hosts)
 
     after = _raw_by_partition(hosts)
