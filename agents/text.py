@@ -141,6 +141,15 @@ _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\
 _CJK_RE = re.compile(f"[{_CJK_CHARS}]")
 # Letters and digits of every other script (``\w`` minus underscore minus CJK).
 _ALNUM = f"[^\\W_{_CJK_CHARS}]"
+_LATIN_WORD_RE = re.compile(r"[A-Za-z]+")
+
+
+def is_cjk_text(text: str) -> bool:
+    """A text is CJK when it has at least as many CJK characters as Latin words (``我明天去 office`` is)."""
+    cjk = len(_CJK_RE.findall(text))
+    return cjk > 0 and cjk >= len(_LATIN_WORD_RE.findall(text))
+
+
 _TOKEN_RE = re.compile(f"(?P<cjk>[{_CJK_CHARS}]+)|(?P<word>{_ALNUM}+(?:['\u2019]{_ALNUM}+)*)")
 _ASCII_WORD_RE = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 _ASCII_CASED_WORD_RE = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z0-9]+)*")

@@ -203,6 +203,7 @@ async def _routed_systems(clients, questions: list[dict], console, folds: dict |
                           steps: QuestionProgress) -> tuple[dict, dict]:  # fmt: skip
     """routed, oracle-routed and routed-without-<strategy>, sharing query vectors and searches; with ``folds``
     (conversation -> the router layer fitted without its questions) also routed-heldout-router."""
+    from memstream.clients import served_router
     from retrieval.router.recipes import RouterConfig
 
     now = {}
@@ -214,7 +215,7 @@ async def _routed_systems(clients, questions: list[dict], console, folds: dict |
         _QueryVectors(clients.embedder) if clients.embedder else None,
         now,
     )
-    base = RouterConfig()
+    base = served_router(clients.settings.retrieval.supersession) or RouterConfig()  # as served
     steps.passes -= not folds  # no held-out pass without the fold models
     variants = {"routed": (base, False), "oracle-routed": (base, True)}
     variants |= {f"routed-without-{s}": (base.without(s), False) for s in STRATEGIES}

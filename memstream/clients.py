@@ -4,7 +4,6 @@ one registry (:data:`BACKENDS`), into the typed :class:`streams.clients.Clients`
 from __future__ import annotations
 
 import logging
-import re
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from agents.llm import LLMClient
+from agents.text import is_cjk_text
 from memstream.lane_queue import Busy
 from memstream.settings import Settings
 from retrieval.graph_protocols import GraphStore
@@ -177,15 +177,7 @@ EMBEDDER_RECORD = "embedder.txt"
 
 # ---- which embedder: recorded, asked for, or chosen from the data -------------------------------------
 
-_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
-_LATIN_WORD = re.compile(r"[A-Za-z]+")
 MOSTLY = 0.5  # share of sampled messages that must be CJK
-
-
-def is_cjk_text(text: str) -> bool:
-    """A message is CJK when it has at least as many CJK characters as Latin words (``我明天去 office`` is)."""
-    cjk = len(_CJK.findall(text))
-    return cjk > 0 and cjk >= len(_LATIN_WORD.findall(text))
 
 
 def mostly_cjk(texts: Iterable[str]) -> bool:
@@ -335,9 +327,11 @@ async def retrieve_as_served(clients: Clients, req: RetrieveRequest) -> Retrieve
 @lru_cache(maxsize=4)
 def served_router(supersession: str):
     """The served router: the default one, but for the supersession setting."""
-    if supersession == "off":
+    from retrieval.router.recipes import SupersessionConfig
+
+    if supersession == SupersessionConfig().model:
         return None
-    from retrieval.router.recipes import RouterConfig, SupersessionConfig
+    from retrieval.router.recipes import RouterConfig
 
     return RouterConfig(supersession=SupersessionConfig(model=supersession))
 

@@ -37,6 +37,6 @@ class RetrievalConfig(BaseModel):
     token_budget: int = 1500
     include_turns: bool = True
     include_memories: bool = True
-    # read-time supersession (retrieval.router.supersede): "off" (default), "auto" (the packaged weights) or a
-    # weights file; MEMSTREAM_RETRIEVAL__SUPERSESSION=auto turns it on for serve, query and the benches
-    supersession: str = "off"
+    # read-time supersession (retrieval.router.supersede): "auto" (the packaged weights; default), "off" or a
+    # weights file (MEMSTREAM_RETRIEVAL__SUPERSESSION, for serve, query and the benches)
+    supersession: str = "auto"

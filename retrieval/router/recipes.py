@@ -156,9 +156,8 @@ class SupersessionConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    # off by default: on natural chats it puts the newest value first far more often, but it still links
-    # unrelated later news to a fact (docs/BENCHMARKS.md, memory truth); "auto" = the packaged weights
-    model: str = "off"  # "auto" | "off" | path to a weights JSON
+    # on natural chats the newest value comes first far more often (docs/BENCHMARKS.md, memory truth)
+    model: str = "auto"  # "auto" (the packaged weights) | "off" | path to a weights JSON
     window: int = 15  # how many de-duplicated candidates the decision reads
     top: int = 10  # positions checked for a newer replacement
     threshold: float | None = None  # None: the model's own

@@ -4,9 +4,11 @@ layer and the layered context (the last stage of :mod:`retrieval.router.pipeline
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 
 from agents.text import count_tokens
 from retrieval.router import abstain, supersede
+from retrieval.router.abstain_parts import parts_memo
 from retrieval.router.asker import has_first_person, own_words_answer
 from retrieval.router.layers import render_layers
 from retrieval.router.state import Run
@@ -30,10 +32,12 @@ def uncovered(ranking: Ranking, n: int) -> list[int]:
     return kept
 
 
-async def newest_statements(store, run: Run, ranking: Ranking, update: float = 0.0) -> Ranking:
+async def newest_statements(store, run: Run, ranking: Ranking, update: float = 0.0, asked: Sequence[str] = (),
+                            tokens: Mapping[str, set[str]] | None = None) -> Ranking:  # fmt: skip
     """The ranking with each statement a newer candidate replaced right below its replacement, both noted
     (:func:`retrieval.router.supersede.reorder` over the first ``window`` de-duplicated candidates; ``update``:
-    the classifier's probability that the question asks for a changed value)."""
+    the classifier's probability that the question asks for a changed value; ``asked``: the participants the
+    question names; ``tokens``: the candidates' tokens, for whom each is about)."""
     cfg = run.cfg.supersession
     model = supersede.load_model(cfg.model)
     if model is None and not cfg.record_inputs:
@@ -43,15 +47,19 @@ async def newest_statements(store, run: Run, ranking: Ranking, update: float = 0
     cands = [ranking.scored[i][0] for i in kept]
     sources = list(dict.fromkeys(m for c in cands for m in c.doc.source_message_ids))
     vectors = await store.turn_vectors(run.req.chat_id, sources) if sources and store is not None else {}
-    items = [supersede.Item.of(c.doc, c.scores, c.fused, supersede.source_vector(c.doc.source_message_ids, vectors))
-             for c in cands]  # fmt: skip
+    unreadable = supersede.unreadable_by(run.cfg.abstention.embedder)
+    spans = parts_memo(run.participants, tokens or {})
+    items = [supersede.Item.of(c.doc, c.scores, c.fused, None if unreadable(c.doc.text) else
+                               supersede.source_vector(c.doc.source_message_ids, vectors),
+                               {who for who, toks, _ in spans(c) if toks}) for c in cands]  # fmt: skip
     detail: dict = ({"inputs": [x.to_json() for x in items], "names": run.participants, "update": update}
                     if cfg.record_inputs else {})  # fmt: skip
     if model is None or len(items) < 2:
         run.step("supersede", t0, links=[], **detail)
         return ranking
     order, links = supersede.reorder(items, run.req.query, model, names=run.participants, top=cfg.top,
-                                     threshold=cfg.threshold, update=update)
+                                     threshold=cfg.threshold, update=update, keep=run.slot_answers,
+                                     asked=[n for n in asked if n in run.participants])
     run.step("supersede", t0, links=[vars(x) for x in links], **detail)
     if not links:
         return ranking
@@ -112,7 +120,8 @@ async def finish(store, run: Run, graph, qa, classification, ranking: Ranking, c
         verdict = verdict.model_copy(update={"abstain": True, "reason": "no_match", "decided_by": "empty_window"})
     run.step("abstain", t0, **verdict.model_dump())
     if not verdict.abstain:  # after the check, which reads the candidates in relevance order
-        ranking = await newest_statements(store, run, ranking, classification.probs.get("knowledge_update", 0.0))
+        ranking = await newest_statements(store, run, ranking, classification.probs.get("knowledge_update", 0.0),
+                                          [*qa.names, *([run.asker_name] if run.asker_name else [])], ctx.tokens)
     if run.profile and not verdict.abstain:  # after the check, which reads the searches' evidence only
         top = ranking.scored[0][1] if ranking.scored else 0.0
         ranking.scored = [(c, top + 1.0 - 1e-3 * i) for i, c in enumerate(run.profile)] + ranking.scored

