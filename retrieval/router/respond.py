@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 
 from agents.text import count_tokens
+from retrieval.protocols import MemoryFilter
 from retrieval.router import abstain, supersede
 from retrieval.router.abstain_parts import parts_memo
 from retrieval.router.asker import has_first_person, own_words_answer
@@ -58,7 +59,8 @@ async def newest_statements(store, run: Run, ranking: Ranking, update: float = 0
         run.step("supersede", t0, links=[], **detail)
         return ranking
     order, links = supersede.reorder(items, run.req.query, model, names=run.participants, top=cfg.top,
-                                     threshold=cfg.threshold, update=update, keep=run.slot_answers,
+                                     threshold=cfg.threshold, update=update,
+                                     blocked=await other_attribute(store, run, items),
                                      asked=[n for n in asked if n in run.participants])
     run.step("supersede", t0, links=[vars(x) for x in links], **detail)
     if not links:
@@ -69,6 +71,30 @@ async def newest_statements(store, run: Run, ranking: Ranking, update: float = 0
     rest = [cs for i, cs in enumerate(ranking.scored) if i not in taken]
     notes = supersede.notes_for(items, links, ranking.notes)
     return Ranking(ranking.strategy, head + rest, notes, ranking.lines, ranking.chronological)
+
+
+async def other_attribute(store, run: Run, items: Sequence[supersede.Item]) -> set[tuple[str, str]]:
+    """``(answer, newer)`` doc ids where ``answer`` is a live value of the asked slot and ``newer`` stated
+    another attribute of the same subject, and not this one, as the facts distilled from its messages say
+    (the meeting's new time is no new room). A newer line no fact was read from may still replace the answer:
+    the slot may have missed a change said without its subject."""
+    if not run.slot_answers or store is None:
+        return set()
+    answers = [r for i in run.slot_answers if (r := await store.get_memory(run.req.chat_id, i)) and r.attribute]
+    sources = sorted({m for x in items for m in x.sources})
+    if not answers or not sources:
+        return set()
+    stated: dict[str, set[tuple[str, str]]] = {}  # message id -> (subject, attribute) of the facts read from it
+    for r in await store.find_memories(run.req.chat_id, MemoryFilter(kinds=["fact"], message_ids=sources, state="all")):
+        for m in r.source_message_ids if r.attribute else ():
+            stated.setdefault(m, set()).add(((r.subject or "").casefold(), r.attribute))
+    out = set()
+    for a in answers:
+        for x in items:
+            said = {attr for m in x.sources for subj, attr in stated.get(m, ()) if subj == (a.subject or "").casefold()}
+            if said and a.attribute not in said:
+                out.add((a.memory_id, x.doc_id))
+    return out
 
 
 def to_items(ranking: Ranking, k: int, layer: str) -> list[RetrievedItem]:

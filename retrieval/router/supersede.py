@@ -275,15 +275,15 @@ class Link:
 
 def reorder(items: Sequence[Item], question: str, model: SupersedeModel, *, names: Sequence[str] = (),
             top: int = 10, threshold: float | None = None, update: float = 0.0,
-            keep: Collection[str] = (), asked: Collection[str] = ()) -> tuple[list[int], list[Link]]:  # fmt: skip
+            blocked: Collection[tuple[str, str]] = (), asked: Collection[str] = ()) -> tuple[list[int], list[Link]]:  # fmt: skip
     """The items' order with each replaced statement right below what replaced it, and the links made.
 
     Positions are visited best first, up to ``top``: at each, the most probable newer replacement found
     further down the list takes the position when its probability reaches the threshold; the visited item
-    moves down one place and the newcomer is visited in its turn. A pair is linked at most once. Items in
-    ``keep`` (doc ids: the asked slot's live values, which know the attribute a change touched) are never
-    replaced: a new date of a meeting is no new room. When the question names participants (``asked``), a
-    statement about one of them is never replaced by one about someone else alone."""
+    moves down one place and the newcomer is visited in its turn. A pair is linked at most once, and never
+    one of ``blocked`` (``(older, newer)`` doc ids: a new date of a meeting is no new room). When the question
+    names participants (``asked``), a statement about one of them is never replaced by one about someone else
+    alone."""
     order = list(range(len(items)))
     links: list[Link] = []
     if len(items) < 2:
@@ -294,11 +294,9 @@ def reorder(items: Sequence[Item], question: str, model: SupersedeModel, *, name
     pos = 0
     while pos < min(top, len(order)):
         old = order[pos]
-        if items[old].doc_id in keep:
-            pos += 1
-            continue
         newer = [j for j in order[pos + 1 :] if items[j].ts > items[old].ts and (old, j) not in tried
-                 and not other_subject(items[old], items[j], asked)]  # fmt: skip
+                 and not other_subject(items[old], items[j], asked)
+                 and (items[old].doc_id, items[j].doc_id) not in blocked]  # fmt: skip
         best, best_p = None, t
         for j in newer:
             tried.add((old, j))

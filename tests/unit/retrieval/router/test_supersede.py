@@ -131,9 +131,9 @@ def test_an_english_only_model_never_pairs_chinese_statements_by_vector():
     assert [(x.old, x.new) for x in linked] == [("z0", "z1")] and unlinked == []
 
 
-def test_the_asked_slots_live_value_is_never_replaced():
-    """The slot step knows which attribute a change touched; a newer line about another one replaces nothing."""
-    order, links = reorder(ITEMS, "Where does the book club meet?", _model(), names=["Priya"], keep={"d0"})
+def test_a_blocked_pair_is_never_linked():
+    """The router blocks an asked slot's value and a newer line that changed another attribute of its subject."""
+    order, links = reorder(ITEMS, "Where does the book club meet?", _model(), names=["Priya"], blocked={("d0", "d1")})
     assert order == [0, 1, 2, 3] and links == []
 
 
