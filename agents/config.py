@@ -74,10 +74,10 @@ class SegmenterConfig(BaseModel):
     w_link: float = 1.0
     w_link_self: float = 0.5
     # two-person chats (agents/segment_shift.py): a learned topic-shift model decides whether a turn continues
-    # the previous turn's topic or opens a new one (off: the join score and threshold decide, as elsewhere;
-    # on two-party dialogue that over-splits, docs/BENCHMARKS.md "Two-party topic shifts"). Still off until
-    # LoCoMo (two-party too) is re-measured with it on
-    dyadic_shift: bool = False
+    # the previous turn's topic or opens a new one (off: the join score and threshold decide, as in group
+    # chats, which on two-party dialogue do worse than cutting at every turn; docs/BENCHMARKS.md "Two-party
+    # topic shifts")
+    dyadic_shift: bool = True
     shift_weights: str | None = None  # a weight file of your own (python -m bench.tiage_train --out FILE)
     # per-chat pace: time_decay_half_life_s and user_window_s are multiplied by clamp(median recent gap /
     # pace_reference_s, pace_min, pace_max) (agents/segment_signals.pace_scale). Off by default: on IRC dev,

@@ -128,9 +128,14 @@ def default_shift_weights(path: str | None = None) -> ShiftWeights:
     return ShiftWeights.model_validate(json.loads(raw))
 
 
-def is_dyadic(msg: LinkMsg, window: list[LinkMsg]) -> bool:
-    """Two people (or one) in the window and this message, and at least one earlier turn."""
-    return bool(window) and len({msg.sender, *(m.sender for m in window)}) <= 2
+GROUP_DIALOGUE_TURNS = 6  # earlier turns of two people alone before a group chat reads as a dialogue
+
+
+def is_dyadic(msg: LinkMsg, window: list[LinkMsg], private: bool = True) -> bool:
+    """Two people (or one) in the window and this message, and at least one earlier turn; in a group chat at
+    least ``GROUP_DIALOGUE_TURNS`` of them (a group's first two speakers are not a dialogue yet)."""
+    need = 1 if private else GROUP_DIALOGUE_TURNS
+    return len(window) >= need and len({msg.sender, *(m.sender for m in window)}) <= 2
 
 
 def _reference(vecs: list[np.ndarray]) -> tuple[float, float, list[float]] | None:

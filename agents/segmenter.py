@@ -86,7 +86,7 @@ def step(
         pool.recent_best = [*pool.recent_best, scored[0][0][0]][-RECENT_BEST_MAX:]
     replied = pool.msg_topic.get(msg.reply_to) if msg.reply_to else None
     explicit = next((x for x in scored if x[1].topic_id == replied), None)
-    dyad = None if explicit is not None else _dyadic(pool, lm, f, msg.text, cfg)
+    dyad = None if explicit is not None else _dyadic(pool, lm, f, msg.text, cfg, msg.chat_type == "private")
     if dyad is not None:  # a two-person chat: the shift model decides between the previous turn's topic and a new one
         choice = None if dyad[0] else next(x for x in scored if x[1] is dyad[1])
     else:  # an explicit reply has priority (design doc 3.2.1)
@@ -128,11 +128,12 @@ def _weight(cfg: SegmenterConfig, signal: str) -> float:
     return getattr(cfg, f"w_{signal}")
 
 
-def _dyadic(pool: ChatPool, lm, f: Features, text: str, cfg: SegmenterConfig) -> tuple[bool, ActiveTopic] | None:
+def _dyadic(pool: ChatPool, lm, f: Features, text: str, cfg: SegmenterConfig,
+            private: bool) -> tuple[bool, ActiveTopic] | None:  # fmt: skip
     """In a two-person chat with ``dyadic_shift`` on: does the turn shift topic (the learned model of
     :mod:`agents.segment_shift`), and the active topic of the previous turn it would otherwise continue.
     None: not a dialogue, or the previous turn's topic is closed; the join score decides."""
-    if not cfg.dyadic_shift or not is_dyadic(lm, pool.window):
+    if not cfg.dyadic_shift or not is_dyadic(lm, pool.window, private):
         return None
     previous = pool.topic(pool.msg_topic.get(pool.window[-1].message_id, ""))
     if previous is None:

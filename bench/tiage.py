@@ -86,6 +86,7 @@ def dialog_messages(dialog_id: str, turns: list[Turn]) -> list[ChatMessage]:
             sender=turn.speaker or ("A" if i % 2 == 0 else "B"),
             ts=_START + timedelta(minutes=i),
             text=turn.text,
+            chat_type="private",  # two people: a dialogue set
             platform="tiage",
         )
         for i, turn in enumerate(turns)

@@ -36,7 +36,7 @@ LINES = [
     ("carol", "should I bake it in a dutch oven at high heat?"),
     ("dave", "yes, 250 degrees with the lid on for the first twenty minutes"),
 ]
-GLUE = SegmenterConfig(threshold=-10.0)  # every message joins the open topic: one glued topic
+GLUE = SegmenterConfig(dyadic_shift=False, threshold=-10.0)  # every message joins the open topic: one glued topic
 AUDIT = dict(split=True, break_similarity=0.3, window=3, min_part=3)
 
 

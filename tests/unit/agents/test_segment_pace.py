@@ -10,7 +10,7 @@ from agents.segmenter import ChatPool, step
 from schemas import ChatMessage
 
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
-OFF = SegmenterConfig(slow_max=1.0, vocative=False, named_reply=0.0, threshold_revision=0.0)
+OFF = SegmenterConfig(dyadic_shift=False, slow_max=1.0, vocative=False, named_reply=0.0, threshold_revision=0.0)
 NAMES = {"priya": "priya", "marco": "marco", "olive": "olive"}
 
 
@@ -27,7 +27,7 @@ def run(msgs: list[ChatMessage], cfg: SegmenterConfig) -> tuple[ChatPool, dict[s
 
 
 def test_slow_scale_stretches_only_slow_chats_and_trusts_the_first_gaps_less():
-    cfg = SegmenterConfig()
+    cfg = SegmenterConfig(dyadic_shift=False)
     assert slow_scale([], cfg) == 1.0
     assert slow_scale([5.0] * 50, cfg) == slow_scale([30.0] * 50, cfg) == 1.0  # IRC, LoCoMo turns: unchanged
     one, four = slow_scale([420.0], cfg), slow_scale([420.0] * 4, cfg)
@@ -35,7 +35,7 @@ def test_slow_scale_stretches_only_slow_chats_and_trusts_the_first_gaps_less():
     assert abs(one - 7.0 ** (1 / 3)) < 1e-9  # the prior weighs two gaps
     assert slow_scale([3600.0] * 20, cfg) == cfg.slow_max
     assert slow_scale([420.0] * 4, OFF) == 1.0
-    assert slow_scale([420.0] * 4, SegmenterConfig(pace_adaptive=True)) == 1.0  # the symmetric scale instead
+    assert slow_scale([420.0] * 4, SegmenterConfig(dyadic_shift=False, pace_adaptive=True)) == 1.0  # the symmetric scale instead
 
 
 def test_a_slow_chat_keeps_a_quiet_topic_open_where_a_fast_one_closes_it():
@@ -45,12 +45,12 @@ def test_a_slow_chat_keeps_a_quiet_topic_open_where_a_fast_one_closes_it():
     ]
     slow = [m.model_copy(update={"reply_to": slow[0].message_id}) if i else m for i, m in enumerate(slow)]
     later = msg(9, "priya", "which book club novel this month", 14 + 25)  # 25 minutes of silence
-    on = SegmenterConfig(slow_idle=True)
+    on = SegmenterConfig(dyadic_shift=False, slow_idle=True)
     pool, _ = run(slow, on)
     assert len(pool.topics) == 1 and features(later, None, pool, on).pace > 1.5
     pool_on, events = step(pool, later, None, on)
     assert not [e for e in events if e.kind.value == "closed"] and len(pool_on.topics) == 1
-    for cfg in (OFF, SegmenterConfig()):  # slow_idle is off by default: 15 silent minutes close it
+    for cfg in (OFF, SegmenterConfig(dyadic_shift=False)):  # slow_idle is off by default: 15 silent minutes close it
         _, events = step(run(slow, cfg)[0], later, None, cfg)
         assert any(e.kind.value == "closed" and e.reason == "idle" for e in events)
 
@@ -69,7 +69,7 @@ def test_a_name_after_thanks_or_a_final_comma_addresses_that_person():
 def test_thanks_to_the_opener_continues_her_topic_in_a_slow_chat():
     first = msg(1, "priya", "Reminder: the book club meets at Olive's place this Thursday at 7pm.", 0)
     thanks = msg(2, "marco", "Thanks Priya. I'm bringing the wine as usual.", 7)
-    _, on = run([first, thanks], SegmenterConfig())
+    _, on = run([first, thanks], SegmenterConfig(dyadic_shift=False))
     _, off = run([first, thanks], OFF)
     assert on[thanks.message_id] == on[first.message_id]
     assert off[thanks.message_id] != off[first.message_id]  # seven minutes of decay and no shared word
@@ -84,17 +84,17 @@ def test_a_revision_refers_back_to_the_conversation_a_plain_new_subject_does_not
     revision = msg(4, "olive", "Small change: the book club meets at Marco's flat on thursday instead", 21)
     bare = msg(4, "olive", "the book club meets at Marco's flat on thursday instead", 21)
     unrelated = msg(4, "olive", "my sister hannah is visiting from dublin next week, any hotel tips?", 21)
-    _, with_cue = run([*base, revision], SegmenterConfig())
-    _, plain = run([*base, unrelated], SegmenterConfig())
+    _, with_cue = run([*base, revision], SegmenterConfig(dyadic_shift=False))
+    _, plain = run([*base, unrelated], SegmenterConfig(dyadic_shift=False))
     assert with_cue[revision.message_id] == with_cue[base[0].message_id]
-    pool, _ = run(base, SegmenterConfig())
+    pool, _ = run(base, SegmenterConfig(dyadic_shift=False))
     bar = [
-        effective_threshold(pool, features(m, None, pool, SegmenterConfig()), SegmenterConfig())
+        effective_threshold(pool, features(m, None, pool, SegmenterConfig(dyadic_shift=False)), SegmenterConfig(dyadic_shift=False))
         for m in (revision, bare)
     ]
     assert (
         bar[0] <= bar[1] - 0.25
     )  # the cue lowers the bar (and the linker's new-conversation bump is dropped)
     assert plain[unrelated.message_id] != plain[base[0].message_id]  # a real change of subject still splits
-    assert features(revision, None, ChatPool(chat_id="club"), SegmenterConfig()).revision
+    assert features(revision, None, ChatPool(chat_id="club"), SegmenterConfig(dyadic_shift=False)).revision
     assert not features(revision, None, ChatPool(chat_id="club"), OFF).revision

@@ -66,11 +66,15 @@ def test_dyadic_means_two_people_and_a_previous_turn():
     two = [lm(0, "A", "x"), lm(1, "B", "y")]
     assert is_dyadic(lm(2, "A", "z"), two) and not is_dyadic(lm(0, "A", "z"), [])
     assert not is_dyadic(lm(2, "C", "z"), two)
+    assert not is_dyadic(lm(2, "A", "z"), two, private=False)  # a group's first two speakers: no dialogue yet
+    six = [lm(i, "AB"[i % 2], "z") for i in range(6)]
+    assert is_dyadic(lm(6, "A", "z"), six, private=False) and not is_dyadic(lm(6, "C", "z"), six, private=False)
 
 
 def chat(turns: list[tuple[str, str]], chat_id: str = "d") -> list[ChatMessage]:
     return [
-        ChatMessage(chat_id=chat_id, message_id=f"m{i}", sender=s, ts=T0 + timedelta(minutes=i), text=t)
+        ChatMessage(chat_id=chat_id, message_id=f"m{i}", sender=s, ts=T0 + timedelta(minutes=i), text=t,
+                    chat_type="private")
         for i, (s, t) in enumerate(turns)
     ]
 

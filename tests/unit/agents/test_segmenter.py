@@ -13,7 +13,7 @@ from agents.segmenter import ChatPool, affinity, close_idle, dump_pools, flush, 
 from schemas import ChatMessage, TopicEventKind
 
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
-CFG = SegmenterConfig()
+CFG = SegmenterConfig(dyadic_shift=False)
 
 
 def msg(i: int, sender: str, text: str, *, at: float | None = None, chat: str = "g1", **kw) -> ChatMessage:
@@ -114,7 +114,7 @@ def test_close_idle_and_flush_use_the_given_time():
 
 
 def test_pool_bound_evicts_the_least_recently_active_topic():
-    cfg = SegmenterConfig(max_active_topics=3)
+    cfg = SegmenterConfig(dyadic_shift=False, max_active_topics=3)
     subjects = ["kernel panic on boot", "printer offline", "vpn split tunnel", "gpu fan noise"]
     messages = [msg(i, f"user{i}", f"question: {s}?", at=i * 5) for i, s in enumerate(subjects)]
     pool, events = run(messages, cfg=cfg)
@@ -197,13 +197,13 @@ def test_vectors_pull_a_message_to_the_similar_topic():
         msg(1, "bob", "second subject there", at=10),
         msg(2, "carol", "more words", at=20),
     ]
-    _, events = run(lines, vectors=[a, b, a], cfg=SegmenterConfig(use_linker=False))  # the vector signal alone
+    _, events = run(lines, vectors=[a, b, a], cfg=SegmenterConfig(dyadic_shift=False, use_linker=False))  # the vector signal alone
     topics = topic_of(events)
     assert topics["m2"] == topics["m0"] != topics["m1"]
 
 
 def test_near_duplicate_topics_merge():
-    cfg = SegmenterConfig(merge_similarity=0.9, merge_min_messages=2)
+    cfg = SegmenterConfig(dyadic_shift=False, merge_similarity=0.9, merge_min_messages=2)
     v = np.ones(8, dtype=np.float32)
     lines = [
         msg(0, "alice", "gpu driver crash", at=0),
@@ -240,7 +240,7 @@ def test_near_duplicate_topics_merge():
 
 
 def test_soft_membership_weights_a_close_runner_up():
-    cfg = SegmenterConfig(soft_ratio=0.5, use_linker=False)  # the linker would favour one of the two
+    cfg = SegmenterConfig(dyadic_shift=False, soft_ratio=0.5, use_linker=False)  # the linker would favour one of the two
     lines = [
         msg(0, "alice", "printer on floor two is jammed", at=0),
         msg(1, "bob", "printer toner is empty on floor three", at=5),
