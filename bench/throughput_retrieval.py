@@ -47,7 +47,8 @@ def percentiles(ms: list[float]) -> dict[str, float]:
 
 
 async def latencies(store: Any, embedder: Any, questions: list[tuple[str, str]], *, llm: Any = None,
-                    graph: Any = None, now: dict | None = None, warmup: int = 5) -> dict[str, dict]:  # fmt: skip
+                    graph: Any = None, now: dict | None = None, warmup: int = 5,
+                    router: Any = None) -> dict[str, dict]:  # fmt: skip
     """Per mode: p50/p95/p99 ms of ``retrieval.service.retrieve`` over ``questions`` (after ``warmup``), and
     the same of the process's CPU time (``cpu_ms``: every thread, the embedder's included), which other jobs
     on the machine disturb less than the wall clock. The router is warmed first as ``memstream serve`` warms
@@ -63,7 +64,7 @@ async def latencies(store: Any, embedder: Any, questions: list[tuple[str, str]],
         for i, (chat, question) in enumerate(questions[:warmup] + questions):
             req = RetrieveRequest(chat_id=chat, query=question, k=10, mode=mode, now=(now or {}).get(chat))
             t0, c0 = time.perf_counter(), time.process_time()
-            await retrieve(store, embedder, req, llm=llm, graph=graph)
+            await retrieve(store, embedder, req, llm=llm, graph=graph, router=router)
             if i >= min(warmup, len(questions)):
                 took.append(1000 * (time.perf_counter() - t0))
                 cpu.append(1000 * (time.process_time() - c0))
@@ -72,7 +73,7 @@ async def latencies(store: Any, embedder: Any, questions: list[tuple[str, str]],
 
 
 async def at_locomo_size(data_dir: Path, embedder: str, locomo: Path, max_questions: int) -> dict:
-    from memstream.clients import build_clients
+    from memstream.clients import build_clients, served_router
     from memstream.settings import Settings
 
     clients = await build_clients(Settings(data_dir=data_dir, embedder=embedder))
@@ -85,8 +86,8 @@ async def at_locomo_size(data_dir: Path, embedder: str, locomo: Path, max_questi
             docs += len(msgs)
             if msgs:
                 now[chat] = msgs[-1].ts + timedelta(days=1)
-        result = await latencies(clients.store, clients.embedder, questions, llm=clients.llm,
-                                 graph=clients.graph, now=now)  # fmt: skip
+        result = await latencies(clients.store, clients.embedder, questions, llm=clients.llm, graph=clients.graph,
+                                 now=now, router=served_router(clients.settings.retrieval.supersession))  # as served
         return {"chats": len(chats), "messages": docs, "questions": len(questions), **result}
     finally:
         await clients.close()

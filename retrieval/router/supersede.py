@@ -33,7 +33,7 @@ from agents.extract.plan_moves import moves_plan
 from agents.extract.slots import states_replacement
 from agents.extract.text import is_question
 from agents.lazy_re import lazy
-from agents.text import extract_keywords, is_cjk_text
+from agents.text import extract_keywords, is_cjk_text, text_cache
 from retrieval.router.abstain_calib import Component
 
 __all__ = ["FEATURES", "Frame", "Item", "Link", "SupersedeModel", "asks_past", "load_model", "pair_features", "related",
@@ -60,8 +60,14 @@ def asks_past(question: str) -> bool:
 
 
 def _read(text: str) -> dict[str, Any]:
-    return {"words": frozenset(extract_keywords(text)), "question": is_question(text.strip()),
-            "change": states_replacement(text) or moves_plan(text), "now": _NOW.search(text) is not None}
+    return dict(_reading(text))
+
+
+@text_cache(1 << 13)
+def _reading(text: str) -> tuple[tuple[str, Any], ...]:
+    """What an item's text says, once per text (a chat's questions find many of the same items)."""
+    return (("words", frozenset(extract_keywords(text))), ("question", is_question(text.strip())),
+            ("change", states_replacement(text) or moves_plan(text)), ("now", _NOW.search(text) is not None))
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,8 @@ class Item:
         return cls(doc_id=doc.doc_id, text=doc.text, kind=str(doc.kind), ts=doc.ts, topic_id=doc.topic_id,
                    **_read(doc.text), cosine=float(scores.get("cosine") or 0.0), bm25=float(scores.get("bm25") or 0.0),
                    fused=float(fused), sources=tuple(doc.source_message_ids), speaker=getattr(doc, "speaker", None),
-                   vector=None if vector is None else tuple(float(v) for v in vector), about=frozenset(about))  # fmt: skip
+                   vector=None if vector is None else tuple(np.asarray(vector, dtype=float).tolist()),
+                   about=frozenset(about))  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         return {"doc_id": self.doc_id, "text": self.text, "kind": self.kind, "ts": self.ts.isoformat(),
