@@ -5,8 +5,8 @@
 Ingests ``FILE`` into a fresh ``DIR`` (the model loaded first, outside the clock) with every stage batch of
 the embedded runner and every forward on the model's threads timestamped. Prints the wall and CPU seconds,
 how long the model was busy, each stage's time, records and first/last batch, and the model's busy fraction
-in each second: where that fraction drops while a stage runs, the model waited for the event loop (session
-20's part of docs/BENCHMARKS.md). ``--out`` writes the events: ``[kind, name, start_s, end_s, items]``.
+in each second: where that fraction drops while a stage runs, the model waited for the event loop.
+``--out`` writes the events: ``[kind, name, start_s, end_s, items]``.
 The wrappers are installed in this process only, for this run.
 """
 
