@@ -216,6 +216,29 @@ def _spread(values: list[float]) -> float:
     return max(values) - sum(values) / len(values) if values else 0.0
 
 
+FAMILY_PREFIX = 5  # letters two words of one family share at least ("rehears" / "rehearsal")
+
+
+def same_family(key: str, token: str) -> bool:
+    """Two light-stemmed English words of one family, which the light stemmer leaves apart ("rehears" and
+    "rehearsal", "injury" and "injur"): all but the shorter's last two letters, and at least
+    ``FAMILY_PREFIX``, begin the longer."""
+    short, long_ = sorted((key, token), key=len)
+    if len(short) < FAMILY_PREFIX or not short.isascii() or not short.isalpha():
+        return False
+    return long_.startswith(short[: max(FAMILY_PREFIX, len(short) - 2)])
+
+
+def with_word_families(tokens: dict[str, set[str]], keys: dict[str, float]) -> dict[str, set[str]]:
+    """Each item's tokens plus the question's keywords it has a word of the same family of: the check's
+    coverage reads what was said, not which suffix it was said with."""
+    out = {}
+    for doc_id, toks in tokens.items():
+        extra = {k for k in keys if k not in toks and any(same_family(k, t) for t in toks)}
+        out[doc_id] = toks | extra if extra else toks
+    return out
+
+
 def check(
     ranked: list[Cand],
     names: list[str],
@@ -231,6 +254,7 @@ def check(
     from retrieval.router.abstain_calib import model_for
 
     top = ranked[: cfg.window]
+    tokens = with_word_families(tokens, keys)
     ev = evidence(top, names, participants, tokens, keys, cfg.rank_decay, query, deep=ranked)
     f = ev.features
     subject = names[0] if len({n.casefold() for n in names}) == 1 else None

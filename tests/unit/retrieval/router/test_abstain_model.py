@@ -362,3 +362,14 @@ def test_a_participants_name_is_one_word_before_kin():
     assert abstain.named_people("小美的妹妹在哪上班？", ["小美", "阿杰"]) == ["妹妹"]
     assert abstain.named_people("阿杰的老婆喜欢什么花？", ["小美", "阿杰"]) == ["老婆"]
     assert abstain.named_people("老周的孩子叫什么？", ["老周", "小钱"]) == ["孩子"]  # a child, never named
+
+
+def test_words_of_one_family_count_as_found():
+    """The light stemmer leaves "rehearse" and "rehearsals" apart; the check's coverage reads them as one word."""
+    said = set(tokenize("Choir rehearsals moved to the school gym"))
+    keys = {t: 1.0 for t in tokenize("Where do they rehearse?")}
+    assert not set(keys) <= said and set(keys) <= abstain.with_word_families({"d": said}, keys)["d"]
+    assert abstain.same_family("injury", "injur") and abstain.same_family("photo", "photographer")
+    assert not abstain.same_family("harp", "harpoon") and not abstain.same_family("国家", "国家队")
+    untouched = {"d": set(tokenize("The gym has an upright piano"))}
+    assert abstain.with_word_families(untouched, {"harp": 1.0}) == untouched  # a near miss stays a miss
