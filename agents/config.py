@@ -146,9 +146,9 @@ class AuditConfig(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     close_check: bool = True  # run the close-time check (cohesion and soft repair; the repairs below if on)
-    # Off by default, both measured on IRC dev with leave-files-out (docs/BENCHMARKS.md): split raised VI
-    # +0.17 and 1-1 +0.36 but cost 1.0 exact F1; merge cost 0.25 VI and 0.6 1-1. The audit reports their
-    # proposals either way; these flags gate applying them (close time and ``memstream audit --apply``).
+    # Off by default: on IRC dev, files held out, both cost exact-match F1 (docs/BENCHMARKS.md). The audit
+    # reports their proposals either way; these flags gate applying them (close time and ``memstream audit
+    # --apply``).
     split: bool = False  # split a topic at a semantic break no link or person crosses
     merge: bool = False  # merge near-duplicate recently closed topics
     # semantic break: adjacent windows of ``window`` primary messages whose centroids' cosine is below

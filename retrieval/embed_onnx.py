@@ -158,7 +158,7 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
             opts.inter_op_num_threads = 1
             opts.log_severity_level = 3
             # no busy-waiting between forwards: the model is called in bursts between the stages' Python work on
-            # the same cores, and spinning threads took ~40% more CPU for the same vectors (5.3 vs 9 CPU-s, 300 texts)
+            # the same cores, and spinning threads burn CPU those stages need, for the same vectors
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
             try:
                 sessions[threads] = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])

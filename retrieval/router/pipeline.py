@@ -79,7 +79,7 @@ def extra_specs(run: Run, qa: QueryAnalysis, recipes: list[StrategyRecipe]) -> l
         for i, sq in enumerate(qa.subqueries[:3]):  # "sub": one per named entity; "focus": the keywords alone
             # a "focus" search ranks the keywords by BM25 beside the question's own vector: its text (stems,
             # "Melanie kid lik") is no better a kNN query than the question, and a second text in the question's
-            # forward cost ~1.5-2 ms, the latency tail (LoCoMo dev: routed R_all@10 the same, p95 ~4 ms less)
+            # forward made the latency tail, for no recall
             label, embed = (f"sub{i}", sq) if i < per_entity else (f"focus{i}", req.query)
             specs.append(main_spec(req, base, sq, label=label, embed_text=embed, weight=0.5))
     return specs
