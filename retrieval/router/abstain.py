@@ -27,20 +27,22 @@ the probability exceeds the model's F1-best threshold, for the more likely compo
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.text import has_cjk
 from retrieval.router.abstain_focus import focus_sides
-from retrieval.router.abstain_names import GENERIC, mentioned, named_entities, named_people
+from retrieval.router.abstain_names import GENERIC, asks_person, mentioned, named_entities, named_people
 from retrieval.router.abstain_parts import about, distinct, is_question, parts, parts_memo, said_by
 from retrieval.router.candidates import Cand
 from retrieval.router.recipes import AbstentionConfig
 from retrieval.router.scoring import coverage
 
-__all__ = ["COMPONENTS", "FEATURES", "Evidence", "Verdict", "about", "check", "distinct", "evidence",
-           "focus_sides", "forced", "is_question", "parts", "rules", "said_by"]
+__all__ = ["COMPONENTS", "FEATURES", "Evidence", "Verdict", "about", "asks_person", "check", "distinct", "evidence",
+           "focus_sides", "forced", "is_question", "named_in_others", "names_in_line", "parts", "rules", "said_by"]
 
 
 class Verdict(BaseModel):
@@ -239,6 +241,38 @@ def with_word_families(tokens: dict[str, set[str]], keys: dict[str, float]) -> d
     return out
 
 
+_GREETING = r"(?:hey|hi|hello|yo|thanks|thank you|congrats|congratulations|ok|okay|oh|wow|sorry|dear|morning|night)"
+
+
+def _vocative(text: str, at: int, end: int) -> bool:
+    """Whether the name at ``text[at:end]`` addresses its person ("Hey John!", "thanks, Tomek.", "苏苏，…")
+    rather than speaking of them ("covers Tomek's shifts")."""
+    after = text[end:end + 1]
+    if after and after not in ",!?.;:，！？。；：~…":
+        return False
+    before = text[:at].rstrip()
+    return (not before or before[-1] in ",.!?;:，。！？；：\n-—(" or
+            re.search(rf"(?i)\b{_GREETING}$", before) is not None)  # fmt: skip
+
+
+def names_in_line(text: str, first: str) -> bool:
+    """``first`` (a participant's first name) is spoken of in ``text``, not only addressed."""
+    pattern = re.escape(first) if has_cjk(first) else rf"(?i)\b{re.escape(first)}\b"
+    return any(not _vocative(text, m.start(), m.end()) for m in re.finditer(pattern, text))
+
+
+def named_in_others(top: list[Cand], names: list[str], participants: list[str]) -> bool:
+    """Someone other than the participant the question names speaks of them (by first name, not addressing
+    them): for a question asking *who*, that line is about them, with another person as the answer."""
+    named = {n.casefold() for n in names}
+    firsts = [n.split()[0] for n in names if n.split()]
+    for c in top:
+        who = said_by(c, participants)
+        if who is not None and who.casefold() not in named and any(names_in_line(c.doc.text, f) for f in firsts):
+            return True  # fmt: skip
+    return False
+
+
 def check(
     ranked: list[Cand],
     names: list[str],
@@ -266,6 +300,8 @@ def check(
     model = model_for(cfg)
     if model is not None:
         parts = model.parts(f)
+        if asks_person(query) and named_in_others(top[:5], names, participants):
+            parts.pop("other_subject", None)  # "who covers Tomek's shifts": another's line about him answers it
         p = 1.0 - math.prod(1.0 - q for q in parts.values())
         # the reason is the more likely component's, when something matching is about someone else (their
         # items stay as related memory): the other-subject component also fires when the named person's

@@ -8,7 +8,7 @@ import re
 
 from agents.text import LazyTokens, has_cjk, tokenize
 
-__all__ = ["GENERIC", "mentioned", "named_entities", "named_people"]
+__all__ = ["GENERIC", "asks_person", "mentioned", "named_entities", "named_people"]
 
 
 # capitalised words that name no one (sentence starts are skipped separately)
@@ -33,6 +33,16 @@ ROLES_EN = frozenset(
 GENERIC = LazyTokens("favourite favorite like likes liked love loves loved prefer prefers best most usually really "
                      "最 最喜欢 喜欢 爱 偏爱 常 经常 一般 通常 哪个 哪家 哪里 什么 哪些")  # fmt: skip
 _EN_WORD = re.compile(r"[A-Za-z][\w'\u2019-]*")
+
+
+_ASKS_PERSON = re.compile(r"\b(?:who|whom|whose|who's|which (?:person|one of (?:them|us|you)))\b|谁", re.IGNORECASE)
+
+
+def asks_person(query: str) -> bool:
+    """The question asks for a person (``who …``, ``…是谁``): its answer is someone other than the
+    participant it names ("who covers Tomek's shifts" is answered by what another person said), so what
+    matches being about someone else is no reason to abstain."""
+    return bool(_ASKS_PERSON.search(query))
 
 
 # kin by rank or side, formed the same way for every relative: 大舅, 二姨, 小姨, 三叔, 大伯, 大嫂, 表舅, 堂叔

@@ -373,3 +373,36 @@ def test_words_of_one_family_count_as_found():
     assert not abstain.same_family("harp", "harpoon") and not abstain.same_family("国家", "国家队")
     untouched = {"d": set(tokenize("The gym has an upright piano"))}
     assert abstain.with_word_families(untouched, {"harp": 1.0}) == untouched  # a near miss stays a miss
+
+
+def test_a_who_question_is_answered_by_another_person_s_line_about_the_one_named(tmp_path):
+    """"Who waters Priya's plants?" is answered by Omar saying he waters them: matching lines about someone
+    else is the answer, not a reason to decline. Addressed by name ("Hey Priya, …") it still declines."""
+    cfg = AbstentionConfig(model=weights_file(tmp_path), embedder="minilm")
+    people = ["Priya", "Omar", "Lena"]
+    keys = {t: 1.0 for t in tokenize("Who waters Priya's plants while she is in Lisbon?")}
+    keys.pop("priya", None)
+    spoken_of = cand("o1", "No problem, I'll water Priya's plants until she's back from Lisbon", speaker="Omar")
+    v = abstain.check([spoken_of], ["Priya"], people, toks(spoken_of), keys, cfg,
+                      query="Who waters Priya's plants while she is in Lisbon?")  # fmt: skip
+    assert v.features["attribution"] > 0 and not v.abstain
+    addressed = cand("o2", "Hey Priya, I water my plants every morning before Lisbon calls", speaker="Omar")
+    v = abstain.check([addressed], ["Priya"], people, toks(addressed), keys, cfg,
+                      query="Who waters Priya's plants while she is in Lisbon?")  # fmt: skip
+    assert v.abstain and v.reason == "other_subject"
+    # not a who-question: Omar's line about his own plans is still someone else's
+    v = abstain.check([spoken_of], ["Priya"], people, toks(spoken_of), keys, cfg,
+                      query="What does Priya water while she is in Lisbon?")  # fmt: skip
+    assert v.abstain and v.reason == "other_subject"
+
+
+def test_spoken_of_or_addressed_in_both_languages():
+    assert abstain.names_in_line("Lena will drive Omar's van to the market", "Omar")
+    assert abstain.names_in_line("I'll sit next to Omar.", "Omar")
+    assert not abstain.names_in_line("Thanks, Omar!", "Omar")
+    assert not abstain.names_in_line("Omar, can you bring chairs?", "Omar")
+    assert not abstain.names_in_line("hi Omar! long time", "Omar")
+    assert abstain.names_in_line("这周小雅的快递由我代收", "小雅")
+    assert not abstain.names_in_line("小雅，你的快递到了", "小雅")
+    assert abstain.asks_person("小雅出差的时候谁帮她喂猫？") and abstain.asks_person("Whose bike is in the hall?")
+    assert not abstain.asks_person("When does Omar's van get fixed?")
