@@ -139,7 +139,8 @@ def open_embedder(settings: Settings) -> Embedder | None:
     from retrieval.embedder import build_embedder
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    emb = build_embedder(settings.embedder, settings.data_dir / "embed-cache.db", settings.embed_batch)
+    emb = build_embedder(settings.embedder, settings.data_dir / "embed-cache.db", settings.embed_batch,
+                         solo=settings.embed_solo)
     return LanguageWatch(emb) if settings.embedder == "minilm" and emb is not None else emb
 
 

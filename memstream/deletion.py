@@ -43,7 +43,7 @@ from agents.text import clear_text_caches
 from memstream.clients import Clients, pending_in
 from memstream.erasure_check import checked_erasure
 from retrieval.deletion import Forgotten
-from retrieval.embedder import forget_cached
+from retrieval.embedder import cache_keys, forget_cached
 from retrieval.scrub import erase_freed
 from schemas import ChatMessage, DistillJob, TopicSummary, stable_id
 from streams.codec import encode
@@ -126,6 +126,8 @@ async def delete_data(
     if file_log is not None:
         await EmbeddedRunner(clients, clients.settings.pipeline).run_until_idle()  # drain: nothing in flight may derive from them later
         raw = await raw_messages(file_log, chat_id, user)
+    elif hasattr(clients.log, "raw_messages"):  # Kafka: the raw topic holds every revision of an edited message
+        raw = await clients.log.raw_messages(chat_id, user)
     texts = {m.message_id: m.text for m in raw}  # the latest text of each message
     gone = await _forget_in_store(clients, chat_id, user, set(texts))
     texts.update(gone.texts)
@@ -158,6 +160,9 @@ async def delete_data(
                 chat_id, ids, rewrite, needles_of(sorted(ids), said)
             )
     report.cache_vectors = _forget_in_cache(clients, cache_texts)
+    publish = getattr(clients.log, "record_forgotten", None)
+    if publish is not None and cache_texts:  # Kafka workers elsewhere keep caches of their own
+        await publish(chat_id, user or "*", cache_keys(cache_texts))
     if file_log is not None:
         report.log_records = await erase_in_log(file_log, chat_id, user, ids, said, report.job_id,
                                                 derived_ids=gone.memory_ids | gone.topic_ids, all_derived=resumed)

@@ -30,6 +30,7 @@ from streams.kafka_log import (
     LEDGER_TOPIC,
     apply_ledger_entry,
     ends_alone,
+    forget_records,
     ledger_key,
     ledger_value,
     partition_of,
@@ -267,6 +268,18 @@ def record_deletion(brokers: list[str], chat_id: str, sender: str, at: str | Non
         produce_ledger.flush()
     finally:
         produce_ledger.close()
+
+
+def record_forgotten(brokers: list[str], chat_id: str, sender: str, keys: list[bytes]) -> None:
+    """Append a deletion's embedding-cache keys to the ledger topic (:func:`streams.kafka_log.forget_records`),
+    each record alone in its batch; waits for the acks."""
+    producer = KafkaProducer(bootstrap_servers=brokers, acks="all", batch_size=0)
+    try:
+        for key, value in forget_records(chat_id, sender, keys):
+            producer.send(LEDGER_TOPIC, key=key, value=value)
+            producer.flush()
+    finally:
+        producer.close()
 
 
 def read_topic(brokers: list[str], topic: str, ends: dict[TopicPartition, int] | None = None) -> list[Record]:

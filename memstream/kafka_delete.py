@@ -13,11 +13,20 @@ import asyncio
 import logging
 from typing import Any
 
-from memstream.kafka_admin import _admin, _producer, end_offsets, read_ledger, read_topic, record_deletion
+from memstream.kafka_admin import (
+    _admin,
+    _producer,
+    end_offsets,
+    read_ledger,
+    read_topic,
+    record_deletion,
+    record_forgotten,
+)
+from schemas import ChatMessage
 from streams.codec import is_tombstone
 from streams.kafka_log import ID_HEADER
 from streams.log import Record
-from streams.log_erase import raw_messages_of_records
+from streams.log_erase import messages_in, raw_messages_of_records
 from streams.topics import RAW_MESSAGES
 
 __all__ = ["LedgerLog", "cleanup_policy", "raw_tombstones", "tombstone_raw"]
@@ -34,8 +43,22 @@ class LedgerLog:
     async def record_deletion(self, chat_id: str, sender: str, at: str) -> None:
         await asyncio.to_thread(record_deletion, self.brokers, chat_id, sender, at)
 
+    async def record_forgotten(self, chat_id: str, sender: str, keys: list[bytes]) -> None:
+        await asyncio.to_thread(record_forgotten, self.brokers, chat_id, sender, keys)
+
     async def deletions(self) -> set[tuple[str, str]]:
         return await asyncio.to_thread(read_ledger, self.brokers)
+
+    async def raw_messages(self, chat_id: str, sender: str | None) -> list[ChatMessage]:
+        """The chat's messages still in the raw topic (``sender``'s unless None), every revision of an edited
+        one: what the store keeps is only each message's latest text."""
+
+        def read() -> list[ChatMessage]:
+            mine = [r for records in _raw_by_partition(self.brokers).values() for r in records
+                    if r.key == chat_id or r.key.startswith(f"{chat_id}\x1f")]  # fmt: skip
+            return messages_in(mine, chat_id, sender)
+
+        return await asyncio.to_thread(read)
 
     async def close(self) -> None:
         return None

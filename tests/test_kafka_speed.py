@@ -19,7 +19,7 @@ from memstream.clients import build_clients
 from memstream.kafka_admin import bootstrap_topics, end_offsets, produce, read_topic
 from memstream.ops import ingest
 from memstream.settings import Settings
-from retrieval.embedder import CachedEmbedder
+from retrieval.embedder import CachedEmbedder, build_embedder
 from streams.kafka_log import KafkaLog, ends_alone, partition_of
 from streams.log import Produce
 from streams.topics import DISTILL_JOBS, DISTILL_RESULTS, RAW_MESSAGES
@@ -120,26 +120,26 @@ async def _memories(clients) -> list[str]:
     return out
 
 
-async def test_the_worker_path_with_read_ahead_ends_with_the_embedded_runners_memories(tmp_path):
+def _embedder(kind: str):
+    return CachedEmbedder(HashingEmbedder()) if kind == "hashing" else build_embedder("minilm", None, 64)
+
+
+@pytest.mark.parametrize("kind", ["hashing", "minilm"])
+async def test_the_worker_path_with_read_ahead_ends_with_the_embedded_runners_memories(tmp_path, kind):
     """Segmenter batches in parts (all parts' turns queued for the model at once), its calls after the others,
-    candidates embedded as soon as results are made: with
-    an embedder whose vectors do not depend on batching, the same memories as the embedded runner."""
+    candidates embedded as soon as results are made: the same memories as the embedded runner, with the
+    default MiniLM too (int8, one text per forward: a vector does not depend on what it is batched with)."""
     rows = _messages()
     src = write_jsonl(tmp_path / "chats.jsonl", rows)
     settings = dict(embedder="none", derived_vectors="text")
-    embedded = await build_clients(
-        Settings(data_dir=tmp_path / "e", **settings), embedder=CachedEmbedder(HashingEmbedder())
-    )
+    embedded = await build_clients(Settings(data_dir=tmp_path / "e", **settings), embedder=_embedder(kind))
     try:
         await ingest(embedded, src)
         want = await _memories(embedded)
     finally:
         await embedded.close()
 
-    inner = HashingEmbedder()
-    clients = await build_clients(
-        Settings(data_dir=tmp_path / "w", **settings), embedder=CachedEmbedder(inner)
-    )
+    clients = await build_clients(Settings(data_dir=tmp_path / "w", **settings), embedder=_embedder(kind))
     try:
         pipeline = Pipeline(
             clients, InProcessWorkingMemory(), WorkerConfig(segment_part=16), clients.settings.pipeline

@@ -155,3 +155,65 @@ async def test_kafka_delete_of_a_user_leaves_no_byte_of_her_texts_in_the_data_di
     assert remnant_files(data, hers) == {}
     assert words_in() == {}
     assert remnant_files(data, others)  # the others' messages stay
+
+
+def _cached(cache, keys: list[bytes]) -> int:
+    """How many of ``keys`` a worker's embedding cache file holds (passages and sentences)."""
+    import sqlite3
+
+    conn = sqlite3.connect(str(cache))
+    try:
+        tables = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return sum(conn.execute(f"SELECT count(*) FROM {t} WHERE key IN ({','.join('?' * len(keys))})", keys).fetchone()[0]
+                   for t in tables if t in ("embeddings", "sentences"))  # fmt: skip
+    finally:
+        conn.close()
+
+
+async def test_a_deletion_run_elsewhere_empties_the_workers_embedding_cache(tmp_path, tansu_broker, redis_wm_url):
+    """The deleting process (another host: a data dir of its own) cannot reach a worker's embedding cache. It
+    sends the cache keys of the deleted texts through the ledger topic (keys, not texts), and the worker drops
+    those vectors, also when idle; the others' stay. The earlier revision of an edited message, which only the
+    raw topic still holds, goes too."""
+    import time
+
+    from retrieval.embedder import cache_keys
+
+    data = tmp_path / "worker"
+    src = tmp_path / "hike.jsonl"
+    edit = {"chat_id": HIKE, "message_id": "h1", "sender": "mara", "ts": "2024-05-01T09:00:00Z",
+            "text": "Count me in, I will take the lower path because of my knee.",
+            "metadata": {"edited_at": "2024-05-01T09:05:00Z"}}  # fmt: skip
+    src.write_text("".join(json.dumps({"chat_id": HIKE, "message_id": f"h{i}", "sender": who,
+                                       "ts": f"2024-05-0{1 + i // 8}T{8 + i % 8:02d}:00:00Z", "text": text}) + "\n"
+                           for i, (who, text) in enumerate(HIKE_LINES)) + json.dumps(edit) + "\n",
+                   encoding="utf-8")  # fmt: skip
+    hosts = tansu_broker.hosts
+    bootstrap_topics(hosts, partitions=2)
+    produce_file(hosts, src, exact_offsets=True)
+    env = worker_env(tansu_broker, data, data / "memstream.db", redis_wm_url)
+    worker = spawn_worker(env, tmp_path / "w1.log", "--embedder", "minilm")
+    try:
+        wait_idle(hosts, "memstream", timeout_s=120, poll_s=0.3)
+    finally:
+        assert stop(worker) == 0
+    cache = data / "embed-cache.db"
+    hers = cache_keys([text for who, text in HIKE_LINES if who == "mara"] + [edit["text"]])
+    others = cache_keys([text for who, text in HIKE_LINES if who != "mara"])
+    first = cache_keys([HIKE_LINES[1][1]])  # the revision the edit replaced: no longer in the store
+    assert _cached(cache, hers) >= 4 and _cached(cache, others) >= 8 and _cached(cache, first)
+
+    settings = Settings(data_dir=tmp_path / "deleter", log_url=tansu_broker.url, embedder="none",
+                        store_url=f"sqlite:///{data / 'memstream.db'}", working_memory_url=redis_wm_url)  # fmt: skip
+    assert await delete_data(settings, HIKE, "mara", embedder=None) > 0
+    assert read_ledger(hosts) == {(HIKE, "mara")}  # the keys travel in the ledger topic, not as deletions
+    assert _cached(cache, hers) > 0  # out of the deleting process's reach
+
+    worker = spawn_worker(env, tmp_path / "w2.log", "--embedder", "minilm")  # idle, it forgets them too
+    try:
+        deadline = time.monotonic() + 90
+        while _cached(cache, hers) and time.monotonic() < deadline:  # noqa: ASYNC110 - another process's file
+            await asyncio.sleep(0.5)
+    finally:
+        assert stop(worker) == 0
+    assert _cached(cache, hers) == 0 and _cached(cache, first) == 0 and _cached(cache, others) >= 8

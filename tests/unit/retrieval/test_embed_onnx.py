@@ -155,3 +155,17 @@ async def test_a_damaged_kept_graph_is_dropped_and_the_model_loads(tmp_path):
     kept.write_bytes(b"not a model")
     got = await OnnxMiniLMEmbedder(8, model_path=source).embed(TEXTS)
     assert np.array_equal(got, want) and not kept.exists()
+
+
+async def test_a_texts_int8_vector_does_not_depend_on_what_it_is_batched_with():
+    """onnxruntime's dynamic int8 ranges span the whole forward: batched, a text's vector moved with its
+    batch mates (the Kafka worker and the embedded runner stored different memories). One text per forward
+    (``solo``, the default) gives each text the same vector, bit for bit, in any call."""
+    texts = [*TEXTS, "the plumber comes thursday between 8 and 10, someone has to be home to let him in"]
+    alone = [np.asarray(await build_embedder("minilm", None, 64).embed([t]))[0] for t in texts]
+    together = np.asarray(await build_embedder("minilm", None, 64).embed(texts))
+    reversed_ = np.asarray(await build_embedder("minilm", None, 64).embed(texts[::-1]))[::-1]
+    assert np.array_equal(together, np.stack(alone)) and np.array_equal(reversed_, together)
+    batched = np.asarray(await build_embedder("minilm", None, 64, solo=False).embed(texts))
+    assert not np.array_equal(batched, together)  # what solo is for: these texts do move when batched
+    assert float((batched * together).sum(1).min()) > 0.95  # ... a little

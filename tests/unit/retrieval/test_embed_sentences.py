@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from retrieval.embed_onnx import sentence_spans
-from retrieval.embedder import CachedEmbedder, forget_cached, sentence_key
+from retrieval.embedder import CachedEmbedder, cache_key, forget_cached, sentence_key
 
 TURN = "I went to a LGBTQ support group yesterday. It was so powerful! My cat Luna hid under the bed all day."
 
@@ -53,8 +53,8 @@ async def test_the_cache_keeps_a_passages_sentences_and_forgets_them_with_it(min
     assert forget_cached(tmp_path / "c.db", [TURN]) == 4  # the passage and its three sentences
     cache = CachedEmbedder(minilm.inner, tmp_path / "c.db")
     try:
-        assert await cache.sentence_vectors(pairs) == {}
-        assert cache._lookup([sentence_key(cache.cache_name, TURN, pairs[0][1])]) == {}
+        keys = [sentence_key(cache.cache_name, t, s) for t, s in pairs]
+        assert cache._lookup(keys, "sentences") == {} and cache._lookup([cache_key(cache.cache_name, False, TURN)]) == {}
     finally:
         await cache.close()
 
@@ -90,3 +90,28 @@ async def test_a_sentence_cut_at_the_models_limit_is_not_stored_as_whole(minilm)
     long = "Short one first. " + "word " * 300 + "end."  # the second sentence runs past 256 tokens
     _, sentences = await minilm.inner.embed_with_sentences([long])
     assert [s for s, _ in sentences[0]] == ["Short one first."]
+
+
+@pytest.mark.slow
+async def test_a_worker_that_never_embedded_the_turn_gets_the_same_sentence_vectors(tmp_path):
+    """Kafka workers each keep a cache: the one deciding on a fact may not be the one that embedded its turn.
+    It embeds the turn again (one text per forward: the same forward), so the fact's sentence vector is the
+    same bit for bit; before, it fell back to the fact's own text and stored a different memory."""
+    from retrieval.embedder import build_embedder
+
+    turn = "The van is booked for Saturday. Marta drives it back on Sunday night. Keys are under the mat."
+    sentences = [(turn, s) for s, _, _ in sentence_spans(turn)]
+    first = build_embedder("minilm", tmp_path / "worker-1.db")
+    second = build_embedder("minilm", tmp_path / "worker-2.db")
+    try:
+        await first.embed([turn, "ok see you then"])  # the segmenting worker embeds the turns
+        want = await first.sentence_vectors(sentences)
+        got = await second.sentence_vectors(sentences)  # the consolidating worker never saw the turn
+        assert len(want) == 3 and set(got) == set(want)
+        assert all(np.array_equal(got[p], want[p]) for p in want)
+        misses = second.misses
+        again = await second.sentence_vectors(sentences)
+        assert set(again) == set(got) and second.misses == misses  # cached now
+    finally:
+        await first.close()
+        await second.close()
