@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import faust
-from faust.transport.drivers import aiokafka as faust_kafka
 
 from retrieval.embed_base import warm_up
 from streams.clients import Clients
 from streams.config import PipelineConfig
+from streams.faust_private import BoundedFetchApp, partitions_for
 from streams.faust_take import take_ahead
 from streams.kafka_log import BATCH_BYTES, ID_HEADER, send_all
 from streams.log import Produce, Record
@@ -62,37 +62,6 @@ def record_of(event: Any) -> Record:
     value = event.value if event.value is not None else b""
     value = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
     return Record(msg.topic, msg.offset, key, rid or f"{msg.topic}:{msg.partition}:{msg.offset}", value)
-
-
-class _ConsumerThread(faust_kafka.AIOKafkaConsumerThread):
-    """Faust's consumer with the broker's long poll bounded by the worker config (``fetch_wait_ms``).
-
-    aiokafka asks the broker to hold a fetch that finds nothing for up to ``fetch_max_wait_ms``, which Faust
-    fixes at 1.5 s. A broker that answers a held fetch as soon as records arrive (Kafka) makes that free, but
-    one that holds it to the end (Tansu: a record produced 0.4 s into a held fetch arrived 1.2 s later) adds
-    up to that long to every hop of the pipeline (raw -> jobs -> results -> decisions) whenever a topic
-    runs dry, as each one does at the end of a burst."""
-
-    def _create_worker_consumer(self, transport: faust_kafka.Transport) -> Any:
-        consumer = super()._create_worker_consumer(transport)
-        consumer._fetch_max_wait_ms = self.app.memstream_fetch_wait_ms  # read when its fetcher starts
-        return consumer
-
-
-class _Consumer(faust_kafka.Consumer):
-    def _new_consumer_thread(self) -> _ConsumerThread:
-        return _ConsumerThread(self, loop=self.loop, beacon=self.beacon)
-
-
-class _Transport(faust_kafka.Transport):
-    Consumer = _Consumer
-
-
-class _App(faust.App):
-    memstream_fetch_wait_ms: int  # set by create_app from WorkerConfig.fetch_wait_ms
-
-    def _new_transport(self) -> _Transport:
-        return _Transport(self.conf.broker_consumer, self)
 
 
 class _Runtime:
@@ -155,7 +124,7 @@ class _Runtime:
             return await producer.send(p.topic, p.key.encode(), p.value.encode(), partition, None, headers)
 
         async def partitions_of(topic: str) -> set[int]:
-            return await producer._ensure_producer().partitions_for(topic)  # waits for the topic's metadata
+            return await partitions_for(producer, topic)
 
         if not self.cfg.exact_offsets:
             await send_all(items, send_one)
@@ -187,7 +156,7 @@ class _Runtime:
 def create_app(wiring: Wiring) -> faust.App:
     """The Faust app: every stage of :func:`streams.stages.build_stages` bound to its topic."""
     cfg, brokers = wiring.worker, wiring.brokers
-    app = _App(
+    app = BoundedFetchApp(
         cfg.app_id,
         broker=[f"kafka://{b}" for b in brokers],
         key_serializer="raw",

@@ -12,7 +12,8 @@ committed only up to the first event not yet acked, so a batch cancelled midway 
 here are delivered again after a crash or restart; unlike ``take_events``, which acks a cancelled batch).
 A graceful stop waits for every event taken in to be acked: up to ``ahead + 1`` batches where
 ``take_events`` has one. Relies on the same Faust stream internals as ``take_events`` (a processor fed by
-the passive reader, ``enable_acks`` off, ``ack`` per event, the processor removed when done).
+the passive reader, ``enable_acks`` off, ``ack`` per event, the processor removed when done), reached through
+:mod:`streams.faust_private`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
+
+from streams.faust_private import drop_processor, read_passively, track_generator
 
 __all__ = ["take_ahead"]
 
@@ -41,7 +44,7 @@ def take_ahead(
     event waits behind it (the agent caught up: the worker commits then). The generator is tracked like
     ``take_events``' so the stream closes it when it stops."""
     agen = _take_ahead(stream, max_, within, ahead=ahead, on_full=on_full, on_idle=on_idle)
-    stream._active_agens.add(agen)
+    track_generator(stream, agen)
     return agen
 
 
@@ -87,7 +90,7 @@ async def _take_ahead(
     acks = stream.enable_acks
     stream.enable_acks = False  # acked below, once the caller is done with the batch
     stream.add_processor(add)
-    stream._enable_passive(aiter(stream.channel))
+    read_passively(stream)
     try:
         while not stream.should_stop:
             if not full:  # a batch is due ``within`` s after its first event, however long it waited here
@@ -120,4 +123,4 @@ async def _take_ahead(
         filling.clear()
         room.set()
         stream.enable_acks = acks
-        stream._processors.remove(add)
+        drop_processor(stream, add)
