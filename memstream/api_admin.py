@@ -24,10 +24,24 @@ _ADMIN = [Depends(require_scope("admin", chat_param="-"))]
 
 
 @router.get("/healthz")
-async def healthz(lanes: LanesDep) -> dict[str, str | int | bool]:
-    """Liveness, and which process answered (``serve --workers``: ``processing`` is the one running the
-    pipeline; the others serve reads and append writes)."""
-    return {"status": "ok", "pid": os.getpid(), "processing": lanes.leader}
+async def healthz(request: Request, lanes: LanesDep) -> dict[str, str | int | bool]:
+    """Liveness, which process answered (``serve --workers``: ``processing`` is the one running the pipeline;
+    the others serve reads and append writes), and the server's state, the same whichever process answers:
+    ``background_failing`` is the processing process's (its last background run failed; another process reads
+    the figures it publishes every second), ``processes`` how many serve; ``status`` is ``degraded`` while the
+    background fails (still 200: the process is alive). Nothing here waits for a lane."""
+    from memstream.metrics_shared import merge
+
+    failing, processes = lanes.last_error is not None, 1
+    shared = getattr(request.app.state, "shared_metrics", None)
+    if shared is not None:
+        states = await asyncio.to_thread(shared.read_all)
+        processes = max(1, len(states))
+        _, pipeline = merge(states)
+        if not lanes.leader and pipeline is not None:
+            failing = pipeline.failing
+    return {"status": "degraded" if failing else "ok", "pid": os.getpid(), "processing": lanes.leader,
+            "background_failing": failing, "processes": processes}  # fmt: skip
 
 
 @router.get("/metrics", response_class=PlainTextResponse, dependencies=_ADMIN)

@@ -3,13 +3,18 @@ and the retrieval latency histogram of a real server process (in-process ASGI cl
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 import re
 from datetime import UTC, datetime, timedelta
 
 from fastapi.testclient import TestClient
 
 from memstream.api import create_app
+from memstream.dirlock import LOCK_FILE
 from memstream.metrics import Histogram, Metrics, PipelineSnapshot
+from memstream.metrics_shared import SharedMetrics
 from memstream.settings import Settings
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
@@ -94,3 +99,33 @@ def test_the_server_reports_stage_counters_dead_letters_lag_and_latency(tmp_path
         sample(text, "memstream_retrieve_total") == 1
         and sample(text, "memstream_retrieve_latency_seconds_count") == 1
     )
+
+
+def test_healthz_tells_every_process_whether_the_processing_one_fails(tmp_path):
+    """``serve --workers``: a process that does not run the pipeline answers /healthz with the processing
+    process's state, read from the figures it publishes (here written as a live process would)."""
+    data = tmp_path / "d"
+    with TestClient(create_app(Settings(data_dir=data), embedder=None)) as client:
+        alone = client.get("/healthz").json()
+        assert alone["status"] == "ok" and alone["background_failing"] is False and alone["processes"] == 1
+    held = os.open(data / LOCK_FILE, os.O_RDWR | os.O_CREAT)  # as another process holding it
+    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        _as_follower(data)
+    finally:
+        os.close(held)
+
+
+def _as_follower(data) -> None:
+    with TestClient(create_app(Settings(data_dir=data), embedder=None, shared=True)) as client:
+        assert client.app.state.lanes.leader is False  # the lock is held: this process does not process
+        processor = SharedMetrics(data).dir / f"{os.getppid()}.json"  # a live pid, as the processing one
+        failing = {"counters": {}, "histogram": {}, "recent_ms": [], "processing": True,
+                   "pipeline": {"failing": True}}  # fmt: skip
+        processor.write_text(json.dumps(failing))
+        h = client.get("/healthz").json()
+        assert (h["status"], h["background_failing"], h["processing"]) == ("degraded", True, False)
+        assert h["processes"] >= 2  # this one (it publishes every second) and the processing one
+        processor.write_text(json.dumps(failing | {"pipeline": {"failing": False}}))
+        assert client.get("/healthz").json()["status"] == "ok"
+        processor.unlink()
