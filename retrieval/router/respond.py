@@ -61,7 +61,9 @@ async def newest_statements(store, run: Run, ranking: Ranking, update: float = 0
     order, links = supersede.reorder(items, run.req.query, model, names=run.participants, top=cfg.top,
                                      threshold=cfg.threshold, update=update,
                                      blocked=await other_attribute(store, run, items),
-                                     asked=[n for n in asked if n in run.participants])
+                                     # "who waters Ines's plot now": the answer is about someone else
+                                     asked=() if abstain.asks_person(run.req.query) else
+                                     [n for n in asked if n in run.participants])  # fmt: skip
     run.step("supersede", t0, links=[vars(x) for x in links], **detail)
     if not links:
         return ranking
