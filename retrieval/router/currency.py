@@ -22,7 +22,7 @@ from retrieval.router.candidates import Cand
 from retrieval.router.strategies import Ranking
 from schemas import MemoryKind, MemoryRecord
 
-__all__ = ["Succession", "apply_currency", "build_succession", "doc_from_record", "heads_to_fetch"]
+__all__ = ["Succession", "apply_currency", "build_succession", "doc_from_record", "heads_to_fetch", "is_current_version"]
 
 RETRACTED = ""
 
@@ -138,6 +138,11 @@ def doc_from_record(r: MemoryRecord) -> Doc:
 
 def _until(r: MemoryRecord) -> str:
     return f"until {r.valid_to:%Y-%m-%d}" if r.valid_to else f"said {r.valid_from:%Y-%m-%d}"
+
+
+def is_current_version(note: str | None) -> bool:
+    """The item replaced an older statement: currency (below) or supersession wrote "previously: …" on it."""
+    return bool(note) and "previously: " in note
 
 
 def _add_note(notes: dict[str, str], doc_id: str, note: str) -> None:

@@ -11,6 +11,7 @@ from retrieval.protocols import MemoryFilter
 from retrieval.router import abstain, supersede
 from retrieval.router.abstain_parts import parts_memo
 from retrieval.router.asker import has_first_person, own_words_answer
+from retrieval.router.currency import is_current_version
 from retrieval.router.layers import render_layers
 from retrieval.router.state import Run
 from retrieval.router.strategies import Context, Ranking
@@ -19,14 +20,17 @@ from schemas import RetrievedItem, RetrieveResponse
 
 
 def uncovered(ranking: Ranking, n: int) -> list[int]:
-    """Positions in ``ranking.scored`` of its first ``n`` items whose sources no better item covers."""
+    """Positions in ``ranking.scored`` of its first ``n`` items whose sources no better item covers. A current
+    version (noted "previously: …") is never dropped so: a message of two sentences gives two facts, and the
+    one stating the new value ("It's Delft, not Rotterdam") must not hide behind its neighbour ("the flat
+    fell through")."""
     seen: set[str] = set()
     kept: list[int] = []
     for i, (c, _) in enumerate(ranking.scored):
         if len(kept) >= n:
             break
         sources = set(c.doc.source_message_ids)
-        if sources and sources <= seen:
+        if sources and sources <= seen and not is_current_version(ranking.notes.get(c.doc_id)):
             continue
         seen |= sources
         kept.append(i)

@@ -79,3 +79,20 @@ def test_a_fact_replaced_by_a_change_makes_its_turn_stale_but_more_detail_does_n
     detail = rec("g2", "Bob is learning the guitar with a teacher in Porto", ["m9"], attribute=None, days=9)
     out = apply_currency(ranking, succ, {"g2": Cand(doc=doc_from_record(detail))}, k=5)
     assert [c.doc_id for c, _ in out.scored] == ["turn:c:m1"] and out.notes == {}
+
+
+def test_a_current_version_is_kept_beside_another_fact_of_its_message():
+    """A message of two sentences gives two facts; the one that states the new value (the current version of
+    a stale fact) is never dropped as covered by its neighbour, which holds the same source message."""
+    from retrieval.router.respond import uncovered
+
+    old = rec("h1", "Bob signed for a flat in Utrecht", ["m1"], value="Utrecht", to=T0 + timedelta(days=4), by="h3")
+    aside = rec("h2", "Bob said the flat deal fell apart", ["m5"], attribute=None, days=4)
+    new = rec("h3", "Bob said it is Leiden now, not Utrecht", ["m5"], attribute=None, days=4)
+    succ = build_succession([old, aside, new])
+    ranking = Ranking("knowledge_update", [(Cand(doc=doc_from_record(aside)), 3.0), (turn("m1", "Signed in Utrecht!"), 2.0)])
+    current = apply_currency(ranking, succ, {"h3": Cand(doc=doc_from_record(new))}, k=5)
+    kept = [current.scored[i][0].doc_id for i in uncovered(current, 5)]
+    assert "h3" in kept and "h2" in kept  # both facts of m5
+    plain = Ranking("factual", [(Cand(doc=doc_from_record(aside)), 3.0), (Cand(doc=doc_from_record(new)), 2.0)])
+    assert [plain.scored[i][0].doc_id for i in uncovered(plain, 5)] == ["h2"]  # a mere neighbour stays covered
