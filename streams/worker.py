@@ -324,7 +324,6 @@ class Pipeline:
         if journalled is not None:
             produced = [Produce(**p) for p in json.loads(journalled)]
         else:
-            self.consolidate.deleted = deleted  # its profile lines skip users deleted meanwhile
             out = await self.consolidate.process([r])
             produced = out.produced
             total.dead += out.dead

@@ -54,7 +54,6 @@ class ConsolidateStage:
         self.derived_vectors = derived_vectors
         self.llm_calls = 0
         self._candidates: dict[str, list[CandidateFact]] = {}  # result id -> candidates (from prefetch)
-        self.deleted: set[tuple[str, str]] = set()  # (chat, sender | "*") deleted meanwhile (the Kafka worker)
         self._profiles: dict[str, MemoryRecord] = {}  # profile versions emitted in this batch
         self._profiles_replaced: set[str] = set()  # ...and the versions they replace
 
@@ -160,8 +159,9 @@ class ConsolidateStage:
         if not self.cfg.profiles:
             return []
         chat = result.chat_id
-        if self.deleted:  # a fact said by a user deleted while its topic was in flight: no line of theirs
-            candidates = [c for c in candidates if not is_deleted(self.deleted, chat, c.speaker or "")]
+        deleted = await self.clients.log.deletions()  # the ledger as it stands now, in either runtime
+        if deleted:  # a fact said by a user deleted while its topic was in flight: no line of theirs
+            candidates = [c for c in candidates if not is_deleted(deleted, chat, c.speaker or "")]
         store = self.clients.store
         stored: dict[str, MemoryRecord] = {}  # only the classes these facts add to, and profiles quoting edits
         for cls in sorted(profile.classes_touched(candidates, result.participants)):

@@ -110,8 +110,8 @@ async def test_an_item_whose_source_has_no_stored_vector_is_embedded_itself(tmp_
 
 
 async def test_profile_lines_skip_users_deleted_while_the_topic_was_in_flight(tmp_path):
-    """The Kafka worker tells the consolidator who was deleted meanwhile: a fact said by a deleted user (about
-    someone else, so not dropped by its speaker later) gives no profile line."""
+    """The consolidator reads the deletion ledger itself (either runtime): a fact said by a user deleted while
+    its topic was in flight (about someone else, so not dropped by its speaker later) gives no profile line."""
     from agents.config import ConsolidatorConfig
     from schemas import CandidateFact, DistillResult
     from streams.stages.consolidate import ConsolidateStage
@@ -130,7 +130,7 @@ async def test_profile_lines_skip_users_deleted_while_the_topic_was_in_flight(tm
         before = [d.record for d in await stage._profile_decisions(result, facts) if d.record]
         assert {"m0", "m1"} <= {m for r in before for m in r.source_message_ids}  # both lines without a deletion
         stage = ConsolidateStage(clients, ConsolidatorConfig())  # a fresh batch (nothing emitted yet)
-        stage.deleted = {("c", "ann")}  # the ledger keeps the sender id
+        await clients.log.record_deletion("c", "ann", at.isoformat())  # the ledger keeps the sender id
         after = [d.record for d in await stage._profile_decisions(result, facts) if d.record]
         assert after and not {"m0"} & {m for r in after for m in r.source_message_ids}
     finally:
