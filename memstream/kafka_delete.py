@@ -55,7 +55,7 @@ class LedgerLog:
 
         def read() -> list[ChatMessage]:
             mine = [r for records in _raw_by_partition(self.brokers).values() for r in records
-                    if r.key == chat_id or r.key.startswith(f"{chat_id}\x1f")]  # fmt: skip
+                    if _of_chat(r.key, chat_id)]  # fmt: skip
             return messages_in(mine, chat_id, sender)
 
         return await asyncio.to_thread(read)
@@ -109,7 +109,7 @@ def raw_tombstones(brokers: list[str], chat_id: str, user: str | None, *, policy
     targets: dict[str, int] = {}  # key -> partition
     for partition, records in _raw_by_partition(brokers).items():
         latest = {r.key: r.value for r in records}  # a key whose latest record is a tombstone is done
-        mine = [r for r in records if (r.key == chat_id or r.key.startswith(f"{chat_id}\x1f"))
+        mine = [r for r in records if _of_chat(r.key, chat_id)
                 and not is_tombstone(latest[r.key])]  # fmt: skip
         for r in raw_messages_of_records(mine, chat_id, user):
             if user is None or r.key != chat_id:
@@ -125,6 +125,11 @@ def raw_tombstones(brokers: list[str], chat_id: str, user: str | None, *, policy
     finally:
         producer.close()
     return len(targets)
+
+
+def _of_chat(key: str, chat_id: str) -> bool:
+    """A raw record's key is the chat's: the chat id (the default layout) or ``chat_id\x1fmessage_id``."""
+    return key == chat_id or key.startswith(f"{chat_id}\x1f")
 
 
 def _raw_by_partition(brokers: list[str]) -> dict[int, list[Record]]:

@@ -5,7 +5,7 @@ Neither library offers these through a public API:
 - a batch taker with room for more batches behind the one being processed (:mod:`streams.faust_take`) works
   the way ``Stream.take_events`` does: it registers its generator with the stream (closed when the stream
   stops), enables the passive reader of the stream's channel and adds, then removes, a processor;
-- the broker's long poll of an empty fetch: Faust fixes aiokafka's ``fetch_max_wait_ms`` at 1.5 s when it
+- the broker's long poll of an empty fetch: Faust fixes aiokafka's ``fetch_max_wait_ms`` (a long wait) when it
   builds the worker's consumer, and a broker that holds a fetch to its end (Tansu) adds that long to every hop
   of the pipeline whenever a topic runs dry; :class:`BoundedFetchApp` builds the consumer with the worker
   config's ``fetch_wait_ms`` instead;

@@ -27,15 +27,20 @@ the probability exceeds the model's F1-best threshold, for the more likely compo
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.text import has_cjk
 from retrieval.router.abstain_focus import focus_sides
-from retrieval.router.abstain_names import GENERIC, asks_person, mentioned, named_entities, named_people
+from retrieval.router.abstain_names import (
+    GENERIC,
+    asks_person,
+    mentioned,
+    named_entities,
+    named_people,
+    names_in_line,
+)
 from retrieval.router.abstain_parts import about, distinct, is_question, parts, parts_memo, said_by
 from retrieval.router.candidates import Cand
 from retrieval.router.recipes import AbstentionConfig
@@ -239,26 +244,6 @@ def with_word_families(tokens: dict[str, set[str]], keys: dict[str, float]) -> d
         extra = {k for k in keys if k not in toks and any(same_family(k, t) for t in toks)}
         out[doc_id] = toks | extra if extra else toks
     return out
-
-
-_GREETING = r"(?:hey|hi|hello|yo|thanks|thank you|congrats|congratulations|ok|okay|oh|wow|sorry|dear|morning|night)"
-
-
-def _vocative(text: str, at: int, end: int) -> bool:
-    """Whether the name at ``text[at:end]`` addresses its person ("Hey John!", "thanks, Tomek.", "苏苏，…")
-    rather than speaking of them ("covers Tomek's shifts")."""
-    after = text[end:end + 1]
-    if after and after not in ",!?.;:，！？。；：~…":
-        return False
-    before = text[:at].rstrip()
-    return (not before or before[-1] in ",.!?;:，。！？；：\n-—(" or
-            re.search(rf"(?i)\b{_GREETING}$", before) is not None)  # fmt: skip
-
-
-def names_in_line(text: str, first: str) -> bool:
-    """``first`` (a participant's first name) is spoken of in ``text``, not only addressed."""
-    pattern = re.escape(first) if has_cjk(first) else rf"(?i)\b{re.escape(first)}\b"
-    return any(not _vocative(text, m.start(), m.end()) for m in re.finditer(pattern, text))
 
 
 def named_in_others(top: list[Cand], names: list[str], participants: list[str]) -> bool:

@@ -1,6 +1,7 @@
 """Whom and what an abstention question names that the chat may never mention (pure): non-participant
 names (``Eve's landlord``), roles and kinship terms (``grandma``, ``外婆``), Chinese person names, and whether
-a name (or a synonym: ``mom``/``mother``) is among an item's tokens. Used by :mod:`retrieval.router.abstain`."""
+a name (or a synonym: ``mom``/``mother``) is among an item's tokens; whether a question asks for a person and a
+line speaks of someone rather than addressing them. Used by :mod:`retrieval.router.abstain`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 
 from agents.text import LazyTokens, has_cjk, tokenize
 
-__all__ = ["GENERIC", "asks_person", "mentioned", "named_entities", "named_people"]
+__all__ = ["GENERIC", "asks_person", "mentioned", "named_entities", "named_people", "names_in_line"]
 
 
 # capitalised words that name no one (sentence starts are skipped separately)
@@ -110,3 +111,23 @@ def named_people(query: str, participants: list[str]) -> list[str]:
     out = [m[1] for m in re.finditer(r"\b([A-Z][a-z]+)['\u2019]s\b", query)
            if m[1].lower() not in _NOT_ENTITIES and not name_matches(m[1], participants)]  # fmt: skip
     return list(dict.fromkeys(out + _roles_and_zh_names(query, participants)))
+
+
+_GREETING = r"(?:hey|hi|hello|yo|thanks|thank you|congrats|congratulations|ok|okay|oh|wow|sorry|dear|morning|night)"
+
+
+def _vocative(text: str, at: int, end: int) -> bool:
+    """Whether the name at ``text[at:end]`` addresses its person ("Hey John!", "thanks, Tomek.", "苏苏，…")
+    rather than speaking of them ("covers Tomek's shifts")."""
+    after = text[end:end + 1]
+    if after and after not in ",!?.;:，！？。；：~…":
+        return False
+    before = text[:at].rstrip()
+    return (not before or before[-1] in ",.!?;:，。！？；：\n-—(" or
+            re.search(rf"(?i)\b{_GREETING}$", before) is not None)  # fmt: skip
+
+
+def names_in_line(text: str, first: str) -> bool:
+    """``first`` (a participant's first name) is spoken of in ``text``, not only addressed."""
+    pattern = re.escape(first) if has_cjk(first) else rf"(?i)\b{re.escape(first)}\b"
+    return any(not _vocative(text, m.start(), m.end()) for m in re.finditer(pattern, text))

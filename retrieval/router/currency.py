@@ -22,9 +22,11 @@ from retrieval.router.candidates import Cand
 from retrieval.router.strategies import Ranking
 from schemas import MemoryKind, MemoryRecord
 
-__all__ = ["Succession", "apply_currency", "build_succession", "doc_from_record", "heads_to_fetch", "is_current_version"]
+__all__ = ["Succession", "apply_currency", "build_succession", "doc_from_record", "heads_to_fetch",
+           "is_current_version", "PREVIOUSLY"]
 
 RETRACTED = ""
+PREVIOUSLY = "previously: "  # the note on a current version; readers find it (is_current_version)
 
 
 def _norm(text: str | None) -> str:
@@ -142,7 +144,7 @@ def _until(r: MemoryRecord) -> str:
 
 def is_current_version(note: str | None) -> bool:
     """The item replaced an older statement: currency (below) or supersession wrote "previously: …" on it."""
-    return bool(note) and "previously: " in note
+    return bool(note) and PREVIOUSLY in note
 
 
 def _add_note(notes: dict[str, str], doc_id: str, note: str) -> None:
@@ -196,7 +198,7 @@ def apply_currency(ranking: Ranking, succ: Succession, fetched: Mapping[str, Can
             scores[head] = scores[doc_id] + 1e-3
         scores[doc_id] = min(scores[doc_id], scores[head] - 1e-3)
         _add_note(notes, doc_id, f"superseded ({_until(old)}) by: {current.doc.text[:100]}")
-        _add_note(notes, head, f"previously: {old.text[:100]} ({_until(old)})")
+        _add_note(notes, head, f"{PREVIOUSLY}{old.text[:100]} ({_until(old)})")
     position: dict[str, int] = {}  # ties: the ranking's order (a doc's first place, as order.index gave)
     for i, doc_id in enumerate(order):
         position.setdefault(doc_id, i)

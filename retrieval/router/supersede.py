@@ -35,6 +35,7 @@ from agents.extract.text import is_question
 from agents.lazy_re import lazy
 from agents.text import extract_keywords, is_cjk_text, text_cache
 from retrieval.router.abstain_calib import Component
+from retrieval.router.currency import PREVIOUSLY
 
 __all__ = ["FEATURES", "Frame", "Item", "Link", "SupersedeModel", "asks_past", "load_model", "pair_features", "related",
            "reorder"]
@@ -339,5 +340,5 @@ def notes_for(items: Sequence[Item], links: Sequence[Link], notes: dict[str, str
             if not out[link.old]:
                 del out[link.old]
         add(link.old, f"superseded (said {old.ts:%Y-%m-%d}) by: {new.text[:100]} (said {new.ts:%Y-%m-%d})")
-        add(link.new, f"previously: {old.text[:100]} (said {old.ts:%Y-%m-%d})")
+        add(link.new, f"{PREVIOUSLY}{old.text[:100]} (said {old.ts:%Y-%m-%d})")
     return out
