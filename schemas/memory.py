@@ -100,6 +100,9 @@ class DistillResult(Contract):
     method: str = "extractive"
     at: datetime
     edited_message_ids: list[str] = Field(default_factory=list)  # from the job (see DistillJob)
+    # the sender ids behind each participant's display name: facts name speakers by display name, the
+    # deletion ledger by sender id, and a deletion must reach a result still in flight
+    senders: dict[str, list[str]] = Field(default_factory=dict)
 
 
 class DecisionOp(StrEnum):

@@ -31,7 +31,7 @@ from typing import Any
 
 from agents.segmenter import ChatPool
 from agents.text import clear_text_caches
-from schemas import MemoryDecision
+from schemas import DistillResult, MemoryDecision
 from streams.clients import Clients
 from streams.codec import DecodeError, decode
 from streams.config import PipelineConfig
@@ -82,8 +82,19 @@ def _peek_chat(record: Record) -> str | None:
     return chat if isinstance(chat, str) and chat else None
 
 
-def _kept_decisions(produced: list[Produce], deleted: set[tuple[str, str]]) -> list[Produce]:
-    """Decisions whose chat or speaker was deleted meanwhile are dropped (replay drops them too)."""
+def _senders(result: Record) -> dict[str, list[str]]:
+    """A distill result's display name -> sender ids (none when it does not decode: the stage dead-letters it)."""
+    try:
+        r = decode(DISTILL_RESULTS, result.value)
+    except DecodeError:
+        return {}
+    return r.senders if isinstance(r, DistillResult) else {}
+
+
+def _kept_decisions(produced: list[Produce], deleted: set[tuple[str, str]],
+                    senders: dict[str, list[str]] | None = None) -> list[Produce]:  # fmt: skip
+    """Decisions whose chat or speaker was deleted meanwhile are dropped (replay drops them too); ``senders``:
+    the result's display name -> sender ids (the ledger names ids)."""
     kept = []
     for p in produced:
         try:
@@ -91,7 +102,7 @@ def _kept_decisions(produced: list[Produce], deleted: set[tuple[str, str]]) -> l
         except DecodeError:
             continue
         speaker = d.record.speaker if isinstance(d, MemoryDecision) and d.record else None
-        if isinstance(d, MemoryDecision) and not is_deleted(deleted, d.chat_id, speaker):
+        if isinstance(d, MemoryDecision) and not is_deleted(deleted, d.chat_id, speaker, senders):
             kept.append(p)
     return kept
 
@@ -331,7 +342,7 @@ class Pipeline:
             payload = json.dumps([asdict(p) for p in produced])
             await self.wm.put_journal(r.key, entry, payload, self.cfg.journal_ttl_s)
         decisions = [p for p in produced if p.topic == MEMORY_DECISIONS.name]
-        kept = _kept_decisions(decisions, deleted)
+        kept = _kept_decisions(decisions, deleted, _senders(r) if deleted else None)
         applied = await self.index.process([Record(p.topic, -1, p.key, p.record_id, p.value) for p in kept])
         self._applied.update(dict.fromkeys(p.record_id for p in kept))
         others = [p for p in produced if p.topic != MEMORY_DECISIONS.name]

@@ -13,7 +13,7 @@ from agents.extract.text import cjk_tags, is_filler, is_small_talk_question, spl
 from agents.text import extract_keywords, has_cjk
 from schemas import CandidateFact, DistillResult, QAPair, stable_id
 
-__all__ = ["GENERIC_WORDS", "build_result", "cap_facts", "summarise", "title_of"]
+__all__ = ["GENERIC_WORDS", "build_result", "cap_facts", "senders_of", "summarise", "title_of"]
 
 
 GENERIC_WORDS = frozenset(
@@ -55,7 +55,18 @@ def build_result(
         source_message_ids=[m.message_id for m in ctx.msgs],
         method=method,
         at=job.at,
+        senders=senders_of(ctx.msgs),
     )
+
+
+def senders_of(msgs) -> dict[str, list[str]]:
+    """Each display name's sender ids, in order of appearance."""
+    out: dict[str, list[str]] = {}
+    for m in msgs:
+        ids = out.setdefault(m.display_name, [])
+        if m.sender not in ids:
+            ids.append(m.sender)
+    return out
 
 
 def cap_facts(scored: list[tuple[CandidateFact, float]], cap: int) -> list[CandidateFact]:

@@ -161,7 +161,7 @@ class ConsolidateStage:
         chat = result.chat_id
         deleted = await self.clients.log.deletions()  # the ledger as it stands now, in either runtime
         if deleted:  # a fact said by a user deleted while its topic was in flight: no line of theirs
-            candidates = [c for c in candidates if not is_deleted(deleted, chat, c.speaker or "")]
+            candidates = [c for c in candidates if not is_deleted(deleted, chat, c.speaker or "", result.senders)]
         store = self.clients.store
         stored: dict[str, MemoryRecord] = {}  # only the classes these facts add to, and profiles quoting edits
         for cls in sorted(profile.classes_touched(candidates, result.participants)):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -80,12 +80,17 @@ async def embed(clients: Clients, texts: list[str]) -> np.ndarray | None:
     return await clients.embedder.embed(texts)
 
 
-def is_deleted(deleted: set[tuple[str, str]], chat_id: str, sender: str | None = None) -> bool:
-    """The chat, or this sender in it, is in the deletion ledger ``deleted`` ((chat, sender id | "*")); a
-    record's speaker is a display name, matched case-insensitively ("Ann" for "ann")."""
+def is_deleted(deleted: Collection[tuple[str, str]], chat_id: str, sender: str | None = None,
+               senders: Mapping[str, list[str]] | None = None) -> bool:  # fmt: skip
+    """The chat, or this sender in it, is in the deletion ledger ``deleted`` ((chat, sender id | "*")). A
+    record's speaker is a display name: it matches a ledgered id case-insensitively ("Ann" for "ann"), or
+    through ``senders`` (a distill result's display name -> sender ids: "Tomek Nowak" is ``tomek``)."""
     if (chat_id, "*") in deleted:
         return True
-    return sender is not None and any(c == chat_id and s.casefold() == sender.casefold() for c, s in deleted)
+    if sender is None:
+        return False
+    ids = {sender.casefold(), *(i.casefold() for i in (senders or {}).get(sender, ()))}
+    return any(c == chat_id and s.casefold() in ids for c, s in deleted)
 
 
 def sender_deleted(deleted: Collection[tuple[str, str]], msg: ChatMessage) -> bool:

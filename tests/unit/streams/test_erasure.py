@@ -112,3 +112,20 @@ async def test_in_process_working_memory_forgets_messages():
     assert await wm.get_pool("c") == "POOL" and not await wm.put_pool("c", "x", None, version=6)
     assert await wm.topic_windows("c") == {"t1": ["m0"]}
     assert await wm.get_journal("c", "j1") is None and await wm.get_journal("c", "j2") == "other"
+
+
+def test_a_speaker_is_deleted_by_display_name_or_through_the_results_senders():
+    """The ledger names sender ids; memory names speakers by display name. A result's ``senders`` maps one
+    to the other, so "Tomek Nowak" (id ``tomek``) deleted is found while "Tomasz" (another id) is not."""
+    from agents.distill.summary import senders_of
+    from streams.stages.io import is_deleted
+
+    msgs = [chat_msg(0, "tomek", "hi"), chat_msg(1, "tomasz", "hey")]
+    msgs = [msgs[0].model_copy(update={"sender_name": "Tomek Nowak"}), msgs[1]]
+    senders = senders_of(msgs)
+    assert senders == {"Tomek Nowak": ["tomek"], "tomasz": ["tomasz"]}
+    ledger = {("c", "tomek")}
+    assert is_deleted(ledger, "c", "Tomek Nowak", senders)
+    assert not is_deleted(ledger, "c", "Tomek Nowak")  # without the map a display name is not an id
+    assert not is_deleted(ledger, "c", "tomasz", senders) and not is_deleted(ledger, "other", "Tomek Nowak", senders)
+    assert is_deleted({("c", "TOMEK")}, "c", "tomek") and is_deleted({("c", "*")}, "c", None)

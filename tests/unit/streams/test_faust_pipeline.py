@@ -153,7 +153,7 @@ async def test_consolidation_is_journalled_and_applied_before_it_is_emitted(pipe
     assert after == before
 
 
-def personal_rows(chat: str) -> list[dict]:
+def personal_rows(chat: str, names: dict[str, str] | None = None) -> list[dict]:
     lines = [
         ("bob", "I live in Hangzhou and I work as a nurse."),
         ("alice", "I love my cat Mochi, she is three."),
@@ -161,12 +161,16 @@ def personal_rows(chat: str) -> list[dict]:
         ("alice", "I will write the release notes by Thursday."),
     ]
     return [{"chat_id": chat, "message_id": f"m{i}", "sender": who, "ts": f"2024-01-01T10:{i:02d}:00Z", "text": text}
+            | ({"sender_name": names[who]} if names and who in names else {})
             for i, (who, text) in enumerate(lines)]  # fmt: skip
 
 
-async def test_deleted_chats_and_speakers_are_dropped_downstream(pipeline):
+@pytest.mark.parametrize("names", [None, {"bob": "Bob Li", "alice": "Alice W"}], ids=["ids", "display-names"])
+async def test_deleted_chats_and_speakers_are_dropped_downstream(pipeline, names):
+    """A chat, and a sender (ledgered by id; memories name the display name), deleted while their results
+    were in flight: nothing of theirs is applied."""
     seg = Sink()
-    await pipeline.segment_batch(raw_records(personal_rows("chat-0") + personal_rows("chat-1")), seg)
+    await pipeline.segment_batch(raw_records(personal_rows("chat-0", names) + personal_rows("chat-1", names)), seg)
     dist = Sink()
     await pipeline.distill_batch(as_records(seg.sent, DISTILL_JOBS.name), dist)
     # deleted while the results were in flight
@@ -176,7 +180,8 @@ async def test_deleted_chats_and_speakers_are_dropped_downstream(pipeline):
     await pipeline.consolidate_batch(as_records(dist.sent, DISTILL_RESULTS.name), out)
     assert await pipeline.clients.store.list_memories("chat-1", live_only=False) == []
     speakers = {m.speaker for m in await pipeline.clients.store.list_memories("chat-0", live_only=False)}
-    assert "alice" in speakers and "bob" not in speakers
+    alice, bob = (names or {}).get("alice", "alice"), (names or {}).get("bob", "bob")
+    assert alice in speakers and bob not in speakers
     assert {p.key for p in out.sent if p.topic == MEMORY_DECISIONS.name} == {"chat-0"}
 
 
