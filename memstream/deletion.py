@@ -45,11 +45,11 @@ from memstream.erasure_check import checked_erasure
 from retrieval.deletion import Forgotten
 from retrieval.embedder import cache_keys, forget_cached
 from retrieval.scrub import erase_freed
-from schemas import ChatMessage, DistillJob, TopicSummary, stable_id
-from streams.codec import encode
+from schemas import ChatMessage, DistillJob, DistillResult, TopicSummary, stable_id
+from streams.codec import DecodeError, decode, encode
 from streams.log import FileLog, Produce
 from streams.log_erase import erase_in_log, needles_of, raw_messages
-from streams.topics import DISTILL_JOBS
+from streams.topics import DISTILL_JOBS, DISTILL_RESULTS
 from streams.working_memory import PoolRewrite, WorkingMemory
 
 log = logging.getLogger("memstream.deletion")
@@ -166,18 +166,32 @@ async def delete_data(
     if file_log is not None:
         report.log_records = await erase_in_log(file_log, chat_id, user, ids, said, report.job_id,
                                                 derived_ids=gone.memory_ids | gone.topic_ids, all_derived=resumed)
+    stated_again: list[str] = []  # what the shared topics' new distillations state (others' lines, a title)
     if user is not None and gone.redistil:
         jobs = await redistil_jobs(clients, chat_id, gone.redistil, at)
         report.topics_redistilled = len(jobs)
-        await _run_jobs(clients, jobs, file_log)
+        stated_again = await _run_jobs(clients, jobs, file_log)
     _erase_freed(clients)
-    report.byte_remnants = len(await checked_erasure(clients, [*said, *gone.record_texts], vacuum_all=resumed))
+    restated = await _restated(clients, chat_id, gone.record_texts, stated_again) if user is not None else set()
+    checked = [*said, *(t for t in gone.record_texts if t not in restated)]
+    report.byte_remnants = len(await checked_erasure(clients, checked, vacuum_all=resumed))
     if file_log is not None:  # the WAL holds only the completion (no deleted byte): emptied too
         await file_log.complete_deletion(chat_id, user or "*", at, datetime.now(UTC).isoformat())
         await file_log.erase_freed()
     cleared = clear_text_caches()  # nor in this process's memory (other processes: when they see the ledger)
     log.info("deleted", extra=report.as_dict() | {"text_cache_entries_cleared": cleared})
     return report
+
+
+async def _restated(clients: Clients, chat_id: str, texts: Collection[str], stated_again: Sequence[str]) -> set[str]:
+    """Of a deletion's removed record texts, those stated again without the user: by the chat's live records
+    or by the new distillations of the topics they shared (``stated_again``: a summary of others' lines, the
+    same title). Their bytes are no remnant; the user's own texts are always checked."""
+    if not texts:
+        return set()
+    live = {r.text for r in await clients.store.list_memories(chat_id)}
+    blob = "\n".join(stated_again)
+    return {t for t in texts if t in live or (t and t in blob)}
 
 
 def _erase_freed(clients: Clients) -> None:
@@ -247,15 +261,16 @@ async def redistil_jobs(
     return out
 
 
-async def _run_jobs(clients: Clients, jobs: list[Produce], file_log: FileLog | None) -> None:
-    """Process the jobs now: on the embedded log, or (Kafka) over a throw-away local log."""
+async def _run_jobs(clients: Clients, jobs: list[Produce], file_log: FileLog | None) -> list[str]:
+    """Process the jobs now: on the embedded log, or (Kafka) over a throw-away local log. Returns the texts
+    their results state (summaries, titles, facts, Q&A)."""
     from streams.runner import EmbeddedRunner
 
     if file_log is not None:
         runner = EmbeddedRunner(clients, clients.settings.pipeline)
         await runner.produce(jobs)
         await runner.run_until_idle()
-        return
+        return await _result_texts(file_log, jobs)
     with tempfile.TemporaryDirectory(prefix="memstream-forget-") as tmp:
         local = await FileLog(Path(tmp) / "log.db").open()
         try:
@@ -266,5 +281,23 @@ async def _run_jobs(clients: Clients, jobs: list[Produce], file_log: FileLog | N
             runner = EmbeddedRunner(local_clients, local_clients.settings.pipeline)
             await runner.produce(jobs)
             await runner.run_until_idle()
+            return await _result_texts(local, jobs)
         finally:
             await local.close()
+
+
+async def _result_texts(log_: FileLog, jobs: list[Produce]) -> list[str]:
+    """Every text the distill results of ``jobs`` hold."""
+    ids = {p.record_id for p in jobs}
+    keys = {p.key for p in jobs}
+    out: list[str] = []
+    for key in keys:
+        for r in await log_.keyed(DISTILL_RESULTS.name, key):
+            try:
+                result = decode(DISTILL_RESULTS, r.value)
+            except DecodeError:
+                continue
+            if isinstance(result, DistillResult) and result.job_id in ids:
+                out += [result.title, result.summary, *(f.text for f in result.facts),
+                        *(f"Q: {q.question} A: {q.answer}" for q in result.qa_pairs), *(t.text for t in result.tasks)]
+    return out

@@ -86,6 +86,8 @@ async def test_deleted_user_is_gone_at_once_physically_and_after_replay(tmp_path
         assert text_cache_entries() == 0  # emptied at the end of the deletion, nothing erased stays in memory
         assert report.removed > 0 and report.memories >= len(derived) and report.log_records > 0
         assert report.topics_redistilled >= 1
+        # what the shared topics state again without the user (others' lines, a title) is no remnant
+        assert report.byte_remnants == 0
         for name in ("memstream.db", "graph.db", "log/log.db"):  # checkpointed and truncated, last
             assert (data_dir / f"{name}-wal").stat().st_size == 0, name
         await _assert_gone(clients, case, data_dir)
