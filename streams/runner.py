@@ -140,7 +140,7 @@ class EmbeddedRunner:
                     records = await self.log.read(RAW_MESSAGES.name, raw, self.batch)
                     if records:
                         raw = records[-1].offset + 1
-                        texts = turn_texts(records, await self.clients.log.deletions())
+                        texts = turn_texts(records, await self.clients.log.deletions(), self.segment.sensitive)
                         queued.append(asyncio.ensure_future(emb.embed(texts)))
                         await asyncio.sleep(0)  # the call reserves its texts and queues its forwards now
                         continue

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.lazy_re import lazy
+
+if TYPE_CHECKING:
+    from streams.log import Record
 
 Kind = Literal["phone", "id_card", "bank_card", "email", "secret", "address"]
 Action = Literal["mask", "drop", "keep"]
@@ -183,3 +186,12 @@ def screen_value(value: str, policy: SensitivePolicy) -> str:
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     obj.update(text=res.text, metadata={**meta, "sensitive": {**res.counts, "masked": res.masked}})
     return json.dumps(obj, ensure_ascii=False)
+
+
+def screen_records(records: list[Record], policy: SensitivePolicy) -> list[Record]:
+    """:func:`screen_value` on each raw record's payload: what the segmenter reads, in either runtime (a
+    producer that wrote the raw topic itself was not screened; a screened payload comes back unchanged)."""
+    if not policy.enabled:
+        return records
+    return [r if r.value is None else replace(r, value=screen_value(r.value, policy)) for r in records]
+

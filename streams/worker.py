@@ -36,9 +36,8 @@ from streams.clients import Clients
 from streams.codec import DecodeError, decode
 from streams.config import PipelineConfig
 from streams.log import Produce, Record
-from streams.sensitive import screen_value
 from streams.stages import StageOutput, build_stages
-from streams.stages.io import is_deleted, turn_texts
+from streams.stages.io import is_deleted, kept_decisions, turn_texts
 from streams.stages.vectors import shared_turn_vectors
 from streams.topics import DISTILL_RESULTS, MEMORY_DECISIONS
 from streams.worker_embed import PriorityEmbedder, bulk
@@ -93,18 +92,19 @@ def _senders(result: Record) -> dict[str, list[str]]:
 
 def _kept_decisions(produced: list[Produce], deleted: set[tuple[str, str]],
                     senders: dict[str, list[str]] | None = None) -> list[Produce]:  # fmt: skip
-    """Decisions whose chat or speaker was deleted meanwhile are dropped (replay drops them too); ``senders``:
-    the result's display name -> sender ids (the ledger names ids)."""
-    kept = []
+    """Journalled decisions whose chat or speaker was deleted since they were decided are dropped, by the
+    consolidator's own check (:func:`streams.stages.io.kept_decisions`); ``senders``: the result's display
+    name -> sender ids (the ledger names ids)."""
+    decoded = []
     for p in produced:
         try:
             d = decode(MEMORY_DECISIONS, p.value)
         except DecodeError:
             continue
-        speaker = d.record.speaker if isinstance(d, MemoryDecision) and d.record else None
-        if isinstance(d, MemoryDecision) and not is_deleted(deleted, d.chat_id, speaker, senders):
-            kept.append(p)
-    return kept
+        if isinstance(d, MemoryDecision):
+            decoded.append((p, d))
+    kept = {id(d) for d in kept_decisions([d for _, d in decoded], deleted, senders)}
+    return [p for p, d in decoded if id(d) in kept]
 
 
 class WrittenPools:
@@ -196,7 +196,7 @@ class Pipeline:
                 pools[chat] = self._written.load(chat, raw)
         self.segment.pools = pools
         try:
-            out = await self._segment(self._screened(records))
+            out = await self._segment(records)
             await send(out.produced)
         except BaseException:  # retried from the stored pools: none kept parsed (whatever the failure left)
             self._written.clear()
@@ -215,10 +215,6 @@ class Pipeline:
             await self._save_windows(pool)
         return out
 
-    def _screened(self, records: list[Record]) -> list[Record]:
-        policy = self.pipeline_cfg.sensitive  # producers that wrote Kafka directly were not screened
-        return [r if r.value is None else replace(r, value=screen_value(r.value, policy)) for r in records]
-
     def _parts(self, records: list[Record]) -> list[list[Record]]:
         with_model = self.stages.segment.clients.embedder is not None  # else nothing to embed ahead
         size = max(1, self.cfg.segment_part if with_model else len(records))
@@ -230,7 +226,7 @@ class Pipeline:
         screen them; it then finds them embedded or being embedded."""
         if self.clients.embedder is None:
             return
-        parts = self._parts(self._screened(records))
+        parts = self._parts(records)
         if len(parts) > 1:  # one part: the segmenter's own call embeds it
             for part in parts:
                 self._embed_turns(part)
@@ -264,7 +260,7 @@ class Pipeline:
         embedder = self.stages.segment.clients.embedder
         if embedder is None:
             return None
-        texts = turn_texts(records, self._deleted or set())  # the ledger as last read
+        texts = turn_texts(records, self._deleted or set(), self.segment.sensitive)  # the ledger as last read
         return self._background(bulk(lambda: embedder.embed(texts)))
 
     def _background(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task:
@@ -282,8 +278,8 @@ class Pipeline:
             await self.wm.put_topic_window(pool.chat_id, topic_id, ids, self.cfg.window_ttl_s)
 
     async def distill_batch(self, records: list[Record], send: Send) -> StageOutput:
-        deleted = await self.deletions()
-        out = await self.distill.process([r for r in records if not is_deleted(deleted, r.key)])
+        await self.deletions()  # a new deletion empties the caches first (the stage reads the ledger itself)
+        out = await self.distill.process(records)
         await send(out.produced)
         self._prefetch_ahead([p for p in out.produced if p.topic == DISTILL_RESULTS.name])
         return out
@@ -316,7 +312,7 @@ class Pipeline:
         """One result at a time: decide (or recall the journalled decisions), apply, then emit."""
         total = StageOutput()
         deleted = await self.deletions()
-        records = [r for r in records if not is_deleted(deleted, r.key)]
+        records = [r for r in records if not is_deleted(deleted, r.key)]  # nothing to embed or read for them
         await self.consolidate.prefetch(records, self._graph_texts(records))  # the batch's texts: one call
         if self.graph is not None:  # the graph stage reads the same results first (idempotent by result id),
             graphed = await self.graph.process(records)  # the batch at once, as the embedded runner does
@@ -332,8 +328,10 @@ class Pipeline:
         """One result: its decisions (journalled, or recalled from the journal) applied, its output added."""
         entry = f"consolidate:{r.record_id}"
         journalled = await self.wm.get_journal(r.key, entry)
-        if journalled is not None:
+        if journalled is not None:  # decided before: a deletion since then still applies
             produced = [Produce(**p) for p in json.loads(journalled)]
+            produced = [p for p in produced if p.topic != MEMORY_DECISIONS.name] + _kept_decisions(
+                [p for p in produced if p.topic == MEMORY_DECISIONS.name], deleted, _senders(r) if deleted else None)
         else:
             out = await self.consolidate.process([r])
             produced = out.produced
@@ -341,8 +339,7 @@ class Pipeline:
             total.processed += out.processed
             payload = json.dumps([asdict(p) for p in produced])
             await self.wm.put_journal(r.key, entry, payload, self.cfg.journal_ttl_s)
-        decisions = [p for p in produced if p.topic == MEMORY_DECISIONS.name]
-        kept = _kept_decisions(decisions, deleted, _senders(r) if deleted else None)
+        kept = [p for p in produced if p.topic == MEMORY_DECISIONS.name]  # the consolidator kept them
         applied = await self.index.process([Record(p.topic, -1, p.key, p.record_id, p.value) for p in kept])
         self._applied.update(dict.fromkeys(p.record_id for p in kept))
         others = [p for p in produced if p.topic != MEMORY_DECISIONS.name]
@@ -351,10 +348,10 @@ class Pipeline:
     async def index_batch(self, records: list[Record], send: Send) -> StageOutput:
         """Decisions from the topic; the ones this worker's consolidator applied itself are skipped unread
         (re-applying is a no-op, but decoding and checking thousands of them is not free)."""
-        deleted = await self.deletions()
+        await self.deletions()  # a new deletion empties the caches first (the stage reads the ledger itself)
         while len(self._applied) > 100_000:
             del self._applied[next(iter(self._applied))]
-        fresh = [r for r in records if r.record_id not in self._applied and not is_deleted(deleted, r.key)]
+        fresh = [r for r in records if r.record_id not in self._applied]
         out = await self.index.process(fresh)
         await send(out.produced)
         return out

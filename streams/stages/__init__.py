@@ -44,7 +44,7 @@ class Stages:
 def build_stages(clients: Clients, cfg: PipelineConfig) -> Stages:
     """The pipeline's stages over ``clients``, configured by ``cfg``."""
     return Stages(
-        segment=SegmentStage(clients, cfg.segmenter, cfg.audit),
+        segment=SegmentStage(clients, cfg.segmenter, cfg.audit, cfg.sensitive),
         distill=DistillStage(clients, cfg.distiller),
         consolidate=ConsolidateStage(clients, cfg.consolidator, cfg.derived_vectors),
         index=IndexStage(clients, cfg.derived_vectors),

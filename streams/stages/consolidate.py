@@ -25,7 +25,7 @@ from retrieval.protocols import MemoryFilter
 from schemas import CandidateFact, DecisionOp, DistillResult, MemoryDecision, MemoryKind, MemoryRecord
 from streams.clients import Clients
 from streams.log import Record
-from streams.stages.io import StageOutput, decode_all, embed, for_each_item, is_deleted
+from streams.stages.io import StageOutput, decode_all, embed, for_each_item, is_deleted, kept_decisions
 from streams.stages.vectors import (
     DerivedVectors,
     composed,
@@ -56,6 +56,7 @@ class ConsolidateStage:
         self._candidates: dict[str, list[CandidateFact]] = {}  # result id -> candidates (from prefetch)
         self._profiles: dict[str, MemoryRecord] = {}  # profile versions emitted in this batch
         self._profiles_replaced: set[str] = set()  # ...and the versions they replace
+        self._deleted: set[tuple[str, str]] = set()  # the deletion ledger, read once a batch
 
     async def prefetch(self, records: list[Record], extra: list[str] | None = None) -> int:
         """Embed the candidates of many results in one call before they are decided one at a time (the
@@ -109,9 +110,13 @@ class ConsolidateStage:
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()
         self._profiles, self._profiles_replaced = {}, set()
+        self._deleted = await self.clients.log.deletions()  # the ledger as it stands now, in either runtime
 
         async def handle(result: DistillResult) -> None:
-            for d in await self._decide(result):
+            if is_deleted(self._deleted, result.chat_id):  # a chat deleted while its result was in flight
+                self._candidates.pop(result.result_id, None)
+                return
+            for d in kept_decisions(await self._decide(result), self._deleted, result.senders):
                 out.emit(MEMORY_DECISIONS, d.chat_id, d.decision_id, d)
 
         await for_each_item(self.source, "consolidate", "consolidator", records, out, handle)
@@ -159,7 +164,7 @@ class ConsolidateStage:
         if not self.cfg.profiles:
             return []
         chat = result.chat_id
-        deleted = await self.clients.log.deletions()  # the ledger as it stands now, in either runtime
+        deleted = self._deleted
         if deleted:  # a fact said by a user deleted while its topic was in flight: no line of theirs
             candidates = [c for c in candidates if not is_deleted(deleted, chat, c.speaker or "", result.senders)]
         store = self.clients.store

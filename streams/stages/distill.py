@@ -7,7 +7,7 @@ from agents.config import DistillerConfig
 from schemas import DistillJob, DistillResult
 from streams.clients import Clients
 from streams.log import Record
-from streams.stages.io import StageOutput, for_each_item
+from streams.stages.io import StageOutput, for_each_item, is_deleted
 from streams.topics import DISTILL_JOBS, DISTILL_RESULTS
 
 __all__ = ["DistillStage"]
@@ -26,8 +26,11 @@ class DistillStage:
 
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()
+        deleted = await self.clients.log.deletions()
 
         async def handle(job: DistillJob) -> None:
+            if is_deleted(deleted, job.chat_id):  # a chat deleted while its topic was in flight
+                return
             result = await self._distil(job)
             out.emit(DISTILL_RESULTS, result.chat_id, result.result_id, result)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from schemas import MemoryDecision, MemoryKind
 from streams.clients import Clients
 from streams.log import Record
-from streams.stages.io import StageOutput, decode_all
+from streams.stages.io import StageOutput, decode_all, is_deleted
 from streams.stages.vectors import DerivedVectors, item_vectors
 from streams.topics import MEMORY_DECISIONS
 
@@ -35,7 +35,8 @@ class IndexStage:
 
     async def process(self, records: list[Record]) -> StageOutput:
         out = StageOutput()
-        decisions = decode_all(self.source, "index", records, out)
+        deleted = await self.clients.log.deletions()  # a chat deleted while its decisions were in flight
+        decisions = [d for d in decode_all(self.source, "index", records, out) if not is_deleted(deleted, d.chat_id)]
         self.applied += await apply_decisions(self.clients, decisions, self.derived_vectors)
         out.processed = len(decisions)
         return out

@@ -9,13 +9,15 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from schemas import ChatMessage, DeadLetter, stable_id
+from schemas import ChatMessage, DeadLetter, MemoryDecision, stable_id
 from streams.clients import Clients
 from streams.codec import DecodeError, Tombstone, decode, encode
 from streams.log import Produce, Record
+from streams.sensitive import SensitivePolicy, screen_records
 from streams.topics import DEAD_LETTERS, RAW_MESSAGES, TopicSpec
 
-__all__ = ["StageOutput", "decode_all", "embed", "for_each_item", "is_deleted", "sender_deleted", "turn_texts"]
+__all__ = ["StageOutput", "decode_all", "embed", "for_each_item", "is_deleted", "kept_decisions", "sender_deleted",
+           "turn_texts"]
 
 log = logging.getLogger("memstream.stages")
 
@@ -93,15 +95,28 @@ def is_deleted(deleted: Collection[tuple[str, str]], chat_id: str, sender: str |
     return any(c == chat_id and s.casefold() in ids for c, s in deleted)
 
 
+def kept_decisions(decisions: list[MemoryDecision], deleted: Collection[tuple[str, str]],
+                   senders: Mapping[str, list[str]] | None = None) -> list[MemoryDecision]:  # fmt: skip
+    """Of one result's ``decisions``, those whose chat and speaker the deletion ledger ``deleted`` does not
+    hold (``senders``: the result's display name -> sender ids): a user deleted while the result was in
+    flight gets no record, in either runtime."""
+    if not deleted:
+        return decisions
+    return [d for d in decisions
+            if not is_deleted(deleted, d.chat_id, d.record.speaker if d.record else None, senders)]  # fmt: skip
+
+
 def sender_deleted(deleted: Collection[tuple[str, str]], msg: ChatMessage) -> bool:
     """The message's chat, or its sender (by id) in that chat, is in the deletion ledger ``deleted``: the
     segmenter drops it, and ingest does not keep it (:func:`memstream.ops.withhold`)."""
     return (msg.chat_id, "*") in deleted or (msg.chat_id, msg.sender) in deleted
 
 
-def turn_texts(records: list[Record], deleted: set[tuple[str, str]]) -> list[str]:
+def turn_texts(records: list[Record], deleted: set[tuple[str, str]], sensitive: SensitivePolicy) -> list[str]:
     """The texts of raw records that the segmenter will embed (for embedding them ahead of it): decodable
-    messages with text, not of a chat or sender in the deletion ledger ``deleted`` (it drops those)."""
+    messages with text, screened as it screens them (``sensitive``), not of a chat or sender in the deletion
+    ledger ``deleted`` (it drops those)."""
+    records = screen_records(records, sensitive)
     msgs = decode_all(RAW_MESSAGES, "segment", records, StageOutput())  # errors: reported by the segmenter
     return [m.text for m in msgs if isinstance(m, ChatMessage) and m.text.strip()
             and not sender_deleted(deleted, m)]  # fmt: skip

@@ -22,6 +22,7 @@ from schemas import (
 from schemas.messages import StreamControl
 from streams.clients import Clients
 from streams.log import Record
+from streams.sensitive import SensitivePolicy, screen_records
 from streams.stages import edits
 from streams.stages.io import StageOutput, decode_all, embed, sender_deleted
 from streams.topics import (
@@ -60,10 +61,12 @@ class SegmentStage:
     group = "segmenter"
     source = RAW_MESSAGES
 
-    def __init__(self, clients: Clients, cfg: SegmenterConfig, audit: AuditConfig) -> None:
+    def __init__(self, clients: Clients, cfg: SegmenterConfig, audit: AuditConfig,
+                 sensitive: SensitivePolicy | None = None) -> None:  # fmt: skip
         self.clients = clients
         self.cfg = cfg
         self.audit = audit
+        self.sensitive = sensitive or SensitivePolicy()
         self.pools: dict[str, segmenter.ChatPool] = {}
         self._dirty: set[str] = set()  # chats whose pool changed since the last checkpoint
         self._legacy = False  # loaded from a whole-state checkpoint: rewrite it per chat
@@ -94,6 +97,7 @@ class SegmentStage:
         out = StageOutput()
         self._read = {}
         self.deleted = await self.clients.log.deletions()
+        records = screen_records(records, self.sensitive)  # a producer that wrote the raw topic itself
         items = self._without_deleted_parents(decode_all(self.source, "segment", records, out))
         msgs = [m for m in items if isinstance(m, ChatMessage) and not self._is_deleted(m)]
         msgs, edited = await edits.split_edits(self.clients, msgs)

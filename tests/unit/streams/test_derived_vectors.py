@@ -124,14 +124,21 @@ async def test_profile_lines_skip_users_deleted_while_the_topic_was_in_flight(tm
     result = DistillResult(result_id="r", job_id="j", chat_id="c", topic_id="t", title="", summary="", facts=facts,
                            participants=["Ann", "Bob"], started_at=at, ended_at=at, source_message_ids=["m0", "m1"],
                            at=at)  # fmt: skip
+    from streams.codec import decode, encode
+    from streams.log import Record
+    from streams.topics import DISTILL_RESULTS, MEMORY_DECISIONS
+
+    async def profile_lines(stage: ConsolidateStage) -> list:
+        out = await stage.process([Record(DISTILL_RESULTS.name, 0, "c", "r", encode(result))])
+        decisions = [decode(MEMORY_DECISIONS, p.value) for p in out.produced if p.topic == MEMORY_DECISIONS.name]
+        return [d.record for d in decisions if d.record and d.record.kind == "profile"]
+
     clients = await build_clients(Settings(data_dir=tmp_path / "d", embedder="none"), embedder=None)
     try:
-        stage = ConsolidateStage(clients, ConsolidatorConfig())
-        before = [d.record for d in await stage._profile_decisions(result, facts) if d.record]
+        before = await profile_lines(ConsolidateStage(clients, ConsolidatorConfig()))
         assert {"m0", "m1"} <= {m for r in before for m in r.source_message_ids}  # both lines without a deletion
-        stage = ConsolidateStage(clients, ConsolidatorConfig())  # a fresh batch (nothing emitted yet)
         await clients.log.record_deletion("c", "ann", at.isoformat())  # the ledger keeps the sender id
-        after = [d.record for d in await stage._profile_decisions(result, facts) if d.record]
+        after = await profile_lines(ConsolidateStage(clients, ConsolidatorConfig()))  # a fresh batch
         assert after and not {"m0"} & {m for r in after for m in r.source_message_ids}
     finally:
         await clients.close()

@@ -238,3 +238,49 @@ async def test_a_worker_that_reads_a_new_deletion_empties_its_text_caches(pipeli
     tokenize("the caches fill again on use")
     await pipeline.deletions()
     assert text_cache_entries() > 0
+
+
+SECRET = "my card is 4111 1111 1111 1111, call me"
+
+
+def _unscreened(chat: str) -> list[Record]:
+    """A raw record as a producer that bypassed the ingest screen wrote it."""
+    row = {"chat_id": chat, "message_id": "m0", "sender": "ann", "ts": "2024-01-01T10:00:00Z", "text": SECRET}
+    return [Record(RAW_MESSAGES.name, 0, chat, f"{chat}\x1fm0", ChatMessage.model_validate(row).model_dump_json())]
+
+
+async def test_the_segmenter_screens_what_a_producer_wrote_unscreened_in_either_runtime(tmp_path, pipeline):
+    """Screening is the segment stage's: the worker and the embedded runner mask the same raw payload."""
+    from streams.runner import EmbeddedRunner
+
+    await pipeline.segment_batch(_unscreened("k"), Sink())
+    clients = await build_clients(Settings(data_dir=tmp_path / "e", embedder="none"), embedder=None)
+    try:
+        runner = EmbeddedRunner(clients, clients.settings.pipeline)
+        await runner.produce([Produce(r.topic, r.key, r.record_id, r.value) for r in _unscreened("e")])
+        await runner.run_until_idle()
+        for c, chat in ((pipeline.clients, "k"), (clients, "e")):
+            (stored,) = (await c.store.export_chat(chat))["messages"]
+            text = stored["text"] if isinstance(stored, dict) else stored.text
+            assert "4111" not in text and "[bank_card]" in text, text
+    finally:
+        await clients.close()
+
+
+async def test_each_stage_reads_the_ledger_itself(pipeline):
+    """A chat deleted while its jobs, results and decisions were in flight: the distiller, the consolidator
+    and the indexer drop them, whichever runtime drives them (no filter of the worker's in between)."""
+    seg = Sink()
+    await pipeline.segment_batch(raw_records(personal_rows("chat-0") + personal_rows("chat-1")), seg)
+    jobs = as_records(seg.sent, DISTILL_JOBS.name)
+    results = as_records((await pipeline.distill.process(jobs)).produced, DISTILL_RESULTS.name)
+    decided = (await pipeline.consolidate.process(results)).produced
+    decisions = as_records(decided, MEMORY_DECISIONS.name)
+    assert {r.key for r in decisions} == {"chat-0", "chat-1"}
+    await pipeline.clients.log.record_deletion("chat-1", "*", "now")
+    assert {p.key for p in (await pipeline.distill.process(jobs)).produced} == {"chat-0"}
+    assert {p.key for p in (await pipeline.consolidate.process(results)).produced
+            if p.topic == MEMORY_DECISIONS.name} == {"chat-0"}  # fmt: skip
+    await pipeline.index.process(decisions)
+    assert await pipeline.clients.store.list_memories("chat-1", live_only=False) == []
+    assert await pipeline.clients.store.list_memories("chat-0", live_only=False)
