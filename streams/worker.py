@@ -194,7 +194,7 @@ class Pipeline:
             raw = await self.wm.get_pool(chat)
             if raw:
                 pools[chat] = self._written.load(chat, raw)
-        self.segment.pools = pools
+        self.segment.use_pools(pools)
         try:
             out = await self._segment(records)
             await send(out.produced)
@@ -206,13 +206,13 @@ class Pipeline:
             if raw is None:
                 continue
             if await self.wm.put_pool(chat, raw, self.cfg.pool_ttl_s, version=version):
-                self._written.wrote(chat, raw, self.segment.pools[chat])
+                self._written.wrote(chat, raw, self.segment.pool(chat))
             else:
                 # a redelivered batch (or a worker that lost the partition): the stored pool is newer
                 self._written.forget(chat)
                 log.info("newer segmenter pool kept", extra={"chat_id": chat, "version": version})
-        for pool in self.segment.pools.values():
-            await self._save_windows(pool)
+        for chat, active in self.segment.active_topics().items():
+            await self._save_windows(chat, active)
         return out
 
     def _parts(self, records: list[Record]) -> list[list[Record]]:
@@ -270,12 +270,11 @@ class Pipeline:
         task.add_done_callback(self._done_ahead)
         return task
 
-    async def _save_windows(self, pool: ChatPool) -> None:
-        active = {t.topic_id: list(t.message_ids) for t in pool.topics}
-        for topic_id in set(await self.wm.topic_windows(pool.chat_id)) - set(active):
-            await self.wm.drop_topic_window(pool.chat_id, topic_id)
+    async def _save_windows(self, chat: str, active: dict[str, list[str]]) -> None:
+        for topic_id in set(await self.wm.topic_windows(chat)) - set(active):
+            await self.wm.drop_topic_window(chat, topic_id)
         for topic_id, ids in active.items():
-            await self.wm.put_topic_window(pool.chat_id, topic_id, ids, self.cfg.window_ttl_s)
+            await self.wm.put_topic_window(chat, topic_id, ids, self.cfg.window_ttl_s)
 
     async def distill_batch(self, records: list[Record], send: Send) -> StageOutput:
         await self.deletions()  # a new deletion empties the caches first (the stage reads the ledger itself)

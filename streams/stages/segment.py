@@ -85,6 +85,20 @@ class SegmentStage:
         self._legacy = legacy is not None
         self._dirty = set(self.pools) if self._legacy else set()
 
+    def use_pools(self, pools: dict[str, segmenter.ChatPool]) -> None:
+        """The pools of the next batch's chats, parsed by the caller (a worker keeps them in working memory,
+        fenced by offset, and keeps its last ones parsed): the stage's whole state until the next call."""
+        self.pools = dict(pools)
+        self._dirty, self._legacy = set(), False
+
+    def pool(self, chat: str) -> segmenter.ChatPool | None:
+        """The current pool of ``chat`` (None: no message of it seen)."""
+        return self.pools.get(chat)
+
+    def active_topics(self) -> dict[str, dict[str, list[str]]]:
+        """Per chat held, its active topics' message ids (a worker keeps them in working memory)."""
+        return {chat: {t.topic_id: list(t.message_ids) for t in pool.topics} for chat, pool in self.pools.items()}
+
     def dump_state(self) -> dict[str, str | None]:
         """The pools that changed since the last call (each chat is its own part)."""
         parts: dict[str, str | None] = {chat: self.pools[chat].model_dump_json() for chat in self._dirty}
