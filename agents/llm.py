@@ -1,5 +1,5 @@
 """The LLM as the pure cores see it: a Protocol for JSON tasks, its one error, and the pure JSON helpers
-(parsing, repair of truncated replies, strict schemas). The I/O lives in :mod:`retrieval.llm_openai`.
+(parsing, repair of truncated replies, strict schemas). The I/O lives in :mod:`backends.llm_openai`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class LLMError(RuntimeError):
 
 class LLMClient(Protocol):
     """What the distiller and the consolidator need of an LLM: one JSON reply per request (the OpenAI-compatible
-    backend is :class:`retrieval.llm_openai.OpenAILLM`). Failure is one outcome, :class:`LLMError`."""
+    backend is :class:`backends.llm_openai.OpenAILLM`). Failure is one outcome, :class:`LLMError`."""
 
     calls: int
 

@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             data += [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
         data = [r for r in data if r.get("embedder", args.embedder) == args.embedder]
     else:
-        from retrieval.embedder import build_embedder
+        from backends.embed.embedder import build_embedder
 
         emb = build_embedder(args.embedder, None, 64)
         with tempfile.TemporaryDirectory(prefix="memstream-calib-") as tmp:

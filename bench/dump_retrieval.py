@@ -63,7 +63,7 @@ async def at_locomo_size(data_dir: Path, embedder: str, locomo: Path, sink) -> i
 
 
 async def at_scale(db: Path, embedder: Any, locomo: Path, n_questions: int, sink) -> int:
-    from retrieval.sqlite_store import SQLiteStore
+    from backends.sqlite.store import SQLiteStore
 
     store = SQLiteStore(db, embedder.dim)
     await store.bootstrap()
@@ -79,8 +79,8 @@ async def at_scale(db: Path, embedder: Any, locomo: Path, n_questions: int, sink
 def main(argv: list[str] | None = None) -> None:
     import argparse
 
+    from backends.embed.embedder import CachedEmbedder
     from bench.throughput_embed import raw_embedder
-    from retrieval.embedder import CachedEmbedder
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--locomo", type=Path, required=True)

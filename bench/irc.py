@@ -275,7 +275,7 @@ def build_embedder(kind: str, cache: Path | None = None):
         return None
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
-        from retrieval.embedder import build_embedder as shared
+        from backends.embed.embedder import build_embedder as shared
     except ImportError:
         shared = None
     if shared is not None:

@@ -25,13 +25,13 @@ import time
 import uuid
 from pathlib import Path
 
+from backends.sqlite.store import SQLiteStore
 from bench.reliability_load import cpu_s
 from memstream.clients import build_clients
 from memstream.devservers import free_port
 from memstream.kafka_admin import LagProbe, bootstrap_topics, produce_file
 from memstream.ops import ingest
 from memstream.settings import Settings
-from retrieval.sqlite_store import SQLiteStore
 from streams.faust_app import READY_LOG
 
 

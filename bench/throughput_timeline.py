@@ -51,10 +51,10 @@ def summary(events: list[Event], wall: float) -> dict[str, Any]:
 
 async def timeline(data: Path, data_dir: Path, embedder: str) -> tuple[list[Event], float, float]:
     """The ingest of ``data`` with its events; returns (events, wall seconds, CPU seconds)."""
+    from backends.embed.base import _LazyModelEmbedder, warm_up
     from memstream.clients import build_clients
     from memstream.ops import ingest
     from memstream.settings import Settings
-    from retrieval.embed_base import _LazyModelEmbedder, warm_up
     from streams.runner import EmbeddedRunner
 
     events: list[Event] = []

@@ -97,7 +97,7 @@ class Embedders:
         self.loaded: dict[str, Any] = {}
 
     def get(self, name: str) -> Any:
-        from retrieval.embedder import build_embedder
+        from backends.embed.embedder import build_embedder
 
         if name not in self.loaded:
             self.loaded[name] = build_embedder(name, None, 64)

@@ -270,8 +270,8 @@ async def _run_split(split: str, chats: int, embedder: str, emb: Any, k: int, ro
 async def run_updates_async(out_dir: Path, *, split: str = "both", chats: int = 200, embedder: str | None = None,
                             k: int = 5, data_dir: Path | None = None, show: bool = True,
                             seed: int | None = None) -> dict[str, Any]:
+    from backends.embed.embedder import build_embedder
     from memstream.settings import Settings
-    from retrieval.embedder import build_embedder
 
     splits = list(SPLITS) if split == "both" else [split]
     if any(s not in SPLITS for s in splits):

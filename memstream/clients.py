@@ -62,7 +62,7 @@ async def _kafka_log(url: str, dim: int | None) -> StageLog:
 
 
 async def _sqlite_store(url: str, dim: int | None) -> MemoryStore:
-    from retrieval.sqlite_store import SQLiteStore
+    from backends.sqlite.store import SQLiteStore
 
     path = sqlite_path(url)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -70,7 +70,7 @@ async def _sqlite_store(url: str, dim: int | None) -> MemoryStore:
 
 
 async def _es_store(url: str, dim: int | None) -> MemoryStore:
-    from retrieval.es_store import ESStore
+    from backends.es.store import ESStore
 
     return ESStore.from_url(url, dim)  # es://host:port?prefix=memstream&rrf=auto|server|client
 
@@ -136,7 +136,7 @@ async def open_working_memory(url: str) -> WorkingMemory:
 
 
 def open_embedder(settings: Settings) -> Embedder | None:
-    from retrieval.embedder import build_embedder
+    from backends.embed.embedder import build_embedder
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     emb = build_embedder(settings.embedder, settings.data_dir / "embed-cache.db", settings.embed_batch,
@@ -146,7 +146,7 @@ def open_embedder(settings: Settings) -> Embedder | None:
 
 async def open_graph(settings: Settings, dim: int | None) -> GraphStore:
     """The graph memory (entities and relation edges) next to the store."""
-    from retrieval.graph_sqlite import GraphSQLiteStore
+    from backends.graph.sqlite import GraphSQLiteStore
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     graph = GraphSQLiteStore(settings.data_dir / "graph.db", dim)
@@ -157,7 +157,7 @@ async def open_graph(settings: Settings, dim: int | None) -> GraphStore:
 def open_llm(settings: Settings) -> LLMClient | None:
     if not settings.llm.enabled:
         return None
-    from retrieval.llm_openai import OpenAILLM
+    from backends.llm_openai import OpenAILLM
 
     return OpenAILLM(settings.llm)
 

@@ -11,7 +11,7 @@ Order (a user U in chat C; a chat deletion removes everything of C the same way)
 4. the log's records holding U's messages become tombstones (:mod:`streams.log_erase`);
 5. each closed topic that lost messages but keeps others' is distilled again (a distillation job on the
    log, processed at once), so the chat keeps a summary and title without U;
-6. every SQLite file zeroes what was freed and truncates its WAL (:mod:`retrieval.scrub`); then the data
+6. every SQLite file zeroes what was freed and truncates its WAL (:mod:`backends.sqlite.scrub`); then the data
    dir's files are scanned for the deleted texts' bytes, and a file still holding any is vacuumed
    (rewritten whole) and scanned again (:mod:`memstream.erasure_check`);
 7. the ledger records the deletion as done.
@@ -40,11 +40,11 @@ from typing import Any
 from agents.forget import forget_in_pool_json
 from agents.segment_state import ChatPool, dump_pools, load_pools
 from agents.text import clear_text_caches
+from backends.embed.embedder import cache_keys, forget_cached
+from backends.sqlite.scrub import erase_freed
 from memstream.clients import Clients, pending_in
 from memstream.erasure_check import checked_erasure
 from retrieval.deletion import Forgotten
-from retrieval.embedder import cache_keys, forget_cached
-from retrieval.scrub import erase_freed
 from schemas import ChatMessage, DistillJob, DistillResult, TopicSummary, stable_id
 from streams.codec import DecodeError, decode, encode
 from streams.log import FileLog, Produce

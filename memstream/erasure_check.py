@@ -1,6 +1,6 @@
 """Physical erasure checked by bytes: after a deletion, no file of the data dir holds a deleted text.
 
-``secure_delete`` zeroes what SQLite frees and the WAL is truncated (:mod:`retrieval.scrub`), but a page's
+``secure_delete`` zeroes what SQLite frees and the WAL is truncated (:mod:`backends.sqlite.scrub`), but a page's
 free space can still keep an old copy of a cell that a page rebalance moved, and a file written before
 ``secure_delete`` was on keeps what it freed then. So the deletion does not trust the mechanism: it scans
 every file of the data dir for the deleted texts (as UTF-8 and as JSON escapes, the two ways they are
@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from retrieval.scrub import erase_freed, secure
+from backends.sqlite.scrub import erase_freed, secure
 
 __all__ = ["checked_erasure", "holds", "needles", "remnant_files", "sqlite_files"]
 

@@ -119,7 +119,7 @@ class SQLiteBlueGreen:
             Path(f"{base}{suffix}").unlink(missing_ok=True)
 
     async def fresh(self, dim: int | None) -> MemoryStore:
-        from retrieval.sqlite_store import SQLiteStore
+        from backends.sqlite.store import SQLiteStore
 
         self._unlink(self.next_path)
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@
 - the **embed lane** owns the embedding model and its vector cache; the other lanes reach it through
   :class:`EmbedderProxy` (one model in memory; the cache's connection and in-flight table used from one loop
   only). The forwards run in the model's own threads: a question's beside the pipeline's, not behind them
-  (:mod:`retrieval.embed_base`).
+  (:mod:`backends.embed.base`).
 
 With ``serve --workers N`` (:mod:`memstream.serve_procs`) each of N processes runs these lanes on one shared
 port (``shared``): the process holding the data dir's processing lock runs the processor lane and notices
@@ -36,12 +36,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from agents.text import clear_text_caches
+from backends.embed.base import SOON, warm_up
 from memstream.clients import Clients, build_clients
 from memstream.dirlock import WorkLock, release_processing_lock, try_processing_lock
 from memstream.lane_queue import Busy, LaneQueue
 from memstream.lane_task import run_on
 from memstream.settings import ServeConfig, Settings
-from retrieval.embed_base import SOON, warm_up
 from streams.topics import RAW_MESSAGES
 
 __all__ = ["Busy", "EmbedderProxy", "Lane", "Lanes"]

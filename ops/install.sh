@@ -22,7 +22,7 @@ else
 fi
 # all-MiniLM-L6-v2 as ONNX fp32 + int8, exported once from the packaged weights into the model cache
 # ($MEMSTREAM_MODEL_CACHE, else $XDG_CACHE_HOME/memstream/models): skipped when present, nothing downloaded.
-HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python -m retrieval.embed_export
+HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python -m backends.embed.export
 # The project's own modules as bytecode, once: an editable install leaves them to be compiled by every process
 # that imports them, and none is ever written where PYTHONDONTWRITEBYTECODE is set (CI machines, the image):
 # ~0.9 G instructions, a quarter of a `memstream query` started cold.

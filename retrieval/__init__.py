@@ -1,1 +1,2 @@
-"""Hybrid store, embedders, fusion and retrieval strategies."""
+"""Retrieval: the stores' Protocols, fusion and the routed strategies (the stores and models themselves are
+in ``backends``)."""

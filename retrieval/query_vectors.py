@@ -2,7 +2,7 @@
 
 A routed question runs several searches, most with a vector of their own (the question, its events, its
 sub-queries), one after the other. A scan that reads the whole chat per vector (the int8 kNN of a large
-chat, :mod:`retrieval.knn_int8`) can score all of a request's vectors in the pass that reads the chat once.
+chat, :mod:`backends.sqlite.knn_int8`) can score all of a request's vectors in the pass that reads the chat once.
 The router announces them (:func:`upcoming`) for the searches it runs next; a store may use the hint or not,
 and what it answers never depends on it.
 """

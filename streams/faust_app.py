@@ -20,7 +20,7 @@ from typing import Any
 
 import faust
 
-from retrieval.embed_base import warm_up
+from backends.embed.base import warm_up
 from streams.clients import Clients
 from streams.config import PipelineConfig
 from streams.faust_private import BoundedFetchApp, partitions_for

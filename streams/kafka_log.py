@@ -96,7 +96,7 @@ def ledger_value(chat_id: str, sender: str, at: str) -> bytes:
     return json.dumps({"chat_id": chat_id, "sender": sender, "at": at}).encode()
 
 
-# a deletion's embedding-cache keys (:func:`retrieval.embedder.cache_keys`), for the workers that keep a cache
+# a deletion's embedding-cache keys (:func:`backends.embed.embedder.cache_keys`), for the workers that keep a cache
 # of their own: ledger records under keys of this prefix, the keys as hex in chunks, never texts
 FORGET_PREFIX = b"\x1eforget\x1f"
 FORGET_CHUNK = 2000

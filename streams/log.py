@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, Self, runtime_checkable
 
-from retrieval.scrub import erase_freed, mark_scrubbed, secure
-from retrieval.sqlite_util import to_wal
+from backends.sqlite.scrub import erase_freed, mark_scrubbed, secure
+from backends.sqlite.util import to_wal
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -97,7 +97,7 @@ class EventLog(Protocol):
 
 def open_durable_sqlite(path: Path, schema: str) -> sqlite3.Connection:
     """An autocommit SQLite connection in WAL mode with synchronous=FULL (a commit survives a kill) and
-    secure_delete on (deleted or rewritten bytes are zeroed, see :mod:`retrieval.scrub`)."""
+    secure_delete on (deleted or rewritten bytes are zeroed, see :mod:`backends.sqlite.scrub`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     db = secure(sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30))
     to_wal(db, 30.0)
@@ -305,7 +305,7 @@ class FileLog(DurableSQLite):
             )
 
     async def erase_freed(self) -> bool:
-        """Zero freed pages and truncate the WAL (see :func:`retrieval.scrub.erase_freed`)."""
+        """Zero freed pages and truncate the WAL (see :func:`backends.sqlite.scrub.erase_freed`)."""
         return erase_freed(self.db, "log_meta")
 
     async def topic_counts(self) -> dict[str, int]:

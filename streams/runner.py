@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from retrieval.embed_base import AHEAD, embedding_priority
+from backends.embed.base import AHEAD, embedding_priority
 from streams.clients import Clients
 from streams.config import PipelineConfig
 from streams.log import EventLog, Produce
@@ -124,7 +124,7 @@ class EmbeddedRunner:
         one, the next batch went to the model only when this loop came back to this task, after the
         segmenter's Python that had waited for the batch before, and the two took turns (IRC lines: the model
         busy ~55% of the time). Only the embedder's cache is filled; a stage asking for a text being embedded
-        here waits for it (:class:`retrieval.embedder.CachedEmbedder`). The
+        here waits for it (:class:`backends.embed.embedder.CachedEmbedder`). The
         consolidator's candidates are not embedded here but by its own prefetch, right after the distiller
         in each round (:meth:`_prefetch`): taken here as they came, which texts shared a forward would vary
         from run to run, and with them batched int8 vectors (``embed_solo`` off)."""

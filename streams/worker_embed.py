@@ -1,7 +1,7 @@
 """The worker's embedder: the stages near the end of the pipeline go first.
 
 One worker runs every stage in one event loop over one model, which runs one forward at a time from its
-priority queue (:mod:`retrieval.embed_base`). A segmenter batch (hundreds of turns) or a window of the
+priority queue (:mod:`backends.embed.base`). A segmenter batch (hundreds of turns) or a window of the
 consolidator's candidates embedded ahead holds the model for a second or more, and the graph stage, which
 embeds a few entity names and edge texts per distillation result, waited behind each of them: the
 consolidator (the pipeline's tail) advanced a result or two a second while the segmenter ran. Here the bulk
@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from retrieval.embed_base import AHEAD, current_priority, embedding_priority
+from backends.embed.base import AHEAD, current_priority, embedding_priority
 from retrieval.protocols import Embedder
 
 __all__ = ["BULK_CHUNK", "PriorityEmbedder", "bulk"]

@@ -14,6 +14,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 @pytest.fixture(scope="session")
 def minilm():
     """The real default embedder, loaded once per test session."""
-    from retrieval.embedder import build_embedder
+    from backends.embed.embedder import build_embedder
 
     return build_embedder("minilm", None, 64)

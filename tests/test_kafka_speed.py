@@ -15,11 +15,11 @@ import pytest
 from aiokafka.partitioner import DefaultPartitioner
 from kafka.partitioner.default import murmur2
 
+from backends.embed.embedder import CachedEmbedder, build_embedder
 from memstream.clients import build_clients
 from memstream.kafka_admin import bootstrap_topics, end_offsets, produce, read_topic
 from memstream.ops import ingest
 from memstream.settings import Settings
-from retrieval.embedder import CachedEmbedder, build_embedder
 from streams.kafka_log import KafkaLog, ends_alone, partition_of
 from streams.log import Produce
 from streams.topics import DISTILL_JOBS, DISTILL_RESULTS, RAW_MESSAGES

@@ -75,7 +75,7 @@ class ConsolidateStage:
         """:meth:`prefetch` in the background, in calls of ``chunk`` texts, all queued for the model at once:
         ``first`` (the graph stage's, which reads the results before this stage), then the results' in their
         order, so :meth:`process` decides a result as soon as its own texts are embedded while the model goes
-        on with the next ones (:meth:`retrieval.embedder.CachedEmbedder.embed_ahead`). None: the embedder
+        on with the next ones (:meth:`backends.embed.embedder.CachedEmbedder.embed_ahead`). None: the embedder
         cannot (the caller awaits :meth:`prefetch`)."""
         ahead = getattr(self.clients.embedder, "embed_ahead", None)
         if ahead is None:

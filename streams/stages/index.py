@@ -18,7 +18,7 @@ async def apply_decisions(
     with_record = [d for d in decisions if d.record is not None and d.record.kind != MemoryKind.PROFILE]
     vectors = await item_vectors(clients, [d.record for d in with_record], derived_vectors)  # type: ignore[misc]
     vec_by_id = {d.decision_id: vectors[i] for i, d in enumerate(with_record)} if vectors is not None else {}
-    # one write for the lot: a SQLite transaction, one Elasticsearch read and bulk (retrieval.es_decisions)
+    # one write for the lot: a SQLite transaction, one Elasticsearch read and bulk (backends.es.decisions)
     return await clients.store.apply_decisions(decisions, [vec_by_id.get(d.decision_id) for d in decisions])
 
 

@@ -6,7 +6,7 @@ capture of them is in the source turns' vectors, which the segmenter has already
 vectors, read from the store; it is embedded itself only when a source has no vector there (a store without
 them, a source deleted meanwhile). A fact restates one sentence of a message, finer than the turn (LoCoMo:
 cosine 0.44 between a fact and its turn): its vector is that sentence's, pooled from the turn's own forward
-(:meth:`retrieval.embedder.CachedEmbedder.sentence_vectors`; the turn's vector for a turn of one sentence),
+(:meth:`backends.embed.embedder.CachedEmbedder.sentence_vectors`; the turn's vector for a turn of one sentence),
 plus ``FACT_NAME_WEIGHT`` times its speaker's name's vector (the rewrite names the speaker where the turn said
 "I"), normalised: no forward of its own. A fact whose sentence is not found (an LLM's free rewrite, a model
 that pools no sentences, a turn embedded before it did) is embedded; so are tasks and graph edges (mostly the

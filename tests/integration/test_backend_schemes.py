@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
+from backends.es.store import ESStore
 from memstream.clients import open_backend
 from memstream.kafka_admin import bootstrap_topics
-from retrieval.es_store import ESStore
 from streams.clients import StageLog
 from streams.kafka_log import KafkaLog
 from tests.integration import kafka_fixtures

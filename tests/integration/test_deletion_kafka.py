@@ -177,7 +177,7 @@ async def test_a_deletion_run_elsewhere_empties_the_workers_embedding_cache(tmp_
     raw topic still holds, goes too."""
     import time
 
-    from retrieval.embedder import cache_keys
+    from backends.embed.embedder import cache_keys
 
     data = tmp_path / "worker"
     src = tmp_path / "hike.jsonl"

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from backends.graph.sqlite import GraphSQLiteStore
+from backends.sqlite.store import SQLiteStore
 from memstream.clients import open_working_memory
 from memstream.kafka_admin import bootstrap_topics, committed_offsets, lag, produce, produce_file, read_topic
 from memstream.kafka_admin import wait_idle as kafka_wait_idle
 from memstream.kafka_replay import delete_data
 from memstream.kafka_replay import replay as kafka_replay
 from memstream.settings import Settings
-from retrieval.graph_sqlite import GraphSQLiteStore
-from retrieval.sqlite_store import SQLiteStore
 from streams.log import Produce
 from streams.topics import DEAD_LETTERS, DISTILL_RESULTS, RAW_MESSAGES
 from tests.integration import kafka_fixtures

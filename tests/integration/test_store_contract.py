@@ -13,8 +13,8 @@ import pytest
 
 from agents.profile import KEPT_VERSIONS
 from agents.text import tokenize
+from backends.sqlite.store import SQLiteStore
 from retrieval.protocols import MemoryStore, SearchQuery
-from retrieval.sqlite_store import SQLiteStore
 from schemas import ChatMessage, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord, TopicSummary
 
 pytestmark = pytest.mark.integration
@@ -93,7 +93,7 @@ async def make_store(request, tmp_path):
         if backend == "sqlite":
             store: MemoryStore = SQLiteStore(tmp_path / "store.db", dim)
         else:
-            from retrieval.es_store import ESStore
+            from backends.es.store import ESStore
 
             prefix = prefixes.setdefault(backend, f"test-{uuid.uuid4().hex[:10]}")
             url = request.getfixturevalue("es_url")
@@ -123,7 +123,7 @@ async def test_implements_protocol_and_constructor_does_no_io(store):
     assert isinstance(store, MemoryStore)
     fresh = type(store)("/nonexistent/x.db") if isinstance(store, SQLiteStore) else None
     if fresh is None:
-        from retrieval.es_store import ESStore
+        from backends.es.store import ESStore
 
         fresh = ESStore("http://127.0.0.1:9", dim=DIM)  # nothing listens there: no I/O may happen
     with pytest.raises(RuntimeError):
@@ -294,7 +294,7 @@ async def test_an_invalid_decision_in_a_list_raises_after_the_ones_before_it(sto
 async def test_a_list_whose_bulk_failed_is_applied_again_whole(make_store, backend, monkeypatch):
     """Elasticsearch: a bulk that fails in part forgets every decision of the list, so the redelivery
     applies them all again, and their effects, done twice, end where one clean call ends."""
-    from retrieval.es_indices import BulkError
+    from backends.es.indices import BulkError
 
     store = await make_store(backend)
     bulk, failed = store._bulk, []

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from backends.embed.embedder import build_embedder
 from memstream.clients import EMBEDDER_RECORD, build_clients
 from memstream.ops import ingest
 from memstream.settings import Settings
-from retrieval.embedder import build_embedder
 from retrieval.service import retrieve
 from schemas import RetrieveRequest
 

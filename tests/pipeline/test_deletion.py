@@ -12,11 +12,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agents.text import text_cache_entries
+from backends.embed.embedder import CachedEmbedder, cache_key, sentence_keys
 from memstream.api import create_app
 from memstream.clients import build_clients
 from memstream.ops import delete, delete_report, ingest, replay
 from memstream.settings import Settings
-from retrieval.embedder import CachedEmbedder, cache_key, sentence_keys
 from streams.codec import is_tombstone
 from streams.log_erase import raw_messages
 from streams.sensitive import SensitivePolicy, apply

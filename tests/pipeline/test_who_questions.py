@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from backends.embed.embedder import build_embedder
 from memstream.clients import build_clients, retrieve_as_served
 from memstream.ops import ingest
 from memstream.settings import Settings
-from retrieval.embedder import build_embedder
 from schemas import RetrieveRequest
 from tests.helpers import chat_row, write_jsonl
 

@@ -1,5 +1,5 @@
-"""The layers import one way only: schemas <- agents <- retrieval <- streams <- memstream (bench and ops on
-top, imported by nothing in the package), and no module imports itself back through others.
+"""The layers import one way only: schemas <- agents <- retrieval <- backends <- streams <- memstream (bench and
+ops on top, imported by nothing in the package), and no module imports itself back through others.
 
 Every module's imports are read with ``ast`` (function-local and ``TYPE_CHECKING`` imports included)."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ["schemas", "agents", "retrieval", "streams", "memstream"]  # low to high
+LAYERS = ["schemas", "agents", "retrieval", "backends", "streams", "memstream"]  # low to high
 TOOLS = ["bench", "ops"]  # programs on top: they may import anything, nothing imports them
 RANK = {**{p: i for i, p in enumerate(LAYERS)}, **{t: len(LAYERS) for t in TOOLS}}
 

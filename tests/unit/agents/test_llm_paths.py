@@ -27,8 +27,8 @@ from agents.consolidator import decide_batch, decide_llm, memory_id_for
 from agents.distiller import distill_extractive, distill_llm
 from agents.llm import LLMClient, parse_json_reply, repair_json, strict_json_schema
 from agents.prompts import distill_v1
+from backends.llm_openai import OpenAILLM
 from retrieval.config import LLMConfig
-from retrieval.llm_openai import OpenAILLM
 from schemas import CandidateFact, ChatMessage, DecisionOp, DistillJob, MemoryRecord
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)

@@ -95,10 +95,10 @@ def test_profile_buckets_split_the_embedder_from_the_stages(tmp_path):
     stage = "MainThread;_run_stage (streams/runner.py:82);ConsolidateStage.process (streams/stages/consolidate.py:52)"
     raw = tmp_path / "spy.txt"
     raw.write_text(
-        f"thread (1): {stage};SQLiteStore.similar_memories (retrieval/sqlite_store.py:233) 3\n"
+        f"thread (1): {stage};SQLiteStore.similar_memories (backends/sqlite/store.py:233) 3\n"
         f"thread (1): {stage};decide (agents/consolidator.py:10) 2\n"
         f"thread (1): {loop};select (selectors.py:468) 4\n"
-        "thread (2): asyncio_0;_worker (concurrent/futures/thread.py:83);_encode (retrieval/embed_onnx.py:99);"
+        "thread (2): asyncio_0;_worker (concurrent/futures/thread.py:83);_encode (backends/embed/onnx.py:99);"
         "Session.run (onnxruntime/capi/x.py:1) 6\n"
         "thread (3): asyncio_1;_worker (concurrent/futures/thread.py:83);wait (threading.py:320) 50\n",
         encoding="utf-8",
@@ -108,7 +108,7 @@ def test_profile_buckets_split_the_embedder_from_the_stages(tmp_path):
     assert got["wall_share"] == {"event loop idle (waiting for the embedder thread)": 0.444,
                                  "stage consolidate: store": 0.333, "stage consolidate": 0.222}  # fmt: skip
     assert got["embedder_threads_busy"] == {"embed: model forward": 0.667}  # the idle pool thread is left out
-    assert bucket(["_encode (retrieval/embed_onnx.py:1)", "Tokenizer.encode_batch (x.py:1)"], "t: asyncio_0") == (
+    assert bucket(["_encode (backends/embed/onnx.py:1)", "Tokenizer.encode_batch (x.py:1)"], "t: asyncio_0") == (
         "embed: tokenize"
     )
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from backends.sqlite.store import SQLiteStore
 from memstream.clients import BACKENDS, UnsupportedBackend, open_backend
 from retrieval.protocols import MemoryStore
-from retrieval.sqlite_store import SQLiteStore
 from streams.clients import StageLog
 from streams.log import EventLog, FileLog
 from streams.working_memory import InProcessWorkingMemory, WorkingMemory

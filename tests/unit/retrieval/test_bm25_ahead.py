@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from backends.sqlite.store import SQLiteStore
 from retrieval.protocols import SearchQuery
 from retrieval.router.candidates import Pool, SearchSpec, bm25_ahead, run_specs
 from retrieval.router.pipeline import topic_participants
-from retrieval.sqlite_store import SQLiteStore
 from retrieval.store_memo import memoises_bm25, until_write
 from schemas import ChatMessage, TopicSummary
 from tests.unit.streams.test_runner_prefetch import HashingEmbedder

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval.embed_export import ensure_exported, model_dir, model_file
-from retrieval.embed_onnx import OnnxMiniLMEmbedder, length_batches
-from retrieval.embedder import CachedEmbedder, MiniLMEmbedder, build_embedder, cache_key
+from backends.embed.embedder import CachedEmbedder, MiniLMEmbedder, build_embedder, cache_key
+from backends.embed.export import ensure_exported, model_dir, model_file
+from backends.embed.onnx import OnnxMiniLMEmbedder, length_batches
 
 TEXTS = [
     "I am moving to Hangzhou next month",
@@ -88,7 +88,7 @@ def test_export_into_an_empty_dir_is_idempotent(tmp_path):
     stamp = path.stat().st_mtime_ns
     assert ensure_exported("int8", tmp_path) == path and path.stat().st_mtime_ns == stamp
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary left
-    from retrieval.embed_export import kept_graphs, main
+    from backends.embed.export import kept_graphs, main
 
     stale = tmp_path / "all-MiniLM-L6-v2.v1.int8.onnx"  # an earlier export version's file
     stale.write_bytes(b"old")
@@ -109,8 +109,8 @@ def test_the_kept_optimised_graph_gives_the_same_vectors(tmp_path, precision):
 
     import onnxruntime as ort
 
-    from retrieval.embed_export import ensure_optimized, kept_graphs, optimized_file, tokenizer_file
-    from retrieval.embed_onnx import _feeds
+    from backends.embed.export import ensure_optimized, kept_graphs, optimized_file, tokenizer_file
+    from backends.embed.onnx import _feeds
 
     source = tmp_path / model_file(precision).name
     shutil.copyfile(ensure_exported(precision), source)
@@ -145,7 +145,7 @@ def test_the_kept_optimised_graph_gives_the_same_vectors(tmp_path, precision):
 async def test_a_damaged_kept_graph_is_dropped_and_the_model_loads(tmp_path):
     import shutil
 
-    from retrieval.embed_export import optimized_file
+    from backends.embed.export import optimized_file
 
     source = tmp_path / model_file("int8").name
     shutil.copyfile(ensure_exported("int8"), source)

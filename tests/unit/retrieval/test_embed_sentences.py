@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval.embed_onnx import sentence_spans
-from retrieval.embedder import CachedEmbedder, cache_key, forget_cached, sentence_key
+from backends.embed.embedder import CachedEmbedder, cache_key, forget_cached, sentence_key
+from backends.embed.onnx import sentence_spans
 
 TURN = "I went to a LGBTQ support group yesterday. It was so powerful! My cat Luna hid under the bed all day."
 
@@ -97,7 +97,7 @@ async def test_a_worker_that_never_embedded_the_turn_gets_the_same_sentence_vect
     """Kafka workers each keep a cache: the one deciding on a fact may not be the one that embedded its turn.
     It embeds the turn again (one text per forward: the same forward), so the fact's sentence vector is the
     same bit for bit; before, it fell back to the fact's own text and stored a different memory."""
-    from retrieval.embedder import build_embedder
+    from backends.embed.embedder import build_embedder
 
     turn = "The van is booked for Saturday. Marta drives it back on Sunday night. Keys are under the mat."
     sentences = [(turn, s) for s, _, _ in sentence_spans(turn)]

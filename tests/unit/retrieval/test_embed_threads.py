@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval.embed_onnx import QUERY_TEXTS, OnnxMiniLMEmbedder
+from backends.embed.onnx import QUERY_TEXTS, OnnxMiniLMEmbedder
 from retrieval.router.classifier import skeleton
 
 QUESTIONS = [
@@ -39,7 +39,7 @@ async def test_query_calls_use_one_thread_and_give_the_same_vectors():
 
 @pytest.mark.slow
 async def test_questions_embedded_during_a_passage_forward_get_the_vectors_they_get_alone():
-    """A question's forward runs on its own thread beside the pipeline's (retrieval.embed_base): the two
+    """A question's forward runs on its own thread beside the pipeline's (backends.embed.base): the two
     run at once on one model, and neither vector changes."""
     import asyncio
 
@@ -56,13 +56,13 @@ async def test_questions_embedded_during_a_passage_forward_get_the_vectors_they_
 
 @pytest.mark.slow
 async def test_a_call_run_between_the_forwards_of_another_leaves_both_vectors_as_they_are_alone():
-    """Work embedded ahead gives way to a stage's call between two of its forwards (retrieval.embed_base):
+    """Work embedded ahead gives way to a stage's call between two of its forwards (backends.embed.base):
     the ahead call's forwards, and so its int8 vectors (which depend on what shares a forward), do not
     change, nor do the stage call's."""
     import asyncio
     import time
 
-    from retrieval.embed_base import AHEAD, embedding_priority
+    from backends.embed.base import AHEAD, embedding_priority
 
     emb = OnnxMiniLMEmbedder(threads=2)
     emb.batch_tokens = 256  # many forwards in one call
@@ -88,7 +88,7 @@ async def test_a_call_run_between_the_forwards_of_another_leaves_both_vectors_as
 def test_forwards_side_by_side_give_the_vectors_each_forward_gives_alone():
     """A call of several forwards runs them a CPU each, side by side (OnnxMiniLMEmbedder._lanes): every
     vector is the one its forward gives on a session using both CPUs."""
-    from retrieval.embed_onnx import _feeds, length_batches
+    from backends.embed.onnx import _feeds, length_batches
 
     emb = OnnxMiniLMEmbedder(threads=2)
     emb.batch_tokens = 512
@@ -107,7 +107,7 @@ def test_forwards_side_by_side_give_the_vectors_each_forward_gives_alone():
 
 @pytest.mark.slow
 def test_a_failing_forward_side_by_side_reaches_the_caller():
-    from retrieval.embed_onnx import length_batches
+    from backends.embed.onnx import length_batches
 
     emb = OnnxMiniLMEmbedder(threads=2)
     emb.batch_tokens = 64
@@ -123,10 +123,10 @@ def test_a_failing_forward_side_by_side_reaches_the_caller():
 
 @pytest.mark.slow
 async def test_warm_up_loads_the_model_and_both_sessions_and_changes_no_vector():
-    """A worker or server warms its embedder at start (retrieval.embed_base.warm_up): the model and both
+    """A worker or server warms its embedder at start (backends.embed.base.warm_up): the model and both
     sessions exist before the first call, nothing is cached, and the vectors are a cold embedder's."""
-    from retrieval.embed_base import warm_up
-    from retrieval.embedder import CachedEmbedder
+    from backends.embed.base import warm_up
+    from backends.embed.embedder import CachedEmbedder
 
     passages = [f"we meet at the cafe on {day} about the budget" for day in ("Monday", "Friday", "Sunday")]
     cold = CachedEmbedder(OnnxMiniLMEmbedder(threads=2))

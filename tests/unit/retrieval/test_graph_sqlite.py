@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from agents.graph_model import EdgeInvalidation, EntityNode, RelationEdge
+from backends.graph.sqlite import GraphSQLiteStore
 from retrieval.graph_expand import expand, related_facts, render_edge
 from retrieval.graph_protocols import GraphStore
-from retrieval.graph_sqlite import GraphSQLiteStore
 from schemas import RetrievedItem
 
 T0 = datetime(2023, 5, 8, 10, 0, tzinfo=UTC)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval import knn_int8
-from retrieval.vector_cache import ChatVectors
+from backends.sqlite import knn_int8
+from backends.sqlite.vector_cache import ChatVectors
 
 
 def unit_rows(rng: np.random.Generator, n: int, dim: int, clusters: int = 0) -> np.ndarray:

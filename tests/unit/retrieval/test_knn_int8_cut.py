@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval import knn_int8
+from backends.sqlite import knn_int8
 
 
 def unit_rows(rng: np.random.Generator, n: int, dim: int, clusters: int) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The model's own threads (retrieval.embed_base): the pipeline's forwards one at a time, by priority then
+"""The model's own threads (backends.embed.base): the pipeline's forwards one at a time, by priority then
 arrival; a question's at once beside them; results back on each caller's loop, errors handed to the caller,
 a job nobody waits for skipped, the model loaded once."""
 
@@ -10,7 +10,7 @@ import threading
 import numpy as np
 import pytest
 
-from retrieval.embed_base import AHEAD, NORMAL, _LazyModelEmbedder, between_forwards, embedding_priority
+from backends.embed.base import AHEAD, NORMAL, _LazyModelEmbedder, between_forwards, embedding_priority
 
 
 class GatedModel(_LazyModelEmbedder):
@@ -65,7 +65,7 @@ async def test_jobs_run_by_priority_then_in_arrival_order_and_a_question_at_once
 
 async def test_the_priority_is_the_blocks_and_its_tasks():
     with embedding_priority(AHEAD):
-        from retrieval.embed_base import current_priority
+        from backends.embed.base import current_priority
 
         assert current_priority() == AHEAD
         assert await asyncio.create_task(asyncio.sleep(0, result=current_priority())) == AHEAD
@@ -112,7 +112,7 @@ def test_one_model_serves_several_loops_in_turn():
 
 class ForwardsModel(GatedModel):
     """A call is one forward per text; the first forward of all waits for ``gate``; between forwards the
-    thread runs what outranks the call (retrieval.embed_base.between_forwards)."""
+    thread runs what outranks the call (backends.embed.base.between_forwards)."""
 
     name = "forwards-model-test"
 

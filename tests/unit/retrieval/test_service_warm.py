@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sys
 
+from backends.sqlite.store import SQLiteStore
 from retrieval.service import WARM_CHAT, warm
-from retrieval.sqlite_store import SQLiteStore
 from tests.unit.retrieval.test_sqlite_store import DIM, msg
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from retrieval.sqlite_store import SQLiteStore
+from backends.sqlite.store import SQLiteStore
 
 
 async def test_memories_by_attribute_is_searched_by_index(tmp_path):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from backends.sqlite.store import SQLiteStore
 from retrieval.protocols import SearchQuery
-from retrieval.sqlite_store import SQLiteStore
 from schemas import DecisionOp
 from tests.unit.retrieval.test_sqlite_store import DIM, decision, record, unit
 

@@ -9,10 +9,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agents.text import fts_query
-from retrieval import sqlite_bm25, sqlite_search
+from backends.sqlite import bm25 as sqlite_bm25
+from backends.sqlite import search as sqlite_search
+from backends.sqlite.schema import chat_token
+from backends.sqlite.store import SQLiteStore
 from retrieval.protocols import SearchQuery
-from retrieval.sqlite_schema import chat_token
-from retrieval.sqlite_store import SQLiteStore
 from schemas import ChatMessage
 
 T0 = datetime(2024, 1, 1, 9, 0, tzinfo=UTC)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import random
 
+from backends.sqlite.store import SQLiteStore
 from retrieval.protocols import MemoryFilter
-from retrieval.sqlite_store import SQLiteStore
 from schemas import DecisionOp, MemoryKind
 from tests.unit.retrieval.test_sqlite_store import DIM, decision, msg, record, unit
 

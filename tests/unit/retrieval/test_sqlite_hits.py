@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from backends.sqlite.search import _hit
 from retrieval.protocols import Doc, Hit
-from retrieval.sqlite_search import _hit
 
 
 def test_a_hit_is_what_model_construct_makes():

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from backends.sqlite.lookup import _find
+from backends.sqlite.search import until_write
+from backends.sqlite.store import SQLiteStore
 from retrieval.protocols import MemoryFilter
-from retrieval.sqlite_lookup import _find
-from retrieval.sqlite_search import until_write
-from retrieval.sqlite_store import SQLiteStore
 from schemas import DecisionOp, MemoryDecision, MemoryKind, MemoryRecord
 
 T0 = datetime(2024, 1, 1, 9, 0, tzinfo=UTC)

@@ -8,7 +8,7 @@ import re
 import sqlite3
 from datetime import timedelta
 
-from retrieval.sqlite_store import SQLiteStore
+from backends.sqlite.store import SQLiteStore
 from schemas import DecisionOp, TopicSummary
 from tests.unit.retrieval.test_sqlite_store import DIM, T0, decision, msg, record, unit
 

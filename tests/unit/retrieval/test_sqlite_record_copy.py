@@ -3,8 +3,8 @@ written while it did (``docs.memory`` filled) reads the same, from ``memories``.
 
 from __future__ import annotations
 
+from backends.sqlite.store import SQLiteStore
 from retrieval.protocols import MemoryFilter
-from retrieval.sqlite_store import SQLiteStore
 from schemas import DecisionOp
 from tests.unit.retrieval.test_sqlite_store import DIM, decision, record, unit
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from backends.sqlite.store import SQLiteStore
 from retrieval.protocols import SearchQuery
-from retrieval.sqlite_store import SQLiteStore
 from schemas import ChatMessage
 
 T0 = datetime(2024, 1, 1, 9, 0, tzinfo=UTC)

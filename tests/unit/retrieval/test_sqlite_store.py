@@ -5,8 +5,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from backends.sqlite.store import SQLiteStore
 from retrieval.protocols import MemoryStore, SearchQuery
-from retrieval.sqlite_store import SQLiteStore
 from schemas import ChatMessage, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord, TopicSummary
 
 T0 = datetime(2023, 5, 8, 10, 0, tzinfo=UTC)

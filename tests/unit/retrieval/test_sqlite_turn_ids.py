@@ -1,4 +1,4 @@
-"""Turn doc ids of the embedded store (retrieval/sqlite_turn_ids.py): chat ``A:x`` message ``m1`` and chat
+"""Turn doc ids of the embedded store (backends/sqlite/turn_ids.py): chat ``A:x`` message ``m1`` and chat
 ``A`` message ``x:m1`` are two turns, both stored and searchable, each with its own vector; a file written
 with the old ids (where the second of the two was left out) is brought up to date when it is opened."""
 
@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import numpy as np
 
+from backends.sqlite.store import SQLiteStore
+from backends.sqlite.turn_ids import turn_doc_id
 from retrieval.protocols import SearchQuery
-from retrieval.sqlite_store import SQLiteStore
-from retrieval.sqlite_turn_ids import turn_doc_id
 from schemas import TopicSummary
 from tests.unit.retrieval.test_sqlite_store import DIM, T0, msg, unit
 

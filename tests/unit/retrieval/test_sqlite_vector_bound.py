@@ -4,10 +4,10 @@ keeps everything; the chat in use is never the one dropped."""
 
 from __future__ import annotations
 
+from backends.sqlite.store import SQLiteStore
+from backends.sqlite.vector_cache import ChatVectors
 from memstream.clients import open_store
 from memstream.settings import Settings
-from retrieval.sqlite_store import SQLiteStore
-from retrieval.vector_cache import ChatVectors
 from schemas import DecisionOp
 from tests.unit.retrieval.test_sqlite_store import DIM, decision, msg, record
 from tests.unit.retrieval.test_sqlite_vector_sync import answers, cached, vecs

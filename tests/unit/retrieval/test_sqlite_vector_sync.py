@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from backends.sqlite.store import SQLiteStore
+from backends.sqlite.vector_cache import ChatVectors
 from retrieval.protocols import SearchQuery
-from retrieval.sqlite_store import SQLiteStore
-from retrieval.vector_cache import ChatVectors
 from schemas import DecisionOp
 from tests.unit.retrieval.test_sqlite_store import DIM, decision, msg, record
 
@@ -249,7 +249,7 @@ async def test_random_writes_searches_and_deletions_from_both_connections(pair):
 _OTHER_PROCESS = """
 import asyncio, sys
 import numpy as np
-from retrieval.sqlite_store import SQLiteStore
+from backends.sqlite.store import SQLiteStore
 from tests.unit.retrieval.test_sqlite_store import DIM, msg
 
 async def main(path):

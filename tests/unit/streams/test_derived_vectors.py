@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from backends.embed.embedder import CachedEmbedder
 from memstream.clients import build_clients
 from memstream.ops import ingest
 from memstream.settings import Settings
-from retrieval.embedder import CachedEmbedder
 from schemas import ChatMessage, MemoryKind
 from streams.stages.vectors import COMPOSED_KINDS, item_vectors, mean_unit
 from tests.helpers import write_jsonl

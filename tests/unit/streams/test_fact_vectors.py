@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
+from backends.embed.embedder import CachedEmbedder
 from memstream.clients import build_clients
 from memstream.settings import Settings
-from retrieval.embedder import CachedEmbedder
 from schemas import CandidateFact, ChatMessage, DistillResult
 from streams.log import Record
 from streams.stages.vectors import FACT_NAME_WEIGHT, item_vectors, mean_unit, source_sentence

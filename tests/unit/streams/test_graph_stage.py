@@ -15,8 +15,8 @@ from agents import graph
 from agents.config import DistillerConfig, GraphMemoryConfig
 from agents.distiller import distill_extractive
 from agents.graph_model import RelationEdge
-from retrieval.graph_sqlite import GraphSQLiteStore
-from retrieval.sqlite_store import SQLiteStore
+from backends.graph.sqlite import GraphSQLiteStore
+from backends.sqlite.store import SQLiteStore
 from schemas import ChatMessage, DistillJob, DistillResult
 from streams.clients import Clients
 from streams.codec import encode

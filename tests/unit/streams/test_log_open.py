@@ -7,7 +7,7 @@ from __future__ import annotations
 import multiprocessing as mp
 from pathlib import Path
 
-from retrieval.sqlite_util import open_sqlite
+from backends.sqlite.util import open_sqlite
 from streams.log import open_durable_sqlite
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"

@@ -8,11 +8,11 @@ import asyncio
 
 import numpy as np
 
+from backends.embed.embedder import CachedEmbedder
 from memstream.clients import build_clients
 from memstream.formats import read_any
 from memstream.ops import IngestReport, screen, to_records
 from memstream.settings import Settings
-from retrieval.embedder import CachedEmbedder
 from streams.runner import EmbeddedRunner
 from streams.stages.consolidate import ConsolidateStage
 from streams.topics import DISTILL_RESULTS

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from agents.text import tokenize
+from backends.embed.embedder import CachedEmbedder
 from memstream.clients import build_clients
 from memstream.ops import ingest
 from memstream.settings import Settings
-from retrieval.embedder import CachedEmbedder
 from streams.stages.consolidate import ConsolidateStage
 from tests.helpers import write_jsonl
 
@@ -188,8 +188,8 @@ async def test_the_embed_lane_keeps_the_callers_priority():
     """Under ``serve`` the processor's calls run on the embed lane's loop: the raw messages it embeds ahead
     must still queue after the stages' own calls (the priority, a context variable, goes along with the
     call: ``call_soon_threadsafe`` runs it in a copy of the caller's context)."""
+    from backends.embed.base import AHEAD, NORMAL, SOON, current_priority, embedding_priority
     from memstream.serving import EmbedderProxy, Lane
-    from retrieval.embed_base import AHEAD, NORMAL, SOON, current_priority, embedding_priority
 
     class Seen(HashingEmbedder):
         def __init__(self) -> None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
+from backends.sqlite.store import SQLiteStore
 from memstream.clients import build_clients
 from memstream.ops import ingest
 from memstream.settings import Settings
-from retrieval.sqlite_store import SQLiteStore
 from tests.helpers import write_jsonl
 
 

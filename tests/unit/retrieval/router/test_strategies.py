@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from backends.sqlite.store import SQLiteStore
 from retrieval.router.classifier import oracle
 from retrieval.router.pipeline import retrieve_routed
 from retrieval.router.recipes import MultiRoundConfig, RouterConfig
 from retrieval.service import retrieve
-from retrieval.sqlite_store import SQLiteStore
 from schemas import RetrieveRequest
 
 T0 = datetime(2024, 1, 5, 9, 0, tzinfo=UTC)  # the chats of conftest.py start here

@@ -1,7 +1,7 @@
 """The Elasticsearch store's indices and its low-level I/O (:class:`ESIndices`, the base of
-:class:`retrieval.es_store.ESStore`): bootstrap of the index templates, the ``-v1`` indices and their
+:class:`backends.es.store.ESStore`): bootstrap of the index templates, the ``-v1`` indices and their
 aliases, the client's lifecycle, bulk writes, real-time gets, ``search_after`` scans, delete-by-query and
-the list of chats. Every request is routed by chat id. Mappings: :mod:`retrieval.es_mapping`.
+the list of chats. Every request is routed by chat id. Mappings: :mod:`backends.es.mapping`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from elasticsearch import ApiError, AsyncElasticsearch
 
-from retrieval import es_mapping as M
-from retrieval.es_queries import search_kwargs
+from backends.es import mapping as M
+from backends.es.queries import search_kwargs
 
 __all__ = ["BulkError", "ESIndices"]
 

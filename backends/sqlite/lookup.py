@@ -1,6 +1,6 @@
 """Filter-only lookups of memory records in the embedded store (slot mates, derived records, stale facts).
 
-Plain functions over a SQLite connection so :mod:`retrieval.sqlite_store` stays a thin class. Every
+Plain functions over a SQLite connection so :mod:`backends.sqlite.store` stays a thin class. Every
 statement is filtered by ``chat_id``.
 """
 
@@ -10,17 +10,17 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from agents.text import parse_json
+from backends.sqlite.schema import RECORD
+from backends.sqlite.search import records_by_rid, until_write
+from backends.sqlite.sources import UNINDEXED_KINDS, rids_citing
+from backends.sqlite.util import chunks, marks
 from retrieval.protocols import MemoryFilter
-from retrieval.sqlite_schema import RECORD
-from retrieval.sqlite_search import records_by_rid, until_write
-from retrieval.sqlite_sources import UNINDEXED_KINDS, rids_citing
-from retrieval.sqlite_util import chunks, marks
 from schemas import MemoryRecord
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from retrieval.vector_cache import ChatVectors
+    from backends.sqlite.vector_cache import ChatVectors
 
 __all__ = ["find_memories"]
 
@@ -77,7 +77,7 @@ def _find(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list[MemoryR
 
 
 def _citing(db: sqlite3.Connection, chat_id: str, q: MemoryFilter) -> list[MemoryRecord]:
-    """:func:`_find` by source messages: the indexed docs by key (:mod:`retrieval.sqlite_sources`), the chat's
+    """:func:`_find` by source messages: the indexed docs by key (:mod:`backends.sqlite.sources`), the chat's
     profiles by their sources' JSON; the same records in the same order as one scan of the chat's docs."""
     ids = list(dict.fromkeys(q.message_ids or ()))[:900]
     kinds = None if q.kinds is None else [k for k in q.kinds if k != "turn"]

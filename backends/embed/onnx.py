@@ -1,7 +1,7 @@
 """all-MiniLM-L6-v2 on onnxruntime (int8 by default): the default ``minilm`` embedder.
 
 The fast ``tokenizers`` tokenizer and an onnxruntime session replace sentence-transformers + torch: nothing of
-torch is imported unless the ONNX file has to be exported first (:mod:`retrieval.embed_export`, done once at
+torch is imported unless the ONNX file has to be exported first (:mod:`backends.embed.export`, done once at
 install). int8 embeds one text per forward (``solo``, the default): its dynamic activation ranges span a whole
 forward, so a batched text's vector would depend on its batch mates. Batched (``solo=False``, or fp32), texts
 are sorted by token count and cut into batches of similar length, so little padding is computed; the output
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from agents.extract.text import split_sentences
-from retrieval.embed_base import DIM, _LazyModelEmbedder, between_forwards
+from backends.embed.base import DIM, _LazyModelEmbedder, between_forwards
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
     def _load(self) -> Any:
         from tokenizers import Tokenizer
 
-        from retrieval.embed_export import ensure_exported, ensure_optimized, tokenizer_file
+        from backends.embed.export import ensure_exported, ensure_optimized, tokenizer_file
 
         source = self.model_path or ensure_exported(self.precision)
         path = ensure_optimized(source)

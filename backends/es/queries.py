@@ -1,5 +1,5 @@
 """Pure builders for the Elasticsearch store's queries (BM25, kNN, the ``rrf`` retriever, filter-only
-listings) and the parsing of their results into hits. Ids, mappings and sources: :mod:`retrieval.es_mapping`.
+listings) and the parsing of their results into hits. Ids, mappings and sources: :mod:`backends.es.mapping`.
 
 No I/O here: every function maps a query to Elasticsearch JSON (or hits back) and is unit-tested for its
 shape without a server. Every query carries a ``chat_id`` term filter, in the query's ``bool.filter`` and in
@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from agents.text import tokenize
-from retrieval.es_mapping import DOC_SOURCE_EXCLUDES, doc_from_source, epoch
+from backends.es.mapping import DOC_SOURCE_EXCLUDES, doc_from_source, epoch
 from retrieval.fusion import rrf
 from retrieval.protocols import Hit, SearchQuery
 

@@ -19,9 +19,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from agents.profile import kept_versions
-from retrieval import es_mapping as M
-from retrieval import es_queries as Q
-from retrieval.es_indices import BulkError
+from backends.es import mapping as M
+from backends.es import queries as Q
+from backends.es.indices import BulkError
 from retrieval.protocols import check_decision
 from schemas import DecisionOp, MemoryDecision, MemoryRecord
 

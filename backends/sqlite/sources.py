@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from retrieval.sqlite_util import chunks, marks
+from backends.sqlite.util import chunks, marks
 
 __all__ = ["UNINDEXED_KINDS", "add", "ensure", "remove", "rids_citing"]
 

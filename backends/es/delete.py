@@ -1,4 +1,4 @@
-"""Deletion in the Elasticsearch store (:class:`retrieval.es_store._Store`): a user's or a chat's data and
+"""Deletion in the Elasticsearch store (:class:`backends.es.store._Store`): a user's or a chat's data and
 everything derived from it (what goes is decided by :mod:`retrieval.deletion`, as for the embedded store).
 
 Memory records are stored whole but not indexed by their sources, so the chat's versions are read and the
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, Protocol
 
-from retrieval import es_mapping as M
-from retrieval import es_queries as Q
+from backends.es import mapping as M
+from backends.es import queries as Q
 from retrieval.deletion import (
     Forgotten,
     affected_topics,
@@ -31,7 +31,7 @@ __all__ = ["forget_chat", "forget_user"]
 
 
 class _Store(Protocol):
-    """What the deletion needs of :class:`retrieval.es_store.ESStore` (typed here, not imported)."""
+    """What the deletion needs of :class:`backends.es.store.ESStore` (typed here, not imported)."""
 
     @property
     def es(self) -> AsyncElasticsearch: ...

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.embed_base import (
+from backends.embed.base import (
     SOON,
     _empty,
     _LazyModelEmbedder,
@@ -28,8 +28,8 @@ from retrieval.embed_base import (
     l2_normalise,
     warm_up,
 )
+from backends.sqlite.util import to_wal
 from retrieval.protocols import Embedder
-from retrieval.sqlite_util import to_wal
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def sentence_key(model: str, text: str, sentence: str) -> bytes:
 
 def sentence_keys(models: str | Iterable[str], texts: Iterable[str]) -> list[bytes]:
     """Every sentence key a passage of ``texts`` may have stored under ``models`` (:func:`sentence_key`)."""
-    from retrieval.embed_onnx import sentence_spans
+    from backends.embed.onnx import sentence_spans
 
     names = [models] if isinstance(models, str) else list(models)
     return [sentence_key(m, t, s) for t in texts for s, _, _ in sentence_spans(t) for m in names]
@@ -125,7 +125,7 @@ class CachedEmbedder:
         self._inflight: dict[bytes, asyncio.Future] = {}  # key -> the vector another call is computing
 
     async def warm(self) -> None:
-        """The model's :func:`~retrieval.embed_base.warm_up` (nothing is cached)."""
+        """The model's :func:`~backends.embed.base.warm_up` (nothing is cached)."""
         await warm_up(self.inner)
 
     def _db(self) -> sqlite3.Connection:
@@ -199,7 +199,7 @@ class CachedEmbedder:
     def embed_ahead(self, texts: list[str], chunk: int, priority: int = SOON) -> asyncio.Task[int]:
         """Cache the vectors of ``texts`` (passages) in the background, for a stage that will ask for them
         soon: calls of ``chunk`` texts, in their order, all queued for the model at once at ``priority``
-        (:mod:`retrieval.embed_base`; never before the caller's own calls), so the model goes from one to the
+        (:mod:`backends.embed.base`; never before the caller's own calls), so the model goes from one to the
         next without waiting for this loop, busy with the stages' Python. Every text neither cached nor being
         embedded is marked in flight before this returns, so the stage waits for the call that holds it (that
         one only) instead of embedding it again, and which texts share a call does not depend on when the
@@ -335,7 +335,7 @@ def forget_in_cache(db: sqlite3.Connection, texts: Iterable[str], *, models: Ite
 
 def forget_keys_in(db: sqlite3.Connection, keys: Sequence[bytes]) -> int:
     """Delete the cache rows (passages and sentences) under ``keys``; the freed bytes are zeroed."""
-    from retrieval.scrub import erase_freed
+    from backends.sqlite.scrub import erase_freed
 
     if not keys:
         return 0
@@ -371,7 +371,7 @@ def build_embedder(kind: str, cache_path: Path | None, batch: int = 64, *, solo:
     if kind == "none":
         return None
     if kind == "minilm":
-        from retrieval.embed_onnx import OnnxMiniLMEmbedder
+        from backends.embed.onnx import OnnxMiniLMEmbedder
 
         inner = OnnxMiniLMEmbedder(batch, solo=solo)
     elif kind == "minilm-fp32":

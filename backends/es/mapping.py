@@ -1,5 +1,5 @@
 """Pure builders for the Elasticsearch store's data: ids, the store URL, index mappings and templates,
-document sources (and back to :class:`Doc`). Queries over them live in :mod:`retrieval.es_queries`.
+document sources (and back to :class:`Doc`). Queries over them live in :mod:`backends.es.queries`.
 
 No I/O here. Text is tokenised by :func:`agents.text.tokenize` (documents are indexed pre-tokenised in
 ``tokens`` with the ``whitespace`` analyzer), so BM25 sees exactly the terms the SQLite store's FTS5 index

@@ -1,9 +1,9 @@
-"""Deletion in the embedded graph store (:class:`retrieval.graph_sqlite._Store`).
+"""Deletion in the embedded graph store (:class:`backends.graph.sqlite._Store`).
 
 A user's deletion removes who they are and what they said: edges they stated (by sender id or display
 name), their person node with every edge touching it, edges whose only evidence is their messages, their
 message ids from the evidence of edges others also support, then nodes left without edges. Afterwards the
-file's freed pages are zeroed and its WAL truncated (:mod:`retrieval.scrub`).
+file's freed pages are zeroed and its WAL truncated (:mod:`backends.sqlite.scrub`).
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agents.graph_model import EntityNode, RelationEdge
-from retrieval.scrub import erase_freed
-from retrieval.sqlite_util import chunks
-from retrieval.sqlite_util import marks as _marks
+from backends.sqlite.scrub import erase_freed
+from backends.sqlite.util import chunks
+from backends.sqlite.util import marks as _marks
 
 __all__ = ["GraphForgotten", "forget_chat", "forget_user"]
 
 
 class _Store(Protocol):
-    """What the deletion needs of :class:`retrieval.graph_sqlite.GraphSQLiteStore` (typed, not imported)."""
+    """What the deletion needs of :class:`backends.graph.sqlite.GraphSQLiteStore` (typed, not imported)."""
 
     @property
     def db(self) -> sqlite3.Connection: ...

@@ -6,7 +6,7 @@ two such turns was not stored (``INSERT OR IGNORE``): no search found it and its
 chat part has its ``%`` and ``:`` percent-encoded, so the first ``:`` after ``turn:`` ends the chat id: a chat
 id without either keeps the id it had (``turn:A:x:m1`` is still chat ``A``'s), and a file written before is
 brought up to date once, when it is opened (:func:`ensure`). Elasticsearch keys its documents by (chat, doc
-id) (:func:`retrieval.es_mapping.es_id`) and keeps ``turn:{chat}:{message}``.
+id) (:func:`backends.es.mapping.es_id`) and keeps ``turn:{chat}:{message}``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import json
 import logging
 import sqlite3
 
-from retrieval.sqlite_schema import INSERT_DOC, chat_token, turn_body
-from retrieval.sqlite_vectors import bump
-from retrieval.vector_cache import Effects
+from backends.sqlite.schema import INSERT_DOC, chat_token, turn_body
+from backends.sqlite.vector_cache import Effects
+from backends.sqlite.vectors import bump
 from schemas import ChatMessage, TopicSummary
 
 __all__ = ["ensure", "turn_doc_id", "turn_prefix"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from retrieval import es_queries as Q
+from backends.es import queries as Q
 from retrieval.protocols import MemoryFilter
 from schemas import MemoryRecord
 
@@ -12,7 +12,7 @@ __all__ = ["find_memories"]
 
 
 class _Store(Protocol):
-    """What the lookup needs of :class:`retrieval.es_store.ESStore` (typed here, not imported)."""
+    """What the lookup needs of :class:`backends.es.store.ESStore` (typed here, not imported)."""
 
     async def _mget(self, kind: str, chat_id: str, local_ids: list[str]) -> dict[str, dict[str, Any]]: ...
 

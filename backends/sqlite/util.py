@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence, Sized
 from pathlib import Path
 from typing import Any
 
-from retrieval.scrub import mark_scrubbed
+from backends.sqlite.scrub import mark_scrubbed
 
 
 def to_wal(db: sqlite3.Connection, timeout_s: float = 30.0) -> None:
@@ -38,7 +38,7 @@ def open_sqlite(path: str, schema: str, dim: int | None, label: str) -> tuple[sq
     to_wal(conn)
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA temp_store=MEMORY")
-    conn.execute("PRAGMA secure_delete=ON")  # deleted rows' bytes are zeroed (see retrieval.scrub)
+    conn.execute("PRAGMA secure_delete=ON")  # deleted rows' bytes are zeroed (see backends.sqlite.scrub)
     conn.executescript(schema)
     if fresh:
         mark_scrubbed(conn, "meta")

@@ -1,12 +1,12 @@
 """The production ``MemoryStore``: Elasticsearch 8.x through ``AsyncElasticsearch``.
 
-Same inputs, same answers as :class:`retrieval.sqlite_store.SQLiteStore`: BM25 over the same pre-computed
+Same inputs, same answers as :class:`backends.sqlite.store.SQLiteStore`: BM25 over the same pre-computed
 tokens, exact cosine kNN (float HNSW, filtered), RRF fusion with the same tie-breaks. Five indices behind
 aliases (``{prefix}-docs`` -> ``{prefix}-docs-v1``, likewise messages, memories, decisions, topics), so a
 blue/green rebuild can switch an alias. Every record's ``_id`` derives from (chat id, event-derived id) and
 every request is routed and filtered by chat id. Writes refresh (``wait_for`` by default) so the next
-search sees them; gets are real-time. Indices and low-level I/O: :mod:`retrieval.es_indices`; ids, mappings
-and sources: :mod:`retrieval.es_mapping`; query shapes: :mod:`retrieval.es_queries`.
+search sees them; gets are real-time. Indices and low-level I/O: :mod:`backends.es.indices`; ids, mappings
+and sources: :mod:`backends.es.mapping`; query shapes: :mod:`backends.es.queries`.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from typing import Any, Literal
 import numpy as np
 from elasticsearch import ApiError
 
-from retrieval import es_decisions, es_delete
-from retrieval import es_mapping as M
-from retrieval import es_queries as Q
+from backends.es import decisions as es_decisions
+from backends.es import delete as es_delete
+from backends.es import mapping as M
+from backends.es import queries as Q
+from backends.es.indices import ESIndices
+from backends.es.lookup import find_memories as _find_memories
 from retrieval.deletion import Forgotten
-from retrieval.es_indices import ESIndices
-from retrieval.es_lookup import find_memories as _find_memories
 from retrieval.protocols import Hit, MemoryFilter, SearchQuery
 from schemas import ChatMessage, MemoryDecision, MemoryRecord, TopicSummary
 
@@ -154,7 +155,7 @@ class ESStore(ESIndices):
 
     async def apply_decisions(self, decisions: list[MemoryDecision], vectors: list[np.ndarray | None]) -> int:
         """:meth:`apply_decision` for each decision in order, in one read and one bulk request
-        (:mod:`retrieval.es_decisions`); returns how many changed the store. An invalid decision raises after
+        (:mod:`backends.es.decisions`); returns how many changed the store. An invalid decision raises after
         the ones before it are applied, as one call each would."""
         return await es_decisions.apply_decisions(self, decisions, vectors)
 
@@ -333,7 +334,7 @@ class ESStore(ESIndices):
         return (await es_delete.forget_chat(self, chat_id)).removed
 
     async def delete_user(self, chat_id: str | None, sender: str) -> int:
-        """Remove a sender's messages and everything derived from them (:mod:`retrieval.es_delete`);
+        """Remove a sender's messages and everything derived from them (:mod:`backends.es.delete`);
         ``chat_id`` None means every chat. Returns the number of messages and docs removed."""
         chats = [chat_id] if chat_id is not None else await self.chats()
         return sum([(await es_delete.forget_user(self, chat, sender)).removed for chat in chats])

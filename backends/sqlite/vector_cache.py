@@ -1,8 +1,8 @@
 """Per-chat in-memory vector matrices for exact cosine kNN, kept current by the store's writes (its own
-directly, other connections' through :mod:`retrieval.sqlite_vectors`).
+directly, other connections' through :mod:`backends.sqlite.vectors`).
 
-A chat of :data:`retrieval.knn_int8.MIN_ROWS` vectors or more also gets an int8 copy that answers the same
-top n in a quarter of the memory traffic (:mod:`retrieval.knn_int8`): built on the first search, rebuilt in a
+A chat of :data:`backends.sqlite.knn_int8.MIN_ROWS` vectors or more also gets an int8 copy that answers the same
+top n in a quarter of the memory traffic (:mod:`backends.sqlite.knn_int8`): built on the first search, rebuilt in a
 background thread when an eighth of the rows were appended since (those are scanned exactly meanwhile).
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from retrieval import knn_int8
+from backends.sqlite import knn_int8
 
 _BUILDER: list[ThreadPoolExecutor] = []  # one background thread for index rebuilds, started on first use
 

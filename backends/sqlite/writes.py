@@ -1,5 +1,5 @@
 """Writes of the embedded store inside the caller's transaction: docs (+ FTS row and vector) and memory
-versions. Each records what the vector caches must learn in :class:`retrieval.vector_cache.Effects`."""
+versions. Each records what the vector caches must learn in :class:`backends.sqlite.vector_cache.Effects`."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from datetime import datetime
 import numpy as np
 
 from agents.text import tokenize_lines
-from retrieval import sqlite_sources as doc_sources
-from retrieval.sqlite_schema import INSERT_DOC, chat_token, iso
-from retrieval.vector_cache import Effects
+from backends.sqlite import sources as doc_sources
+from backends.sqlite.schema import INSERT_DOC, chat_token, iso
+from backends.sqlite.vector_cache import Effects
 from schemas import MemoryRecord
 
 __all__ = ["close_memory", "insert_memory", "put_doc"]
@@ -29,7 +29,7 @@ def put_doc(
     sources: Sequence[str] = (),
 ) -> None:
     """Insert a doc unless it exists (FTS-indexing only new ones, and indexing their ``sources``,
-    :mod:`retrieval.sqlite_sources`) and its vector unless it has one."""
+    :mod:`backends.sqlite.sources`) and its vector unless it has one."""
     doc_id, chat_id, kind, ts_epoch = row[0], row[1], row[2], row[7]
     cur = db.execute(INSERT_DOC, row)
     rid = cur.lastrowid if cur.rowcount == 1 else None

@@ -7,7 +7,7 @@ import sqlite3
 
 import numpy as np
 
-from retrieval.sqlite_turn_ids import turn_doc_id
+from backends.sqlite.turn_ids import turn_doc_id
 from schemas import ChatMessage
 
 __all__ = ["replace_message"]

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from retrieval.sqlite_schema import chat_token
+from backends.sqlite.schema import chat_token
 
 __all__ = ["ChatIndex", "best", "plain", "ranked"]
 
