@@ -5,7 +5,7 @@ whose ``source_message_ids`` meet the deleted messages, or which they spoke, and
 of a topic that held one of their messages (they quote them, in their text or their entities). A record that only a deleted version had
 superseded is live again (its replacement never happened). Topics keep their other members: the deleted
 ids leave ``message_ids`` and the sender leaves ``participants``; a topic left empty goes. The backends
-(:mod:`backends.sqlite.delete`, :mod:`backends.es.delete`) apply these decisions and report a
+(:mod:`backends.sqlite.delete`, :class:`backends.es.store.ESStore`) apply these decisions and report a
 :class:`Forgotten`.
 """
 

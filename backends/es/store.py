@@ -6,7 +6,8 @@ aliases (``{prefix}-docs`` -> ``{prefix}-docs-v1``, likewise messages, memories,
 blue/green rebuild can switch an alias. Every record's ``_id`` derives from (chat id, event-derived id) and
 every request is routed and filtered by chat id. Writes refresh (``wait_for`` by default) so the next
 search sees them; gets are real-time. Indices and low-level I/O: :mod:`backends.es.indices`; ids, mappings
-and sources: :mod:`backends.es.mapping`; query shapes: :mod:`backends.es.queries`.
+and sources: :mod:`backends.es.mapping`; query shapes: :mod:`backends.es.queries`. Deletion is the store's
+own (what goes is decided by :mod:`retrieval.deletion`, as for the embedded store).
 """
 
 from __future__ import annotations
@@ -19,14 +20,21 @@ import numpy as np
 from elasticsearch import ApiError
 
 from backends.es import decisions as es_decisions
-from backends.es import delete as es_delete
 from backends.es import mapping as M
 from backends.es import queries as Q
 from backends.es.indices import ESIndices
 from backends.es.lookup import find_memories as _find_memories
-from retrieval.deletion import Forgotten
+from retrieval.deletion import Forgotten, affected_topics, doomed_memories, restored, trim_topic
 from retrieval.protocols import Hit, MemoryFilter, SearchQuery
 from schemas import ChatMessage, MemoryDecision, MemoryRecord, TopicSummary
+
+_TERMS = 1000  # values per terms query
+
+
+def _chunks(values: Collection[str]) -> list[list[str]]:
+    items = sorted(values)
+    return [items[i : i + _TERMS] for i in range(0, len(items), _TERMS)]
+
 
 RRFMode = Literal["server", "client", "auto"]
 _FILL_VECTOR = "if (ctx._source.vector == null) { ctx._source.vector = params.v } else { ctx.op = 'noop' }"
@@ -329,22 +337,131 @@ class ESStore(ESIndices):
         )
         return [TopicSummary.model_validate(r["topic"]) for r in rows]
 
+    # ---- deletion: a user's or a chat's data and everything derived from it (what goes is decided by
+    # retrieval.deletion, as for the embedded store). Memory records are stored whole but not indexed by their
+    # sources, so the chat's versions are read and the doomed ones deleted by id (memories, their docs, their
+    # decisions); docs are also deleted by ``source_message_ids`` terms (turns and any record doc carrying a
+    # deleted message). Every request is routed and filtered by the chat. Deleted Lucene documents stay in
+    # their segments until a merge: a deletion ends with a best-effort forcemerge(only_expunge_deletes).
+
     async def delete_chat(self, chat_id: str) -> int:
         """Remove everything of a chat; returns the number of messages, docs and topics removed."""
-        return (await es_delete.forget_chat(self, chat_id)).removed
+        return (await self.forget_chat(chat_id)).removed
 
     async def delete_user(self, chat_id: str | None, sender: str) -> int:
-        """Remove a sender's messages and everything derived from them (:mod:`backends.es.delete`);
-        ``chat_id`` None means every chat. Returns the number of messages and docs removed."""
+        """Remove a sender's messages and everything derived from them; ``chat_id`` None means every chat.
+        Returns the number of messages and docs removed."""
         chats = [chat_id] if chat_id is not None else await self.chats()
-        return sum([(await es_delete.forget_user(self, chat, sender)).removed for chat in chats])
+        return sum([(await self.forget_user(chat, sender)).removed for chat in chats])
 
-    async def forget_user(self, chat_id: str, sender: str, message_ids: Collection[str] = ()) -> Forgotten:
-        """:meth:`delete_user` in one chat, also for ``message_ids`` known from elsewhere; what went."""
-        return await es_delete.forget_user(self, chat_id, sender, message_ids)
+    async def _delete_terms(self, kind: str, chat: str, field: str, values: Collection[str]) -> int:
+        return sum(
+            [await self._delete(kind, Q.build_chat_query(chat, terms={field: c}), chat) for c in _chunks(values)]
+        )
+
+    async def _expunge(self, kinds: Collection[str]) -> None:
+        """Merge away deleted documents (best effort: a cluster or API server may not support it)."""
+        try:
+            index = ",".join(self.alias(k) for k in kinds)
+            await self.es.options(ignore_status=(400, 404, 405, 501)).indices.forcemerge(
+                index=index, only_expunge_deletes=True, wait_for_completion=True
+            )
+        except Exception:  # noqa: BLE001 - erasure of the index files is best effort, the data is gone from reads
+            return
 
     async def forget_chat(self, chat_id: str) -> Forgotten:
-        return await es_delete.forget_chat(self, chat_id)
+        """Remove everything of a chat; ``removed`` counts its messages, docs and topics."""
+        out = Forgotten()
+        for m in await self.list_messages(chat_id):
+            out.message_ids.add(m.message_id)
+            out.texts[m.message_id] = m.text
+        out.record_texts = [r.text for r in await self.list_memories(chat_id, live_only=False)]
+        query = Q.build_chat_query(chat_id)
+        for kind in ("docs", "messages", "topics"):
+            out.removed += await self._delete(kind, query, chat_id)
+        out.memories = await self._delete("memories", query, chat_id)
+        await self._delete("decisions", query, chat_id)
+        await self._expunge(M.INDEX_KINDS)
+        return out
+
+    async def forget_user(self, chat_id: str, sender: str, message_ids: Collection[str] = ()) -> Forgotten:
+        """Remove a sender's messages in one chat (and ``message_ids``) and everything derived from them."""
+        chat, out = chat_id, Forgotten()
+        rows = await self._scan("messages", Q.build_chat_query(chat, terms={"sender": [sender]}), ["seq"], chat)
+        msgs = [ChatMessage.model_validate(r["message"]) for r in rows]
+        out.message_ids = {m.message_id for m in msgs} | set(message_ids)
+        out.texts = {m.message_id: m.text for m in msgs}
+        turns = Q.build_chat_query(chat, terms={"kind": ["turn"], "sender": [sender]})
+        resp = await self.es.search(index=self.alias("docs"), routing=chat, size=0, query=turns,
+                                    aggs={"names": {"terms": {"field": "speaker", "size": 10_000}}})  # fmt: skip
+        out.names = {
+            sender,
+            *(m.display_name for m in msgs),
+            *(b["key"] for b in resp["aggregations"]["names"]["buckets"]),
+        }
+        by_doc = {M.turn_doc_id(chat, m): m for m in out.message_ids}
+        for doc_id, src in (await self._mget("docs", chat, list(by_doc))).items():
+            if src.get("vector"):
+                out.vectors[by_doc[doc_id]] = src["vector"]
+        records = await self.list_memories(chat, live_only=False)
+        topics = await self.list_topics(chat)
+        out.topic_ids = affected_topics(records, topics, out.message_ids)
+        doomed = doomed_memories(records, out.message_ids, out.names, out.topic_ids)
+        out.memory_ids = set(doomed)
+        back, kept = restored(records, doomed, out.message_ids, out.names)
+        out.record_texts = [r.text for r in doomed.values()]
+
+        out.removed += await self._delete("docs", turns, chat)
+        out.removed += await self._delete_terms("docs", chat, "doc_id", doomed)
+        out.removed += await self._delete_terms("docs", chat, "source_message_ids", out.message_ids)
+        out.memories = await self._delete_terms("memories", chat, "memory_id", doomed)
+        await self._delete_terms("decisions", chat, "memory_id", doomed)
+        if back or kept:  # kept: other people's profiles, without the deleted lines
+            await self._bulk([op for r in back for op in self._reopen_ops(chat, r)]
+                             + [op for r in kept for op in self._memory_ops(r, None)])  # fmt: skip
+        out.reopened = len(back)
+        for topic in topics:
+            trimmed = trim_topic(topic, out.message_ids, out.names)
+            if trimmed is topic:
+                continue
+            if trimmed is None:
+                await self.es.options(ignore_status=404).delete(
+                    index=self.alias("topics"), id=M.es_id(chat, topic.topic_id), routing=chat, refresh=True
+                )
+                out.topics_dropped += 1
+                continue
+            await self.upsert_topic(trimmed)
+            out.topics_trimmed += 1
+            if trimmed.state == "closed" and set(topic.message_ids) & out.message_ids:
+                out.redistil.append(trimmed)
+        out.removed += await self._delete_terms("messages", chat, "message_id", out.message_ids)
+        out.removed += await self._delete("messages", Q.build_chat_query(chat, terms={"sender": [sender]}), chat)
+        await self._untie_replies(chat, out.message_ids)
+        await self._expunge(M.INDEX_KINDS)
+        return out
+
+    async def _untie_replies(self, chat: str, ids: Collection[str]) -> None:
+        """Others' messages that answer a deleted one name :data:`schemas.messages.DELETED_REPLY` instead (the
+        reply fields are stored, not indexed: the chat's messages are read)."""
+        ops = []
+        for row in await self._scan("messages", Q.build_chat_query(chat), ["seq"], chat):
+            untied = ChatMessage.model_validate(row["message"]).untied_from(ids)
+            if untied is not None:
+                meta = {"_index": self.alias("messages"), "_id": M.es_id(chat, untied.message_id), "routing": chat}
+                ops.append(({"update": meta}, {"doc": {"message": untied.model_dump(mode="json")}}))
+        if ops:
+            await self._bulk(ops)
+
+    def _reopen_ops(self, chat: str, r: MemoryRecord) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+        key = M.es_id(chat, r.memory_id)
+        patch = {"valid_to": None, "superseded_by": None, "record": r.model_dump(mode="json")}
+        return [
+            ({"update": {"_index": self.alias("memories"), "_id": key, "routing": chat}}, {"doc": patch}),
+            (
+                {"update": {"_index": self.alias("docs"), "_id": key, "routing": chat}},
+                {"doc": {"valid_to": None}},
+            ),
+        ]
 
     async def export_chat(self, chat_id: str) -> dict[str, Any]:
         """Everything stored for a chat as JSON-ready data: messages, all memory versions, topics."""

@@ -160,12 +160,23 @@ def test_no_import_cycles_between_packages():
 
 
 MAX_LINES = 400  # a module that grows past this is split by what it does (docs/ARCHITECTURE.md)
+CLASS_MAX_LINES = 600  # ...unless it is one cohesive class: split through private helpers it reads worse
+CLASS_SHARE = 0.75  # of a module's lines, what its largest class spans for the module to count as one class
+
+
+def _limit(path: Path, text: str) -> int:
+    lines = len(text.splitlines())
+    classes = [n for n in ast.parse(text, str(path)).body if isinstance(n, ast.ClassDef)]
+    largest = max((n.end_lineno - n.lineno + 1 for n in classes), default=0)
+    return CLASS_MAX_LINES if lines and largest >= CLASS_SHARE * lines else MAX_LINES
 
 
 def test_no_module_is_over_the_size_limit():
-    over = {
-        m: n for m, p in MODULES.items() if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
-    }
+    over = {}
+    for m, p in MODULES.items():
+        text = p.read_text(encoding="utf-8")
+        if (n := len(text.splitlines())) > _limit(p, text):
+            over[m] = n
     assert over == {}
 
 
