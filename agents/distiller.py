@@ -9,7 +9,7 @@ Two paths, one contract (:class:`DistillResult`):
 - :func:`distill_llm` — one JSON-schema-constrained call per topic (prompt ``agents/prompts/distill_v1``),
   falling back to the extractive path on any failure; it never raises.
 
-The pieces live in :mod:`agents.extract` (sentence-level language rules: dates, person, slots, tasks,
+The pieces live in :mod:`language.extract` (sentence-level language rules: dates, person, slots, tasks,
 entities) and :mod:`agents.distill` (topic-level assembly: context, facts, Q&A, summary/title, LLM mapping).
 """
 

@@ -9,8 +9,8 @@ then by name-embedding similarity above a threshold. :func:`build_edges` turns t
 another object): those are invalidated at the new edge's time, never deleted.
 
 No I/O here: the stage adapter (``streams/stages/graph.py``) reads the store, calls these, and writes back.
-Entity typing and name normalisation live in :mod:`agents.extract.entities`, triple extraction and the
-predicate vocabulary in :mod:`agents.extract.relations`; both are re-exported here.
+Entity typing and name normalisation live in :mod:`language.extract.entities`, triple extraction and the
+predicate vocabulary in :mod:`language.extract.relations`; both are re-exported here.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ from datetime import datetime
 import numpy as np
 
 from agents.config import GraphMemoryConfig
-from agents.extract.entities import (
+from language.extract.entities import (
     PERSON_SUBJECT_PREDICATES,
     compatible,
     entity_type,
     normalise_name,
     split_appositive,
 )
-from agents.extract.relations import (
+from language.extract.relations import (
     EXCLUSIVE,
     OPPOSITE,
     Triple,
@@ -38,10 +38,10 @@ from agents.extract.relations import (
     normalise_predicate,
     triples_from_result,
 )
-from agents.extract.slot_text import slot_sentence
-from agents.graph_model import EdgeInvalidation, EntityNode, EntityType, RelationEdge
-from agents.text import has_cjk
+from language.extract.slot_text import slot_sentence
+from language.text import has_cjk
 from schemas import DistillResult, stable_id
+from schemas.graph import EdgeInvalidation, EntityNode, EntityType, RelationEdge
 
 __all__ = [
     "EXCLUSIVE",

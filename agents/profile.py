@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import NamedTuple
 
 from agents.profile_lexicon import classes_of, cues_for
-from agents.text import TextMap, has_cjk, tokenize
+from language.text import TextMap, has_cjk, tokenize
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord, stable_id
 
 __all__ = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from agents.text import has_cjk, plain_tokens, tokenize
+from language.text import has_cjk, plain_tokens, tokenize
 
 # class -> (words a question uses for the whole set, as written: plural or mass nouns; cue words of one instance)
 _CLASSES: dict[str, tuple[str, str]] = {

@@ -16,7 +16,7 @@ import numpy as np
 
 from agents.reply_linker import LinkMsg, Threads, default_weights, rank, text_cues
 from agents.reply_window import WindowCols
-from agents.text import text_cache
+from language.text import text_cache
 
 if TYPE_CHECKING:
     from agents.config import SegmenterConfig

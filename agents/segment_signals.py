@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from agents.segment_state import rounded  # noqa: F401 (re-exported: agents.forget reads it from here)
-from agents.text import jieba
+from language.text import jieba
 
 if TYPE_CHECKING:
     from agents.config import SegmenterConfig

@@ -37,7 +37,7 @@ async def context_endpoint(req: RetrieveRequest, request: Request, who: Reader, 
                            m: MetricsDep) -> RetrieveResponse:  # fmt: skip
     """The bot's context for a triggering message: its reply chain, its active topic, the asker's recent
     messages, then long-term memory, under ``token_budget``; ``layers`` says what each part is."""
-    from agents.text import count_tokens
+    from language.text import count_tokens
     from retrieval.router.context import build_bot_context
 
     authorize(request, who, "read", req.chat_id)

@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from agents.llm import LLMClient
-from agents.text import is_cjk_text
+from language.text import is_cjk_text
 from memstream.lane_queue import Busy
 from memstream.settings import Settings
 from retrieval.graph_protocols import GraphStore

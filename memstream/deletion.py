@@ -39,9 +39,9 @@ from typing import Any
 
 from agents.forget import forget_in_pool_json
 from agents.segment_state import ChatPool, dump_pools, load_pools
-from agents.text import clear_text_caches
 from backends.embed.embedder import cache_keys, forget_cached
 from backends.sqlite.scrub import erase_freed
+from language.text import clear_text_caches
 from memstream.clients import Clients, pending_in
 from memstream.erasure_check import checked_erasure
 from retrieval.deletion import Forgotten

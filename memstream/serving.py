@@ -35,8 +35,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from agents.text import clear_text_caches
 from backends.embed.base import SOON, warm_up
+from language.text import clear_text_caches
 from memstream.clients import Clients, build_clients
 from memstream.dirlock import WorkLock, release_processing_lock, try_processing_lock
 from memstream.lane_queue import Busy, LaneQueue

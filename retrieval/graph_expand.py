@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from agents.graph_model import RelationEdge, Subgraph, is_exclusive
-from agents.text import count_tokens
+from language.text import count_tokens
 from retrieval.graph_protocols import GraphStore
+from schemas.graph import RelationEdge, Subgraph, is_exclusive
 
 __all__ = ["RelatedFact", "expand", "related_facts", "render_edge"]
 

@@ -1,4 +1,4 @@
-"""The graph store Protocol (the graph memory's data models are :mod:`agents.graph_model`).
+"""The graph store Protocol (the graph memory's data models are :mod:`schemas.graph`).
 
 Nodes and edges belong to exactly one chat; every store call names the chat and never crosses it. Nothing
 is deleted by consolidation: a contradicted edge keeps its row with ``valid_to`` and ``invalidated_by``.
@@ -11,7 +11,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from agents.graph_model import (
+from schemas.graph import (
     EdgeInvalidation,
     EntityNode,
     GraphApplyStats,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from agents.text import count_tokens
+from language.text import count_tokens
 from retrieval.protocols import Embedder, Hit, MemoryStore, SearchQuery
 from retrieval.render import render_context
 from schemas import RetrievedItem, RetrieveRequest, RetrieveResponse, TraceStep

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agents.text import parse_json
+from language.text import parse_json
 from streams.topics import TopicSpec
 
 

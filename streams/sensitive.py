@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.lazy_re import lazy
+from language.lazy_re import lazy
 
 if TYPE_CHECKING:
     from streams.log import Record

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.segmenter import ChatPool
-from agents.text import clear_text_caches
+from language.text import clear_text_caches
 from schemas import DistillResult, MemoryDecision
 from streams.clients import Clients
 from streams.codec import DecodeError, decode

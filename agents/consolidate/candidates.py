@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from agents.extract.text import split_sentences
-from agents.text import has_cjk, tokenize
+from language.extract.text import split_sentences
+from language.text import has_cjk, tokenize
 from schemas import CandidateFact, DistillResult, MemoryKind, stable_id
 
 __all__ = ["candidates_from_result"]

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 from agents.consolidate.records import norm_text, update_decision, value_changed, value_in
-from agents.extract.slots import states_replacement
-from agents.text import tokenize
+from language.extract.slots import states_replacement
+from language.text import tokenize
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord, stable_id
 
 __all__ = [

@@ -14,9 +14,9 @@ import re
 from datetime import timedelta
 
 from agents.consolidate.records import Similar
-from agents.extract.event_slots import find_plan_slots
-from agents.extract.plan_moves import moves_plan, names_what_moved
-from agents.text import has_cjk
+from language.extract.event_slots import find_plan_slots
+from language.extract.plan_moves import moves_plan, names_what_moved
+from language.text import has_cjk
 from schemas import CandidateFact, MemoryKind
 
 __all__ = ["EVENT_HORIZON", "with_event"]

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from agents.text import has_cjk, text_cache, tokenize
+from language.text import has_cjk, text_cache, tokenize
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryRecord, stable_id
 
 __all__ = [

@@ -21,8 +21,8 @@ from agents.consolidate.records import (
     update_decision,
     value_in,
 )
-from agents.extract.event_slots import is_plan_change
-from agents.extract.slots import MULTI_VALUED, instead_of, is_called_off, states_change
+from language.extract.event_slots import is_plan_change
+from language.extract.slots import MULTI_VALUED, instead_of, is_called_off, states_change
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord
 
 __all__ = ["Batch", "decide", "decide_batch", "similar_for"]

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from agents.extract.entities import MENTION_RE
-from agents.extract.slots import SlotMatch
+from language.extract.entities import MENTION_RE
+from language.extract.slots import SlotMatch
 from schemas import CandidateFact, ChatMessage, DistillJob, Relation, TaskItem, stable_id
 
 __all__ = ["Collected", "Draft", "Sentence", "TopicContext", "make_fact"]
@@ -80,8 +80,8 @@ WEEK_CONTEXT_S = 3600.0  # a week named this long before a message still anchors
 
 def _planned_event_of(m: ChatMessage) -> str | None:
     """The last event message ``m`` states a time or place of, if any."""
-    from agents.extract.event_slots import planned_event
-    from agents.extract.text import split_sentences
+    from language.extract.event_slots import planned_event
+    from language.extract.text import split_sentences
 
     found = None
     for sent in split_sentences(m.text):
@@ -91,9 +91,9 @@ def _planned_event_of(m: ChatMessage) -> str | None:
 
 def _named_week_of(m: ChatMessage) -> date | None:
     """A day of the last week message ``m`` names explicitly, if any."""
-    from agents.extract.date_anchors import named_week
-    from agents.extract.dates import find_dates
-    from agents.extract.text import split_sentences
+    from language.extract.date_anchors import named_week
+    from language.extract.dates import find_dates
+    from language.extract.text import split_sentences
 
     found = None
     for sent in split_sentences(m.text):

@@ -7,18 +7,18 @@ import re
 from agents.distill.context import Collected, Draft, Sentence, TopicContext, make_fact
 from agents.distill.qa import answer_part, question_part
 from agents.distill.summary import GENERIC_WORDS
-from agents.extract.corrections import corrected_span
-from agents.extract.date_anchors import named_week
-from agents.extract.dates import annotate_dates, find_dates
-from agents.extract.entities import NOT_ENTITIES, find_entities
-from agents.extract.event_slots import all_slots
-from agents.extract.person import Rewrite, looks_like_name, to_third_person
-from agents.extract.plan_moves import moves_plan
-from agents.extract.slot_text import question_slot, short_answer_value, slot_sentence
-from agents.extract.slots import SlotMatch, find_slots, is_retraction, states_change
-from agents.extract.tasks import find_task
-from agents.extract.text import cjk_tags, is_filler, is_question, split_sentences
-from agents.text import ENGLISH_STOPWORDS, extract_keywords, has_cjk, text_cache, tokenize
+from language.extract.corrections import corrected_span
+from language.extract.date_anchors import named_week
+from language.extract.dates import annotate_dates, find_dates
+from language.extract.entities import NOT_ENTITIES, find_entities
+from language.extract.event_slots import all_slots
+from language.extract.person import Rewrite, looks_like_name, to_third_person
+from language.extract.plan_moves import moves_plan
+from language.extract.slot_text import question_slot, short_answer_value, slot_sentence
+from language.extract.slots import SlotMatch, find_slots, is_retraction, states_change
+from language.extract.tasks import find_task
+from language.extract.text import cjk_tags, is_filler, is_question, split_sentences
+from language.text import ENGLISH_STOPWORDS, extract_keywords, has_cjk, text_cache, tokenize
 from schemas import ChatMessage, Relation
 
 __all__ = ["answer_slot_fact", "distill_message"]

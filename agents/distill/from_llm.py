@@ -8,8 +8,8 @@ from datetime import datetime
 from agents.config import DistillerConfig
 from agents.distill.context import Collected, Draft, TopicContext, make_fact
 from agents.distill.summary import build_result
-from agents.extract.slots import SlotMatch
 from agents.prompts import distill_v1
+from language.extract.slots import SlotMatch
 from schemas import ChatMessage, DistillJob, DistillResult, QAPair, Relation, TaskItem
 
 __all__ = ["result_from_llm"]

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from agents.distill.context import TopicContext
-from agents.extract.slot_text import question_slot
-from agents.extract.tasks import EN_TASK_REQUEST
-from agents.extract.text import is_filler, is_question, is_small_talk_question, split_sentences
-from agents.text import extract_keywords
+from language.extract.slot_text import question_slot
+from language.extract.tasks import EN_TASK_REQUEST
+from language.extract.text import is_filler, is_question, is_small_talk_question, split_sentences
+from language.text import extract_keywords
 from schemas import ChatMessage, QAPair
 
 __all__ = ["answer_part", "find_qa", "question_part"]

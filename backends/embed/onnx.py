@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.extract.text import split_sentences
 from backends.embed.base import DIM, _LazyModelEmbedder, between_forwards
+from language.extract.text import split_sentences
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ BOTH_OUTPUTS = ["sentence_embedding", "token_embeddings"]  # the last hidden sta
 
 
 def sentence_spans(text: str) -> list[tuple[str, int, int]]:
-    """The sentences of a text of several (:func:`agents.extract.text.split_sentences`, the distiller's own
+    """The sentences of a text of several (:func:`language.extract.text.split_sentences`, the distiller's own
     split), each with its character span in ``text``; none for a text of one sentence (its vector is the
     text's). A sentence the split rewrote past finding (joined pieces) is left out."""
     sentences = split_sentences(text)

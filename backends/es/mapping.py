@@ -1,7 +1,7 @@
 """Pure builders for the Elasticsearch store's data: ids, the store URL, index mappings and templates,
 document sources (and back to :class:`Doc`). Queries over them live in :mod:`backends.es.queries`.
 
-No I/O here. Text is tokenised by :func:`agents.text.tokenize` (documents are indexed pre-tokenised in
+No I/O here. Text is tokenised by :func:`language.text.tokenize` (documents are indexed pre-tokenised in
 ``tokens`` with the ``whitespace`` analyzer), so BM25 sees exactly the terms the SQLite store's FTS5 index
 sees, Chinese included, without analysis plugins.
 """
@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
-from agents.text import tokenize
+from language.text import tokenize
 from retrieval.protocols import Doc
 from schemas import ChatMessage, MemoryDecision, MemoryRecord, TopicSummary
 

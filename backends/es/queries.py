@@ -12,12 +12,12 @@ import re
 from datetime import datetime
 from typing import Any, Literal
 
-from agents.text import tokenize
 from backends.es.mapping import DOC_SOURCE_EXCLUDES, doc_from_source, epoch
+from language.text import tokenize
 from retrieval.fusion import rrf
 from retrieval.protocols import Hit, SearchQuery
 
-MAX_QUERY_TERMS = 64  # as agents.text.fts_query: the distinct query tokens that are searched
+MAX_QUERY_TERMS = 64  # as language.text.fts_query: the distinct query tokens that are searched
 MIN_NUM_CANDIDATES = 100
 MAX_NUM_CANDIDATES = 10_000  # Elasticsearch's upper bound for knn.num_candidates
 

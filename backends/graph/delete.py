@@ -14,10 +14,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agents.graph_model import EntityNode, RelationEdge
 from backends.sqlite.scrub import erase_freed
 from backends.sqlite.util import chunks
 from backends.sqlite.util import marks as _marks
+from schemas.graph import EntityNode, RelationEdge
 
 __all__ = ["GraphForgotten", "forget_chat", "forget_user"]
 

@@ -19,7 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from agents.graph_model import (
+from backends.graph import delete as graph_delete
+from backends.graph.writes import SCHEMA, close_edge, insert_edge, upsert_node
+from backends.sqlite.util import chunks as _chunks
+from backends.sqlite.util import marks as _marks
+from backends.sqlite.util import open_sqlite
+from language.text import has_cjk, text_cache
+from schemas.graph import (
     EdgeInvalidation,
     EntityNode,
     GraphApplyStats,
@@ -27,12 +33,6 @@ from agents.graph_model import (
     RelationEdge,
     Subgraph,
 )
-from agents.text import has_cjk, text_cache
-from backends.graph import delete as graph_delete
-from backends.graph.writes import SCHEMA, close_edge, insert_edge, upsert_node
-from backends.sqlite.util import chunks as _chunks
-from backends.sqlite.util import marks as _marks
-from backends.sqlite.util import open_sqlite
 
 _MIN_ENTITY_COSINE = 0.45  # a query sentence against an entity name: below this it is not about it
 

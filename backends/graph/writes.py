@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from agents.graph_model import EdgeInvalidation, EntityNode, RelationEdge
+from schemas.graph import EdgeInvalidation, EntityNode, RelationEdge
 
 __all__ = ["SCHEMA", "close_edge", "insert_edge", "merge_node", "upsert_node"]
 

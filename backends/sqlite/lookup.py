@@ -9,11 +9,11 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
-from agents.text import parse_json
 from backends.sqlite.schema import RECORD
 from backends.sqlite.search import records_by_rid, until_write
 from backends.sqlite.sources import UNINDEXED_KINDS, rids_citing
 from backends.sqlite.util import chunks, marks
+from language.text import parse_json
 from retrieval.protocols import MemoryFilter
 from schemas import MemoryRecord
 

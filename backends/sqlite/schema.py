@@ -15,7 +15,7 @@ import hashlib
 import json
 from datetime import UTC, datetime
 
-from agents.text import tokenize
+from language.text import tokenize
 from retrieval.protocols import Doc
 from schemas import ChatMessage
 

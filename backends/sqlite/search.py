@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from agents.text import fts_query
 from backends.sqlite import bm25 as sqlite_bm25
 from backends.sqlite.schema import DOC_COLS, RECORD, chat_token, epoch, row_to_doc
 from backends.sqlite.util import chunks, marks
+from language.text import fts_query
 from retrieval.fusion import rrf
 from retrieval.protocols import Doc, Hit, SearchQuery
 

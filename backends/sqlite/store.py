@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from agents.profile import kept_versions
-from agents.text import parse_json
 from backends.sqlite import search as sqlite_search
 from backends.sqlite import sources as doc_sources
 from backends.sqlite import turn_ids as turn_ids
@@ -39,6 +38,7 @@ from backends.sqlite.vectors import Caches as _Caches
 from backends.sqlite.vectors import bump as _bump
 from backends.sqlite.vectors import turn_vectors
 from backends.sqlite.writes import close_memory, insert_memory, put_doc
+from language.text import parse_json
 from retrieval.deletion import Forgotten
 from retrieval.protocols import Hit, MemoryFilter, SearchQuery, check_decision
 from schemas import ChatMessage, DecisionOp, MemoryDecision, MemoryRecord, TopicSummary

@@ -10,10 +10,10 @@ from datetime import datetime
 
 import numpy as np
 
-from agents.text import tokenize_lines
 from backends.sqlite import sources as doc_sources
 from backends.sqlite.schema import INSERT_DOC, chat_token, iso
 from backends.sqlite.vector_cache import Effects
+from language.text import tokenize_lines
 from schemas import MemoryRecord
 
 __all__ = ["close_memory", "insert_memory", "put_doc"]

@@ -11,9 +11,9 @@ from datetime import datetime
 from html import escape
 from urllib.parse import quote
 
-from agents.graph_model import EntityNode
 from memstream.ui.views import Chain, GraphView, ItemRanks, Timeline, strategy_mix
 from schemas import ChatMessage, RetrieveResponse
+from schemas.graph import EntityNode
 
 HUES = (210, 28, 130, 280, 0, 175, 48, 320, 95, 240, 15, 195)
 

@@ -13,8 +13,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from agents.graph_model import EntityNode, RelationEdge
 from schemas import ChatMessage, MemoryRecord, RetrievedItem, TopicSummary
+from schemas.graph import EntityNode, RelationEdge
 from schemas.segmentation import SegmentationVersion
 
 CURRENT = ("active", "closed")  # the states of a chat's current view (agents/resegment.CURRENT_STATES)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from agents.text import LazyTokens, has_cjk, tokenize
+from language.text import LazyTokens, has_cjk, tokenize
 
 __all__ = ["GENERIC", "asks_person", "mentioned", "named_entities", "named_people", "names_in_line"]
 

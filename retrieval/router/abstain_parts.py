@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from agents.text import has_cjk, text_cache, tokenize
+from language.text import has_cjk, text_cache, tokenize
 from retrieval.router.candidates import Cand
 from retrieval.router.scoring import coverage
 

@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.text import text_cache
+from language.text import text_cache
 from retrieval.router.timeparse import parse_time
 
 QueryType = Literal["factual_extraction", "temporal_reasoning", "knowledge_update", "multi_hop", "abstention"]

@@ -15,8 +15,8 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from agents.extract.slots import states_replacement
-from agents.text import tokenize
+from language.extract.slots import states_replacement
+from language.text import tokenize
 from retrieval.protocols import Doc
 from retrieval.router.candidates import Cand
 from retrieval.router.strategies import Ranking

@@ -21,7 +21,7 @@ from collections import Counter
 
 from pydantic import BaseModel, ConfigDict
 
-from agents.text import tokenize
+from language.text import tokenize
 from retrieval.router.candidates import Cand, Pool, SearchSpec, run_specs
 from retrieval.router.classifier import plural_head
 from retrieval.router.query import QueryAnalysis

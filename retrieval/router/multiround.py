@@ -18,7 +18,7 @@ from collections import Counter
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.text import tokenize
+from language.text import tokenize
 from retrieval.router.candidates import Cand
 from retrieval.router.query import QueryAnalysis
 from retrieval.router.scoring import in_window, mentions_time

@@ -10,7 +10,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agents.text import count_tokens
+from language.text import count_tokens
 from retrieval.protocols import Embedder, MemoryFilter, MemoryStore
 from retrieval.query_vectors import upcoming
 from retrieval.router import multihop, multiround, profiles

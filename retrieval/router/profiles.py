@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agents.profile import ProfileLine, class_of, parse_lines
 from agents.profile_lexicon import asked_classes, set_classes
-from agents.text import count_tokens, tokenize
+from language.text import count_tokens, tokenize
 from retrieval.protocols import Doc, MemoryFilter, MemoryStore
 from retrieval.router.candidates import Cand
 from retrieval.router.multihop import is_aggregation

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.text import CHINESE_STOPWORDS, LazyTokens, has_cjk, jieba, tokenize
+from language.text import CHINESE_STOPWORDS, LazyTokens, has_cjk, jieba, tokenize
 from retrieval.router.timeparse import TimeQuery, parse_time
 
 # question words and generic verbs that say nothing about the content sought

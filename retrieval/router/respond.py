@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 
-from agents.text import count_tokens
+from language.text import count_tokens
 from retrieval.protocols import MemoryFilter
 from retrieval.router import abstain, supersede
 from retrieval.router.abstain_parts import parts_memo

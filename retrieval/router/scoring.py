@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
-from agents.text import tokenize
+from language.text import tokenize
 from retrieval.router.candidates import Cand
 from retrieval.router.recipes import RescoreWeights
 from retrieval.router.timeparse import TimeWindow

@@ -3,8 +3,8 @@ a change's target, a negation, the present or the past; used by :mod:`retrieval.
 
 from __future__ import annotations
 
-from agents.lazy_re import lazy
-from agents.text import tokenize
+from language.lazy_re import lazy
+from language.text import tokenize
 from retrieval.router.abstain_names import KINSHIP_ZH, ROLES_EN
 
 CURRENT = lazy(

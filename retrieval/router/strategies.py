@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from agents.text import count_tokens, text_cache
+from language.text import count_tokens, text_cache
 from retrieval.router.candidates import Cand
 from retrieval.router.multihop import person_focus
 from retrieval.router.query import QueryAnalysis

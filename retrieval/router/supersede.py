@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from agents.extract.plan_moves import moves_plan
-from agents.extract.slots import states_replacement
-from agents.extract.text import is_question
-from agents.lazy_re import lazy
-from agents.text import extract_keywords, is_cjk_text, text_cache
+from language.extract.plan_moves import moves_plan
+from language.extract.slots import states_replacement
+from language.extract.text import is_question
+from language.lazy_re import lazy
+from language.text import extract_keywords, is_cjk_text, text_cache
 from retrieval.router.abstain_calib import Component
 from retrieval.router.currency import PREVIOUSLY
 
@@ -80,7 +80,7 @@ class Item:
     kind: str
     ts: datetime
     topic_id: str | None
-    words: frozenset[str]  # content keywords (agents.text.extract_keywords)
+    words: frozenset[str]  # content keywords (language.text.extract_keywords)
     question: bool  # a question, not a statement
     change: bool  # says something changed, moved or was corrected (the rule cues, read as a feature only)
     now: bool  # says what holds from now on ("now", "these days", "现在", "不再")

@@ -27,7 +27,7 @@ from typing import Literal
 from dateutil.relativedelta import relativedelta
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.extract.dates import find_dates
+from language.extract.dates import find_dates
 from retrieval.router.timebounds import Span, bounded_int, day_of, safe, shift
 
 MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",

@@ -20,7 +20,7 @@ from agents.consolidate.derived import (
     stale_statements,
 )
 from agents.consolidate.records import same_subject
-from agents.extract.event_slots import is_plan_change
+from language.extract.event_slots import is_plan_change
 from retrieval.protocols import MemoryFilter
 from schemas import CandidateFact, DecisionOp, DistillResult, MemoryDecision, MemoryKind, MemoryRecord
 from streams.clients import Clients

@@ -11,9 +11,9 @@ import logging
 
 from agents import graph
 from agents.config import GraphMemoryConfig
-from agents.graph_model import GraphApplyStats
 from retrieval.graph_protocols import GraphStore
 from schemas import DistillResult
+from schemas.graph import GraphApplyStats
 from streams.clients import Clients
 from streams.log import Record
 from streams.stages.io import StageOutput, decode_all, embed, for_each_item

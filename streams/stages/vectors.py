@@ -22,8 +22,8 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from agents.extract.text import split_sentences
-from agents.text import tokenize
+from language.extract.text import split_sentences
+from language.text import tokenize
 from streams.clients import Clients
 from streams.stages.io import embed
 

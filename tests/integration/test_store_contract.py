@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from agents.profile import KEPT_VERSIONS
-from agents.text import tokenize
 from backends.sqlite.store import SQLiteStore
+from language.text import tokenize
 from retrieval.protocols import MemoryStore, SearchQuery
 from schemas import ChatMessage, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord, TopicSummary
 

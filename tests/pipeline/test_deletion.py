@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from agents.text import text_cache_entries
 from backends.embed.embedder import CachedEmbedder, cache_key, sentence_keys
+from language.text import text_cache_entries
 from memstream.api import create_app
 from memstream.clients import build_clients
 from memstream.ops import delete, delete_report, ingest, replay

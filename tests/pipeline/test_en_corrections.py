@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agents.extract.slots import is_retraction
+from language.extract.slots import is_retraction
 from memstream.clients import build_clients
 from memstream.ops import ingest
 from memstream.settings import Settings

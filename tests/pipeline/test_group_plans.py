@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agents.extract.dates import annotate_dates, find_dates
-from agents.extract.event_slots import all_slots
+from language.extract.dates import annotate_dates, find_dates
+from language.extract.event_slots import all_slots
 from memstream.clients import build_clients
 from memstream.ops import ingest
 from memstream.settings import Settings
@@ -109,7 +109,7 @@ def test_addresses_diets_and_owners(sentence, speaker, slot):
 
 
 def test_a_wh_question_is_no_task():
-    from agents.extract.tasks import find_task
+    from language.extract.tasks import find_task
     from schemas import ChatMessage
 
     def task(text: str):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from agents.graph_model import EntityNode, RelationEdge
 from memstream.ui import html, views
 from schemas import ChatMessage, MemoryRecord, RetrievedItem, TopicSummary
+from schemas.graph import EntityNode, RelationEdge
 from schemas.segmentation import SegmentationVersion
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)

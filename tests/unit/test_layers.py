@@ -1,5 +1,5 @@
-"""The layers import one way only: schemas <- agents <- retrieval <- backends <- streams <- memstream (bench and
-ops on top, imported by nothing in the package), and no module imports itself back through others.
+"""The layers import one way only: schemas <- language <- agents <- retrieval <- backends <- streams <- memstream
+(bench and ops on top, imported by nothing in the package), and no module imports itself back through others.
 
 Every module's imports are read with ``ast`` (function-local and ``TYPE_CHECKING`` imports included)."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ["schemas", "agents", "retrieval", "backends", "streams", "memstream"]  # low to high
+LAYERS = ["schemas", "language", "agents", "retrieval", "backends", "streams", "memstream"]  # low to high
 TOOLS = ["bench", "ops"]  # programs on top: they may import anything, nothing imports them
 RANK = {**{p: i for i, p in enumerate(LAYERS)}, **{t: len(LAYERS) for t in TOOLS}}
 
@@ -32,7 +32,7 @@ MODULES = _modules()
 
 
 def _known(name: str) -> str | None:
-    """The module of ours that ``name`` is, or is in (``agents.text.tokenize`` -> ``agents.text``)."""
+    """The module of ours that ``name`` is, or is in (``language.text.tokenize`` -> ``language.text``)."""
     while name and name not in MODULES:
         name = name.rpartition(".")[0]
     return name or None

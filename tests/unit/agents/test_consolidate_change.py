@@ -99,7 +99,7 @@ def test_values_are_found_on_word_boundaries():
 
 
 def test_a_change_naming_something_else_takes_no_planned_event():
-    from agents.extract.event_slots import all_slots
+    from language.extract.event_slots import all_slots
 
     people = frozenset({"Victor", "Ivan"})
     assert all_slots("Farewell drinks time changed to 6pm.", "Victor", people, event="interview") == []

@@ -4,9 +4,9 @@ change, never a retraction that leaves no successor."""
 from __future__ import annotations
 
 from agents.consolidator import decide
-from agents.extract.corrections import corrected_value, is_correction
-from agents.extract.event_slots import all_slots
-from agents.extract.slots import is_retraction
+from language.extract.corrections import corrected_value, is_correction
+from language.extract.event_slots import all_slots
+from language.extract.slots import is_retraction
 from schemas import DecisionOp
 from tests.unit.agents.test_consolidator import RULES, _facts, _stored
 

@@ -1,8 +1,8 @@
-"""Slots said without a fixed phrase (agents/extract/cue_slots.py via all_slots), English and Chinese."""
+"""Slots said without a fixed phrase (language/extract/cue_slots.py via all_slots), English and Chinese."""
 
 import pytest
 
-from agents.extract.event_slots import all_slots
+from language.extract.event_slots import all_slots
 
 NAMES = frozenset({"Bob", "Alice", "小王", "李雷"})
 

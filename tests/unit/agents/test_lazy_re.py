@@ -1,4 +1,4 @@
-"""Patterns compiled on first use (agents/lazy_re.py): they answer as ``re.compile`` would, and the extraction
+"""Patterns compiled on first use (language/lazy_re.py): they answer as ``re.compile`` would, and the extraction
 modules load without compiling their rules."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import re
 import subprocess
 import sys
 
-from agents.extract.screen import needs, screened
-from agents.lazy_re import LazyPattern, lazy
+from language.extract.screen import needs, screened
+from language.lazy_re import LazyPattern, lazy
 
 TEXTS = ["Ann moved to Paris in 2021", "ann MOVED to paris", "no move here", "", "移居巴黎 moved to Rome, moved to Oslo"]
 
@@ -45,7 +45,7 @@ def test_the_extraction_modules_load_without_compiling_their_rules():
         "    n[0] += 1\n"
         "    return real(*a, **k)\n"
         "re.compile = counting\n"
-        "import agents.extract.slots, agents.extract.event_slots, agents.extract.date_rules, streams.sensitive\n"
+        "import language.extract.slots, language.extract.event_slots, language.extract.date_rules, streams.sensitive\n"
         "import retrieval.router.slot_cues\n"
         "print(n[0])\n"
     )

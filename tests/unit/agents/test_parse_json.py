@@ -1,4 +1,4 @@
-"""``agents.text.parse_json``: one parse per distinct payload of a frozen contract, shared by its readers,
+"""``language.text.parse_json``: one parse per distinct payload of a frozen contract, shared by its readers,
 emptied with the other text caches by a deletion; an invalid payload raises on every read."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from agents.text import clear_text_caches, parse_json, text_cache_entries
+from language.text import clear_text_caches, parse_json, text_cache_entries
 from schemas import ChatMessage
 from streams.codec import DecodeError, decode, encode
 from streams.topics import MEMORY_DECISIONS, RAW_MESSAGES
@@ -45,7 +45,7 @@ def test_only_topics_read_twice_keep_their_decoded_records():
 
 
 def test_a_long_payload_is_parsed_every_time_not_kept():
-    from agents.text import PARSE_CACHE_MAX_CHARS
+    from language.text import PARSE_CACHE_MAX_CHARS
 
     payload = encode(message("x" * (PARSE_CACHE_MAX_CHARS + 1)))
     clear_text_caches()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.extract.event_slots import all_slots, find_plan_slots
+from language.extract.event_slots import all_slots, find_plan_slots
 
 NAMES = frozenset({"Alice", "Bob", "Carol", "小王", "小李", "李雷"})
 
@@ -86,6 +86,6 @@ def test_an_event_is_never_a_person_who_moved():
     ],
 )
 def test_plans_called_off_are_retractions(text, retracts):
-    from agents.extract.slots import is_retraction
+    from language.extract.slots import is_retraction
 
     assert is_retraction(text) is retracts

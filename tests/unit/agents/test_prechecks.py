@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.extract.cue_slots import _EN_FAV, _EN_FAV_CUE, _ZH_FAV, cue_slots
-from agents.extract.date_rules import ABSOLUTE_RULES, EN_RULES, TAIL_RULES
-from agents.extract.dates import _MAY_HAVE_DATE, _may_have_date, find_dates
+from language.extract.cue_slots import _EN_FAV, _EN_FAV_CUE, _ZH_FAV, cue_slots
+from language.extract.date_rules import ABSOLUTE_RULES, EN_RULES, TAIL_RULES
+from language.extract.dates import _MAY_HAVE_DATE, _may_have_date, find_dates
 
 RULES = EN_RULES + ABSOLUTE_RULES + TAIL_RULES
 REF = datetime(2024, 3, 6, 15, 0, tzinfo=UTC)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from agents.profile import PREFIX, class_of, fact_lines, parse_lines, profile_decisions
 from agents.profile_lexicon import asked_classes, classes_of
-from agents.text import clear_text_caches, tokenize
+from language.text import clear_text_caches, tokenize
 from schemas import CandidateFact, DecisionOp, MemoryKind
 
 

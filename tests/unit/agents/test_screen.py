@@ -15,9 +15,9 @@ from re import _parser as sre  # type: ignore[attr-defined]
 
 import pytest
 
-import agents.extract
-from agents.extract import slots
-from agents.extract.screen import Screen, admitted, fold, needs
+import language.extract
+from language.extract import slots
+from language.extract.screen import Screen, admitted, fold, needs
 
 TESTS = Path(__file__).parent
 
@@ -73,8 +73,8 @@ def _test_sentences() -> list[str]:
 def _screened_patterns() -> dict[str, re.Pattern[str]]:
     """Every pattern the extractors screen: the slot rules and each module's screened patterns (their regex)."""
     found = {f"slot {i} {r.attribute}": r.pattern for i, r in enumerate(slots.EN_SLOTS)}
-    for info in pkgutil.iter_modules(agents.extract.__path__):
-        module = importlib.import_module(f"agents.extract.{info.name}")
+    for info in pkgutil.iter_modules(language.extract.__path__):
+        module = importlib.import_module(f"language.extract.{info.name}")
         for name, value in vars(module).items():
             if isinstance(value, Screen):
                 found[f"{info.name}.{name}"] = value.regex

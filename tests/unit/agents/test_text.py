@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from agents.text import (
+from language.text import (
     LazyTokens,
     count_tokens,
     extract_keywords,
@@ -116,7 +116,7 @@ def test_a_long_text_of_lines_counts_what_one_pass_over_it_counts():
     whatever sits at the line breaks (numbers, words, CJK, symbols, blank lines, a line break in a run)."""
     import random
 
-    from agents.text import _COUNT_RE
+    from language.text import _COUNT_RE
 
     def one_pass(text: str) -> int:
         return sum((len(m.group()) + 2) // 3 if m.lastgroup == "num" else (len(m.group()) + 4) // 5

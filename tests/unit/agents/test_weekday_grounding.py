@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from agents.extract.dates import find_dates
+from language.extract.dates import find_dates
 
 
 def _days(text: str, at: datetime) -> list[date | None]:

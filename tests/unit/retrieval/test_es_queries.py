@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from agents.text import tokenize
 from backends.es import mapping as M
 from backends.es import queries as Q
+from language.text import tokenize
 from retrieval.fusion import rrf
 from retrieval.protocols import SearchQuery
 from schemas import ChatMessage, MemoryKind, MemoryRecord, TopicSummary

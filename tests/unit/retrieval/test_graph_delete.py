@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from agents.graph_model import EntityNode, RelationEdge
 from backends.graph.sqlite import GraphSQLiteStore
+from schemas.graph import EntityNode, RelationEdge
 
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
 

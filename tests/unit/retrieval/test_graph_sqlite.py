@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from agents.graph_model import EdgeInvalidation, EntityNode, RelationEdge
 from backends.graph.sqlite import GraphSQLiteStore
 from retrieval.graph_expand import expand, related_facts, render_edge
 from retrieval.graph_protocols import GraphStore
 from schemas import RetrievedItem
+from schemas.graph import EdgeInvalidation, EntityNode, RelationEdge
 
 T0 = datetime(2023, 5, 8, 10, 0, tzinfo=UTC)
 DIM = 6

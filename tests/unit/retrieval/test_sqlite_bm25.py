@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agents.text import fts_query
 from backends.sqlite import bm25 as sqlite_bm25
 from backends.sqlite import search as sqlite_search
 from backends.sqlite.schema import chat_token
 from backends.sqlite.store import SQLiteStore
+from language.text import fts_query
 from retrieval.protocols import SearchQuery
 from schemas import ChatMessage
 

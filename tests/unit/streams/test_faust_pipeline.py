@@ -224,7 +224,7 @@ async def test_the_workers_consumer_asks_the_broker_to_hold_an_empty_fetch_at_mo
 async def test_a_worker_that_reads_a_new_deletion_empties_its_text_caches(pipeline):
     """Another process deleted a user (the ledger grew): this worker's text caches are emptied, so no text
     that deletion erased stays in its memory; reading the same ledger again keeps them."""
-    from agents.text import text_cache_entries, tokenize
+    from language.text import text_cache_entries, tokenize
 
     records = raw_records(make_messages(1, 30))
     await pipeline.segment_batch(records, Sink())

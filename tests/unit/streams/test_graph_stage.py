@@ -14,10 +14,10 @@ import pytest
 from agents import graph
 from agents.config import DistillerConfig, GraphMemoryConfig
 from agents.distiller import distill_extractive
-from agents.graph_model import RelationEdge
 from backends.graph.sqlite import GraphSQLiteStore
 from backends.sqlite.store import SQLiteStore
 from schemas import ChatMessage, DistillJob, DistillResult
+from schemas.graph import RelationEdge
 from streams.clients import Clients
 from streams.codec import encode
 from streams.log import FileLog, Record

@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from agents.text import tokenize
 from backends.embed.embedder import CachedEmbedder
+from language.text import tokenize
 from memstream.clients import build_clients
 from memstream.ops import ingest
 from memstream.settings import Settings

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from agents.text import tokenize
+from language.text import tokenize
 from retrieval.protocols import Doc
 from retrieval.router import abstain, abstain_calib
 from retrieval.router.abstain_calib import AbstentionModel, best_threshold, fit_model, load_models, oof

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agents.text import count_tokens
+from language.text import count_tokens
 from retrieval.router.context import active_topic, build_bot_context, reply_chain
 from retrieval.router.pipeline import retrieve_routed
 from retrieval.router.recipes import AbstentionConfig, RouterConfig

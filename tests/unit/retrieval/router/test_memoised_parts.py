@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from agents.text import tokenize
+from language.text import tokenize
 from retrieval.protocols import Doc
 from retrieval.router import abstain
 from retrieval.router.abstain_parts import parts, parts_memo

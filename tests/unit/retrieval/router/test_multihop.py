@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agents.text import tokenize
+from language.text import tokenize
 from retrieval.protocols import Doc
 from retrieval.router.candidates import Cand, SearchSpec
 from retrieval.router.multihop import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from agents.text import count_tokens, tokenize
+from language.text import count_tokens, tokenize
 from retrieval.protocols import Doc
 from retrieval.router import abstain, multiround
 from retrieval.router.candidates import Cand

@@ -1,6 +1,6 @@
 """Slots of shared plans: when/where an event happens and who owns a task (English and Chinese).
 
-The person slots (:mod:`agents.extract.slots`) are about people; these are about the group's plans, the
+The person slots (:mod:`language.extract.slots`) are about people; these are about the group's plans, the
 other thing that changes in a chat: "the weekly sync moves to Wednesday", "迁移推迟到6月3日", "聚餐改到五点半",
 "actually Carol takes the release notes", "发布说明交给小李". Each yields a :class:`SlotMatch` whose
 ``subject`` is the event or task (its head noun: ``sync``, ``迁移``, ``release notes``) and whose
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 
-from agents.extract.corrections import corrected_span
-from agents.extract.person import looks_like_name
-from agents.extract.plan_moves import (
+from language.extract.corrections import corrected_span
+from language.extract.person import looks_like_name
+from language.extract.plan_moves import (
     DAYS,
     EN_TIME,
     MONTHS,
@@ -26,10 +26,10 @@ from agents.extract.plan_moves import (
     moves_plan,
     names_what_moved,
 )
-from agents.extract.screen import screened
-from agents.extract.slots import SlotMatch
-from agents.lazy_re import lazy
-from agents.text import has_cjk
+from language.extract.screen import screened
+from language.extract.slots import SlotMatch
+from language.lazy_re import lazy
+from language.text import has_cjk
 
 __all__ = ["EN_TIME", "ZH_TIME", "all_slots", "find_plan_slots", "is_plan_change", "planned_event"]
 
@@ -338,10 +338,10 @@ def _zh_owner_slots(sentence: str, speaker: str, names: frozenset[str]) -> list[
 def all_slots(
     sentence: str, speaker: str, names: frozenset[str], *, event: str | None = None
 ) -> list[SlotMatch]:
-    """Person slots (:func:`agents.extract.slots.find_slots`) plus the plan slots not overlapping them
+    """Person slots (:func:`language.extract.slots.find_slots`) plus the plan slots not overlapping them
     (``event``: see :func:`find_plan_slots`)."""
-    from agents.extract.cue_slots import cue_slots
-    from agents.extract.slots import find_slots
+    from language.extract.cue_slots import cue_slots
+    from language.extract.slots import find_slots
 
     cjk = has_cjk(sentence)
     found = [

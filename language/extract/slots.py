@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from functools import cache
 from itertools import repeat
 
-from agents.extract.corrections import corrected_value, is_correction
-from agents.extract.person import en_subject, zh_subject
-from agents.extract.screen import admitted, fold, needs, screened
-from agents.lazy_re import lazy
-from agents.text import has_cjk
+from language.extract.corrections import corrected_value, is_correction
+from language.extract.person import en_subject, zh_subject
+from language.extract.screen import admitted, fold, needs, screened
+from language.lazy_re import lazy
+from language.text import has_cjk
 
 __all__ = [
     "EN_SLOTS",
@@ -202,7 +202,7 @@ class SlotMatch:
 
 @cache
 def en_screens() -> tuple[tuple[frozenset[str], ...], ...]:
-    """Each English rule's :func:`~agents.extract.screen.needs` (read on first use, not at import)."""
+    """Each English rule's :func:`~language.extract.screen.needs` (read on first use, not at import)."""
     return tuple(needs(rule.pattern) for rule in EN_SLOTS)
 
 
@@ -367,7 +367,7 @@ _INSTEAD_OF = screened(lazy(
 
 def instead_of(sentence: str) -> str:
     """What a statement says it replaces ("I'd rather do Klara instead of The Remains of the Day" -> "The
-    Remains of the Day"; a correction's old value, :func:`agents.extract.corrections.corrected_value`), or ""."""
+    Remains of the Day"; a correction's old value, :func:`language.extract.corrections.corrected_value`), or ""."""
     m = _INSTEAD_OF.search(sentence)
     return m["x"].strip() if m else corrected_value(sentence)  # "it's Delft, not Rotterdam" -> "Rotterdam"
 

@@ -11,11 +11,11 @@ import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from agents.extract.entities import entity_type, is_participant, normalise_name
-from agents.extract.text import cjk_tags
-from agents.graph_model import EXCLUSIVE_PREDICATES, EntityType, is_exclusive
-from agents.text import ENGLISH_STOPWORDS, has_cjk
+from language.extract.entities import entity_type, is_participant, normalise_name
+from language.extract.text import cjk_tags
+from language.text import ENGLISH_STOPWORDS, has_cjk
 from schemas import DistillResult, MemoryKind
+from schemas.graph import EXCLUSIVE_PREDICATES, EntityType, is_exclusive
 
 __all__ = [
     "EXCLUSIVE",

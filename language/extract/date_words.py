@@ -1,7 +1,7 @@
 """Shared pieces of date resolution: the mention type, number words, calendar arithmetic, tense cues.
 
 Pure and clock-free. Calendar helpers may raise ``ValueError``/``OverflowError`` at the edges of the
-``datetime`` range (year 1 / 9999); :func:`agents.extract.dates.find_dates` drops such an expression instead.
+``datetime`` range (year 1 / 9999); :func:`language.extract.dates.find_dates` drops such an expression instead.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import date, time, timedelta
 from typing import Literal
 
-from agents.lazy_re import lazy
+from language.lazy_re import lazy
 
 __all__ = [
     "MONTHS",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from agents.extract.slots import PETS, ZH_PET
-from agents.extract.text import split_sentences
-from agents.text import has_cjk
+from language.extract.slots import PETS, ZH_PET
+from language.extract.text import split_sentences
+from language.text import has_cjk
 
 __all__ = ["question_slot", "short_answer_value", "slot_sentence"]
 

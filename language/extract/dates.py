@@ -5,7 +5,7 @@ distilled. Relative expressions are resolved on the message's *local* date, in t
 (or ``tz`` when given): ``tomorrow`` said at 2024-03-08T23:30-05:00 (a Friday there, Saturday in UTC) is
 2024-03-09. The conventions for ``this/next/last Friday``, bare weekdays (``周六``, ``on Friday``), and weekdays
 or days of the month anchored to a week or month (``下周我们周三见``, ``next month 5号``) are documented in
-:mod:`agents.extract.date_rules`; clock times (``下午三点``, ``5:30pm``) in :mod:`agents.extract.clock`.
+:mod:`language.extract.date_rules`; clock times (``下午三点``, ``5:30pm``) in :mod:`language.extract.clock`.
 
 Never raises on extreme input: an expression whose date falls outside years 1..9999 (``tomorrow`` said on
 9999-12-31, ``999999999 days ago``) is left unresolved.
@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, time, tzinfo
 
-from agents.extract.clock import find_clocks
-from agents.extract.date_rules import ABSOLUTE_RULES, EN_RULES, TAIL_RULES, ZH_RULES, Context, resolve
-from agents.extract.date_words import MONTHS, WEEKDAYS, DateMention
-from agents.text import has_cjk
+from language.extract.clock import find_clocks
+from language.extract.date_rules import ABSOLUTE_RULES, EN_RULES, TAIL_RULES, ZH_RULES, Context, resolve
+from language.extract.date_words import MONTHS, WEEKDAYS, DateMention
+from language.text import has_cjk
 
 __all__ = [
     "MONTHS",
@@ -70,7 +70,7 @@ def find_dates(
 
     Days are computed on ``ref``'s local date in its own zone, or in ``tz`` when given. A clock time said with
     a day-level expression is attached to it (``DateMention.clock``). ``week_of``: a day of the week the
-    conversation just named (:func:`agents.extract.date_anchors.named_week`); a bare weekday with no anchor of
+    conversation just named (:func:`language.extract.date_anchors.named_week`); a bare weekday with no anchor of
     its own is of that week when the tense allows (``下周三聚餐改到周四`` -> reply ``周四可以``).
     """
     cjk = has_cjk(sentence)

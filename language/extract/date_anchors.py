@@ -1,7 +1,7 @@
 """What a date rule resolves against (pure): the :class:`Context` of one sentence, the :class:`Resolved`
 result, and the *anchors* a relative expression belongs to — a week, month or year reference next to it
 (``next week ... Wednesday``), or a weekday before it that names its week (``下周三 ... 周四``). The rules
-themselves are in :mod:`agents.extract.date_rules`."""
+themselves are in :mod:`language.extract.date_rules`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import NamedTuple
 
-from agents.extract.date_words import WEEKDAYS, DateMention
+from language.extract.date_words import WEEKDAYS, DateMention
 
 __all__ = ["ADJACENT", "Context", "Resolved", "anchor", "named_week", "week_named_weekday"]
 

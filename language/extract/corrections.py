@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from agents.lazy_re import lazy
-from agents.text import has_cjk
+from language.lazy_re import lazy
+from language.text import has_cjk
 
 __all__ = ["corrected_span", "corrected_value", "is_correction"]
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from agents.extract.dates import MONTHS, WEEKDAYS, ZH_DATE_WORD
-from agents.extract.screen import screened
-from agents.extract.text import ZH_FILLERS, cjk_tags
-from agents.graph_model import EntityType
-from agents.text import ENGLISH_STOPWORDS, has_cjk, text_cache
+from language.extract.dates import MONTHS, WEEKDAYS, ZH_DATE_WORD
+from language.extract.screen import screened
+from language.extract.text import ZH_FILLERS, cjk_tags
+from language.text import ENGLISH_STOPWORDS, has_cjk, text_cache
+from schemas.graph import EntityType
 
 __all__ = [
     "MENTION_RE",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from agents.extract.screen import screened
-from agents.lazy_re import lazy
-from agents.text import has_cjk, jieba, text_cache
+from language.extract.screen import screened
+from language.lazy_re import lazy
+from language.text import has_cjk, jieba, text_cache
 
 __all__ = [
     "ZH_FILLERS",

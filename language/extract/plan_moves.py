@@ -2,16 +2,16 @@
 
 "Thursday moved to Friday 8pm" moves the plan being talked about; "Farewell drinks time changed to 6pm" moves
 something it names; "评审材料改成小刘准备吧，我这周要请假" changes an owner, and its "这周" is no new time. Used by
-:mod:`agents.extract.event_slots` and :mod:`agents.consolidate.plan_context`.
+:mod:`language.extract.event_slots` and :mod:`agents.consolidate.plan_context`.
 """
 
 from __future__ import annotations
 
 import re
 
-from agents.extract.corrections import corrected_value
-from agents.lazy_re import lazy
-from agents.text import has_cjk
+from language.extract.corrections import corrected_value
+from language.lazy_re import lazy
+from language.text import has_cjk
 
 __all__ = ["DAYS", "EN_TIME", "MONTHS", "MOVED_CUE", "ZH_NUM", "ZH_TIME", "move_cue", "moved_elsewhere", "moves_plan",
            "names_what_moved"]
@@ -47,7 +47,7 @@ _MOVE = lazy(
 
 def moves_plan(sentence: str) -> bool:
     """The sentence moves a plan ("Thursday moved to Friday", "we'll meet at Marco's instead", "改到周四") —
-    a stricter cue than :func:`agents.extract.event_slots.is_plan_change`, which also takes "now" and "actually"."""
+    a stricter cue than :func:`language.extract.event_slots.is_plan_change`, which also takes "now" and "actually"."""
     if _MOVE.search(sentence) is not None:
         return True
     old = corrected_value(sentence)  # "Thursday the 12th, not Friday", "是八点，不是九点": a time corrected

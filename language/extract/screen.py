@@ -19,7 +19,7 @@ from re import _constants as c  # type: ignore[attr-defined]
 from re import _parser as sre  # type: ignore[attr-defined]
 from typing import Any
 
-from agents.text import text_cache
+from language.text import text_cache
 
 __all__ = ["Screen", "admitted", "fold", "needs", "screened"]
 

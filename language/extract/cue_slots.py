@@ -1,7 +1,7 @@
 """Slots stated without a fixed phrase (pure, English and Chinese): a cue of the slot's domain, a value of
 the right shape next to it, and whom it is about.
 
-The phrase rules of :mod:`agents.extract.slots` catch "I live in X" / "我在X上班"; people also say
+The phrase rules of :mod:`language.extract.slots` catch "I live in X" / "我在X上班"; people also say
 "First week at Stripe, the onboarding is intense", "Finally got a flat in Oslo", "从我武汉的住处到公司只要
 二十分钟", "刚领到字节跳动的工牌", "Kombucha is my favourite drink", "发布说明有意见直接找小邓". Here:
 
@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import re
 
-from agents.extract.person import relative_subject
-from agents.extract.screen import screened
-from agents.extract.slots import SlotMatch
+from language.extract.person import relative_subject
+from language.extract.screen import screened
+from language.extract.slots import SlotMatch
 
 __all__ = ["cue_slots"]
 

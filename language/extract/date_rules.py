@@ -29,8 +29,8 @@ import calendar
 import re
 from datetime import date, timedelta
 
-from agents.extract.date_anchors import ADJACENT, Context, Resolved, anchor, week_named_weekday
-from agents.extract.date_words import (
+from language.extract.date_anchors import ADJACENT, Context, Resolved, anchor, week_named_weekday
+from language.extract.date_words import (
     MONTHS,
     WEEKDAYS,
     ZH_NUM,
@@ -41,7 +41,7 @@ from agents.extract.date_words import (
     tense_of,
     week_start,
 )
-from agents.lazy_re import lazy
+from language.lazy_re import lazy
 
 __all__ = ["ABSOLUTE_RULES", "EN_RULES", "TAIL_RULES", "ZH_RULES", "Context", "Resolved", "resolve"]
 

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from datetime import time
 
-from agents.extract.date_words import parse_number
-from agents.lazy_re import lazy
+from language.extract.date_words import parse_number
+from language.lazy_re import lazy
 
 __all__ = ["Clock", "find_clocks"]
 
