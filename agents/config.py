@@ -28,7 +28,6 @@ class SegmenterConfig(BaseModel):
     time_decay_half_life_s: float = 300.0
     user_window_s: float = 120.0
     threshold: float = 0.85
-    adaptive_threshold: bool = False
     max_active_topics: int = 12
     idle_close_s: float = 900.0
     recent_k: int = 5
@@ -90,16 +89,11 @@ class SegmenterConfig(BaseModel):
     # slow chats (agents/segment_signals.slow_scale): the time decay and same-user window are stretched by
     # the chat's median gap over slow_reference_s (from its first gap, shrunk towards 1 by a prior of
     # slow_prior_n gaps), at most slow_max times; never shrunk, so chats faster than one message a minute
-    # (IRC, LoCoMo's 30 s turns) are unchanged. slow_max <= 1 turns it off; pace_adaptive replaces it.
-    # slow_idle stretches idle_close_s too (off: a topic of a slow chat still closes after 15 silent minutes)
+    # (IRC, LoCoMo's 30 s turns) are unchanged. slow_max <= 1 turns it off; pace_adaptive replaces it. The
+    # idle close is never stretched: a topic of a slow chat still closes after 15 silent minutes
     slow_reference_s: float = 60.0
     slow_prior_n: float = 2.0
     slow_max: float = 8.0
-    slow_idle: bool = False
-    adaptive_gain: float = 0.25
-    adaptive_reference: float = 0.9
-    adaptive_min: float = 0.8
-    adaptive_max: float = 1.25
 
 
 class DistillerConfig(BaseModel):

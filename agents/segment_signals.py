@@ -308,12 +308,5 @@ def join_threshold(f: Features, known_sender: bool, cfg: SegmenterConfig) -> flo
 
 
 def effective_threshold(pool: ChatPool, f: Features, cfg: SegmenterConfig) -> float:
-    """The join threshold for this message in this chat. Adaptive: in chats whose messages usually score
-    high against some topic (one dense conversation) the bar rises, in loose chats it falls, within
-    ``[adaptive_min, adaptive_max]`` times the message's own threshold."""
-    base = join_threshold(f, f.sender in pool.senders, cfg)
-    if not cfg.adaptive_threshold or cfg.adaptive_gain == 0 or len(pool.recent_best) < 8:
-        return base
-    typical = statistics.median(pool.recent_best)
-    scale = 1.0 + cfg.adaptive_gain * (typical - cfg.adaptive_reference) / max(cfg.adaptive_reference, 1e-9)
-    return base * min(cfg.adaptive_max, max(cfg.adaptive_min, scale))
+    """The join threshold for this message in this chat."""
+    return join_threshold(f, f.sender in pool.senders, cfg)

@@ -137,7 +137,6 @@ class ChatPool(BaseModel):
     seen: list[str] = Field(default_factory=list)  # bounded idempotency window
     senders: dict[str, SenderSeen] = Field(default_factory=dict)
     names: dict[str, str] = Field(default_factory=dict)  # lowercased nick / display name / id -> sender id
-    recent_best: list[float] = Field(default_factory=list)
     window: list[LinkMsg] = Field(default_factory=list)  # the reply linker's recent messages (replaced, not mutated)
     window_vectors: list[str] = Field(default_factory=list)  # their vectors, base64 float16 ("" = none)
     gaps: list[float] = Field(default_factory=list)  # seconds between recent messages (the chat's pace)
@@ -212,7 +211,6 @@ class ChatPool(BaseModel):
                 "seen": list(self.seen),
                 "senders": dict(self.senders),
                 "names": dict(self.names),
-                "recent_best": list(self.recent_best),
                 "counters": dict(self.counters),
             }
         )

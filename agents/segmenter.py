@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from agents.config import SegmenterConfig
 from agents.segment_link import link_msg, read_links, remember
 from agents.segment_shift import closing_cue, default_shift_weights, dyad_features, is_dyadic, shift_p
-from agents.segment_signals import Features, effective_threshold, features, score_topic, slow_scale
+from agents.segment_signals import Features, effective_threshold, features, score_topic
 from agents.segment_state import (
     ActiveTopic,
     ChatPool,
@@ -49,7 +49,6 @@ __all__ = [
 MSG_TOPIC_MAX = 2000
 SENDERS_MAX = 1000
 KEYWORDS_MAX = 96
-RECENT_BEST_MAX = 64
 GAPS_MAX = 64
 _SIGNALS = ("reply", "link", "user", "semantic", "entity")
 
@@ -82,8 +81,6 @@ def step(
     )
     # the linker's new-conversation probability raises the bar, except for a revision, which refers back
     threshold = effective_threshold(pool, f, cfg) + cfg.w_link_self * links.p_self * (not f.revision)
-    if scored:
-        pool.recent_best = [*pool.recent_best, scored[0][0][0]][-RECENT_BEST_MAX:]
     replied = pool.msg_topic.get(msg.reply_to) if msg.reply_to else None
     explicit = next((x for x in scored if x[1].topic_id == replied), None)
     dyad = None if explicit is not None else _dyadic(pool, lm, f, msg.text, cfg, msg.chat_type == "private")
@@ -216,8 +213,7 @@ def _closed(pool: ChatPool, topic: ActiveTopic, at: datetime, reason: str) -> To
 
 
 def _close_idle(pool: ChatPool, now: datetime, cfg: SegmenterConfig) -> list[TopicEvent]:
-    stretch = slow_scale(pool.gaps, cfg) if cfg.slow_idle else 1.0
-    cutoff = now.timestamp() - cfg.idle_close_s * stretch
+    cutoff = now.timestamp() - cfg.idle_close_s
     idle = [t for t in pool.topics if t.last_ts < cutoff]
     pool.topics = [t for t in pool.topics if t.last_ts >= cutoff]
     return [_closed(pool, t, now, "idle") for t in idle]

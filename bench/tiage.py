@@ -101,7 +101,7 @@ def dyadic(cfg: SegmenterConfig, threshold: float) -> SegmenterConfig:
     """``cfg`` for a two-person chat: only content decides, against ``threshold``."""
     off = ("w_user", "w_time", "threshold_question", "threshold_length", "threshold_known_sender")
     return cfg.model_copy(
-        update={**dict.fromkeys(off, 0.0), "threshold": threshold, "adaptive_threshold": False, "dyadic_shift": False}
+        update={**dict.fromkeys(off, 0.0), "threshold": threshold, "dyadic_shift": False}
     )
 
 

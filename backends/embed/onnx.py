@@ -29,9 +29,8 @@ MODEL_NAME = "all-MiniLM-L6-v2"  # the same model as the torch MiniLM: calibrati
 
 
 # the cost of one forward in padded tokens: a fixed part per call (``FORWARD_OVERHEAD`` tokens) and, per row,
-# ``width * (1 + width / ATTENTION_WIDTH)`` (the attention's share grows with the width). Measured with
-# onnxruntime on this 2-core box (int8, 2 threads): ~2-4 ms per call, ~0.15 ms wall per token, attention
-# ~1/1200 of a token's cost per token of width.
+# ``width * (1 + width / ATTENTION_WIDTH)`` (the attention's share grows with the width); both fitted to the
+# forward times of onnxruntime int8 on two threads (``python -m bench.throughput_embed``).
 FORWARD_OVERHEAD = 16.0
 ATTENTION_WIDTH = 1200.0
 QUERY_TEXTS = 8  # a query call of at most this many texts (a routed question's) runs on one thread

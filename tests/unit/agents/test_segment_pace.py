@@ -38,20 +38,18 @@ def test_slow_scale_stretches_only_slow_chats_and_trusts_the_first_gaps_less():
     assert slow_scale([420.0] * 4, SegmenterConfig(dyadic_shift=False, pace_adaptive=True)) == 1.0  # the symmetric scale instead
 
 
-def test_a_slow_chat_keeps_a_quiet_topic_open_where_a_fast_one_closes_it():
+def test_a_slow_chat_stretches_its_time_windows_but_a_quiet_topic_still_closes_after_the_idle_time():
     talk = ["the book club meets on thursday", "bringing wine for the book club", "thursday at seven works"]
     slow = [
         msg(i, p, t, 7 * i) for i, (p, t) in enumerate(zip(["priya", "marco", "olive"], talk, strict=True))
     ]
     slow = [m.model_copy(update={"reply_to": slow[0].message_id}) if i else m for i, m in enumerate(slow)]
     later = msg(9, "priya", "which book club novel this month", 14 + 25)  # 25 minutes of silence
-    on = SegmenterConfig(dyadic_shift=False, slow_idle=True)
-    pool, _ = run(slow, on)
-    assert len(pool.topics) == 1 and features(later, None, pool, on).pace > 1.5
-    pool_on, events = step(pool, later, None, on)
-    assert not [e for e in events if e.kind.value == "closed"] and len(pool_on.topics) == 1
-    for cfg in (OFF, SegmenterConfig(dyadic_shift=False)):  # slow_idle is off by default: 15 silent minutes close it
-        _, events = step(run(slow, cfg)[0], later, None, cfg)
+    cfg = SegmenterConfig(dyadic_shift=False)
+    pool, _ = run(slow, cfg)
+    assert len(pool.topics) == 1 and features(later, None, pool, cfg).pace > 1.5
+    for c in (OFF, cfg):  # 15 silent minutes close it, however slow the chat
+        _, events = step(run(slow, c)[0], later, None, c)
         assert any(e.kind.value == "closed" and e.reason == "idle" for e in events)
 
 
