@@ -10,10 +10,14 @@ Items stating an earlier value are kept in view below the current ones, marked s
 from __future__ import annotations
 
 from datetime import datetime
+from functools import cache
 
+from language.extract.clock import find_clocks
+from language.text import tokenize
 from retrieval.protocols import Doc, MemoryFilter, MemoryStore
 from retrieval.router.candidates import Cand
 from retrieval.router.currency import Succession, doc_from_record
+from retrieval.router.scoring import mentions_time
 from retrieval.router.slot_query import (
     SlotQuery,
     current_values,
@@ -81,6 +85,36 @@ def _recency(
     return "", None, []
 
 
+def _newer_time_said(head: Statement, top: list[tuple[Cand, float]], stale: set[str], query: str) -> bool:
+    """A later, live item among the question's top ones says a clock time or a date in the question's words
+    ("leaving 5pm instead of 6 so we beat traffic?" - "ok 5pm it is", after "we leave at 6pm"): the head is
+    then not known to be the latest statement of the time, and a stale value labelled latest is worse than
+    none."""
+    words = set(tokenize(query)) - _time_words()
+    if not words:
+        return False
+    quoted = set(head.doc.source_message_ids)
+    for c, _ in top:
+        if c.doc.ts <= head.doc.ts or c.doc_id in stale or c.doc_id == head.doc.doc_id:
+            continue
+        text = c.doc.text
+        if set(c.doc.source_message_ids) & quoted or any(v in text.casefold() for v in head.values):
+            continue  # the head itself again (a summary quoting it), or its value
+        if (find_clocks(text) or mentions_time(text)) and len(words & set(tokenize(text))) >= _SHARE * len(words):
+            return True
+    return False
+
+
+@cache
+def _time_words() -> frozenset[str]:
+    """The question's words that only ask for a time (read once, not at import)."""
+    return frozenset(tokenize("time times when day days date dates hour hours now start starts begin begins end ends "
+                              "change changed move moved 现在 时间 几点 哪天 什么时候 改到 改成 开始"))
+
+
+_SHARE = 0.66  # of the question's other words, the share a later line must say to be about the same thing
+
+
 async def slot_answers(
     store: MemoryStore, chat_id: str, query: str, participants: list[str], k: int, ranking: Ranking,
     succ: Succession,
@@ -107,6 +141,8 @@ async def slot_answers(
         docs += [doc_from_record(r) for r in found if r.memory_id not in by_id]
         live = await _said_at(store, chat_id, found)
         attr, head, older = _recency(sq, query, [*records, *succ.records.values()], docs, participants, live)
+    if head is not None and attr == "when" and _newer_time_said(head, scored[: max(k, 10)], stale_now, query):
+        head, older = None, []  # a later line names a time for it in words the slot reading missed
     if not found and head is None:
         return ranking, []
     lead_ids: list[str] = []

