@@ -40,3 +40,24 @@ def write_jsonl(path: Path, rows: list[dict], bad_lines: list[str] = ()) -> Path
         lines.insert(min(len(lines), 3 + j * 5), bad)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+async def ask_new_chat(tmp_path: Path, chat: str, lines, question: str, embedder: str, k: int = 5, t0=None):
+    """Ingest ``lines`` ((sender, display name, day, text), ...) as chat ``chat`` into a fresh data dir with
+    ``embedder`` (the real model), then ask ``question`` as served; the response."""
+    from backends.embed.embedder import build_embedder
+    from memstream.clients import build_clients, retrieve_as_served
+    from memstream.ops import ingest
+    from memstream.settings import Settings
+    from schemas import RetrieveRequest
+
+    t0 = t0 or datetime(2026, 1, 10, 9, 0, tzinfo=UTC)
+    rows = [chat_row(chat, i, who, name, t0, day, text) for i, (who, name, day, text) in enumerate(lines)]
+    clients = await build_clients(Settings(data_dir=tmp_path / chat, embedder=embedder),
+                                  embedder=build_embedder(embedder, None))  # fmt: skip
+    try:
+        await ingest(clients, write_jsonl(tmp_path / f"{chat}.jsonl", rows))
+        return await retrieve_as_served(clients, RetrieveRequest(chat_id=chat, query=question, k=k))
+    finally:
+        await clients.close()
+

@@ -8,12 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from backends.embed.embedder import build_embedder
-from memstream.clients import build_clients, retrieve_as_served
-from memstream.ops import ingest
-from memstream.settings import Settings
-from schemas import RetrieveRequest
-from tests.helpers import chat_row, write_jsonl
+from tests.helpers import ask_new_chat
 
 T0 = datetime(2026, 1, 10, 9, 0, tzinfo=UTC)
 
@@ -39,14 +34,7 @@ CHOIR = [
 
 
 async def _ask(tmp_path, chat: str, lines, question: str, embedder: str):
-    rows = [chat_row(chat, i, who, name, T0, day, text) for i, (who, name, day, text) in enumerate(lines)]
-    clients = await build_clients(Settings(data_dir=tmp_path / chat, embedder=embedder),
-                                  embedder=build_embedder(embedder, None))  # fmt: skip
-    try:
-        await ingest(clients, write_jsonl(tmp_path / f"{chat}.jsonl", rows))
-        return await retrieve_as_served(clients, RetrieveRequest(chat_id=chat, query=question, k=6))
-    finally:
-        await clients.close()
+    return await ask_new_chat(tmp_path, chat, lines, question, embedder, k=6, t0=T0)
 
 
 def _labelled_latest(resp) -> list[str]:
