@@ -10,6 +10,7 @@ from language.text import count_tokens
 from retrieval.protocols import MemoryFilter
 from retrieval.router import abstain, supersede
 from retrieval.router.abstain_parts import parts_memo
+from retrieval.router.answer_type import asked_kind, states_kind
 from retrieval.router.asker import has_first_person, own_words_answer
 from retrieval.router.currency import is_current_version
 from retrieval.router.layers import render_layers
@@ -64,7 +65,7 @@ async def newest_statements(store, run: Run, ranking: Ranking, update: float = 0
         return ranking
     order, links = supersede.reorder(items, run.req.query, model, names=run.participants, top=cfg.top,
                                      threshold=cfg.threshold, update=update,
-                                     blocked=await other_attribute(store, run, items),
+                                     blocked=await other_attribute(store, run, items) | no_asked_value(items, run.req.query),
                                      # "who waters Ines's plot now": the answer is about someone else
                                      asked=() if abstain.asks_person(run.req.query) else
                                      [n for n in asked if n in run.participants])  # fmt: skip
@@ -101,6 +102,16 @@ async def other_attribute(store, run: Run, items: Sequence[supersede.Item]) -> s
             if said and a.attribute not in said:
                 out.add((a.memory_id, x.doc_id))
     return out
+
+
+def no_asked_value(items: Sequence[supersede.Item], question: str) -> set[tuple[str, str]]:
+    """``(older, newer)`` doc ids where the older item states a value of the kind the question asks for and the
+    newer one states none (:mod:`retrieval.router.answer_type`)."""
+    kind = asked_kind(question)
+    if kind is None:
+        return set()
+    has = {x.doc_id: states_kind(x.text, kind) for x in items}
+    return {(a.doc_id, b.doc_id) for a in items if has[a.doc_id] for b in items if not has[b.doc_id]}
 
 
 def to_items(ranking: Ranking, k: int, layer: str) -> list[RetrievedItem]:

@@ -1,0 +1,43 @@
+"""What kind of value a question asks for, and whether a line states one (pure): a quantity ("how much",
+"多少") or a time ("when", "几点"). A newer line that states no value of the asked kind cannot be a newer
+statement of the asked value, whatever else it changes: "new account for rent, I switched banks" is no new
+rent, "the curry got cancelled" is no new time of anything. Read by the read-time supersession
+(:func:`retrieval.router.respond.newest_statements`) to keep such lines from replacing the answer."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from language.extract.clock import find_clocks
+from language.lazy_re import lazy
+from retrieval.router.scoring import mentions_time
+
+__all__ = ["asked_kind", "states_kind"]
+
+Kind = Literal["quantity", "time"]
+
+_QUANTITY = lazy(r"(?i)\bhow (?:much|many|long|far|old|big|often)\b|\bwhat(?:'s| is| are)? the (?:price|cost|fee|rent|"
+                 r"total|budget|number|amount)\b|多少|几[个岁号天年月次位块元级本张人]|多大|多久|多长|多远|价格|费用")
+_TIME = lazy(r"(?i)\bwhen\b|\bwhat time\b|\b(?:which|what) (?:day|date|evening|night|morning|weekday)\b|什么时候|几点|"
+             r"哪天|几号|星期几|周几|哪一天")
+_NUMBER = lazy(r"(?i)\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
+               r"fifty|hundred|thousand|dozen|half|a couple)\b|[一二两三四五六七八九十百千万半][^\s]?|[$€£¥￥]")
+_DAY = lazy(r"(?i)\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+            r"[a-z]*\.? \d|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:noon|midnight|morning|evening|tonight|weekend)\b|"
+            r"周[一二三四五六日天末]|星期[一二三四五六日天]|[上下]午|晚上|早上|中午")
+
+
+def asked_kind(question: str) -> Kind | None:
+    """The kind of value the question asks for (None: another, or it cannot tell)."""
+    if _TIME.search(question):
+        return "time"
+    if _QUANTITY.search(question):
+        return "quantity"
+    return None
+
+
+def states_kind(text: str, kind: Kind) -> bool:
+    """Whether ``text`` states a value of ``kind`` (a number; a clock time, a date or a day)."""
+    if kind == "quantity":
+        return _NUMBER.search(text) is not None
+    return bool(find_clocks(text)) or mentions_time(text) or _DAY.search(text) is not None

@@ -1,0 +1,33 @@
+"""The kind of value a question asks for, and whether a line states one (retrieval.router.answer_type)."""
+
+from __future__ import annotations
+
+import pytest
+
+from retrieval.router.answer_type import asked_kind, states_kind
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("How much is the rent?", "quantity"),
+    ("How many people are coming?", "quantity"),
+    ("房租现在每月多少？", "quantity"),
+    ("朵朵钢琴考到几级了？", "quantity"),
+    ("When is the boiler being fixed?", "time"),
+    ("What time do we leave?", "time"),
+    ("Which evening does the crew climb?", "time"),
+    ("合唱排练几点开始？", "time"),
+    ("读书会是哪天？", "time"),
+    ("Where does Kemal work now?", None),
+    ("谁在教物理？", None),
+])  # fmt: skip
+def test_the_asked_kind(question, kind):
+    assert asked_kind(question) == kind
+
+
+def test_a_line_states_a_value_of_the_kind_or_not():
+    assert states_kind("landlord is raising rent to 650 each from July", "quantity")
+    assert states_kind("房租涨到四千五", "quantity") and states_kind("it's €12 a head", "quantity")
+    assert not states_kind("new account for rent btw, I switched banks", "quantity")
+    assert states_kind("boiler guy rescheduled, now next Tuesday morning", "time")
+    assert states_kind("leaving 5pm instead", "time") and states_kind("改到周六下午", "time")
+    assert not states_kind("the curry got cancelled, I'll do pasta instead", "time")
