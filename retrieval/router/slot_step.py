@@ -12,12 +12,11 @@ from __future__ import annotations
 from datetime import datetime
 from functools import cache
 
-from language.extract.clock import find_clocks
 from language.text import tokenize
 from retrieval.protocols import Doc, MemoryFilter, MemoryStore
+from retrieval.router.answer_type import states_kind
 from retrieval.router.candidates import Cand
 from retrieval.router.currency import Succession, doc_from_record
-from retrieval.router.scoring import mentions_time
 from retrieval.router.slot_query import (
     SlotQuery,
     current_values,
@@ -100,7 +99,7 @@ def _newer_time_said(head: Statement, top: list[tuple[Cand, float]], stale: set[
         text = c.doc.text
         if set(c.doc.source_message_ids) & quoted or any(v in text.casefold() for v in head.values):
             continue  # the head itself again (a summary quoting it), or its value
-        if (find_clocks(text) or mentions_time(text)) and len(words & set(tokenize(text))) >= _SHARE * len(words):
+        if states_kind(text, "time") and len(words & set(tokenize(text))) >= _SHARE * len(words):
             return True
     return False
 
