@@ -19,14 +19,16 @@ RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
 # Dependencies before sources, so a code change does not reinstall them.
 COPY pyproject.toml README.md ./
 COPY schemas ./schemas
-COPY streams ./streams
+COPY language ./language
 COPY agents ./agents
 COPY retrieval ./retrieval
+COPY backends ./backends
+COPY streams ./streams
 COPY memstream ./memstream
 COPY bench ./bench
 COPY ops ./ops
 RUN pip install ".[prod]" \
-    && python -m compileall -q -j 0 schemas streams agents retrieval memstream bench
+    && python -m compileall -q -j 0 schemas language agents retrieval backends streams memstream bench
 
 RUN useradd --system --create-home --uid 10001 memstream \
     && mkdir -p /data && chown memstream /data

@@ -59,7 +59,7 @@ def top_stages(profile: Path, n: int = 15) -> list[dict]:
     rows = []
     for (file, line, func), (_cc, calls, tottime, cumtime, _callers) in stats.stats.items():  # type: ignore[attr-defined]
         where = file.replace(os.sep, "/")
-        if any(f"/{pkg}/" in where for pkg in ("streams", "agents", "retrieval", "memstream")):
+        if any(f"/{pkg}/" in where for pkg in ("streams", "language", "agents", "retrieval", "backends", "memstream")):
             short = where[where.rfind("/", 0, where.rfind("/")) + 1 :]
             rows.append({"function": f"{short}:{line}({func})", "calls": calls, "tottime_s": round(tottime, 2),
                          "cumtime_s": round(cumtime, 2)})  # fmt: skip

@@ -26,4 +26,4 @@ HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python -m backends.embed.export
 # The project's own modules as bytecode, once: an editable install leaves them to be compiled by every process
 # that imports them, and none is ever written where PYTHONDONTWRITEBYTECODE is set (CI machines, the image):
 # ~0.9 G instructions, a quarter of a `memstream query` started cold.
-python -m compileall -q -j 0 agents retrieval streams memstream schemas bench > /dev/null
+python -m compileall -q -j 0 schemas language agents retrieval backends streams memstream bench > /dev/null
