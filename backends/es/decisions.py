@@ -1,7 +1,7 @@
 """Consolidator decisions applied to Elasticsearch: a list in one real-time read and one bulk request.
 
 One call per decision cost two round trips each (an ``mget`` of the decision's state, then a bulk of its
-effects): 624 of the 1,188 requests of an ingest of 500 IRC lines. :func:`apply_decisions` reads the state of
+effects), about half of an ingest's requests. :func:`apply_decisions` reads the state of
 every decision of the list at once (was it applied; is its target live), works out each decision's effects
 in order against that state as the decisions before it leave it (a memory added, then updated, in one
 list), and writes them all in one bulk, each decision's record after its own effects: the same end state as
@@ -34,19 +34,19 @@ class _Store(Protocol):
 
     def alias(self, kind: str) -> str: ...
 
-    def _check_vectors(self, vectors: np.ndarray | None, n: int) -> list[list[float] | None] | None: ...
+    def check_vectors(self, vectors: np.ndarray | None, n: int) -> list[list[float] | None] | None: ...
 
-    async def _bulk(self, ops: list[Op]) -> list[dict[str, Any]]: ...
+    async def bulk(self, ops: list[Op]) -> list[dict[str, Any]]: ...
 
-    async def _scan(
+    async def scan(
         self, kind: str, query: dict[str, Any], sort: list[str], routing: str | None
     ) -> list[dict[str, Any]]: ...
 
-    def _memory_ops(self, record: MemoryRecord, vector: Any) -> list[Op]: ...
+    def memory_ops(self, record: MemoryRecord, vector: Any) -> list[Op]: ...
 
-    def _close_ops(self, chat_id: str, live: MemoryRecord, at: Any, by: str | None) -> list[Op]: ...
+    def close_ops(self, chat_id: str, live: MemoryRecord, at: Any, by: str | None) -> list[Op]: ...
 
-    def _drop_ops(self, chat_id: str, memory_id: str) -> list[Op]: ...
+    def drop_ops(self, chat_id: str, memory_id: str) -> list[Op]: ...
 
 
 def _target(decision: MemoryDecision) -> str | None:
@@ -63,7 +63,7 @@ async def apply_decisions(
     for decision, vector in zip(decisions, vectors, strict=True):
         try:
             check_decision(decision)
-            vec = store._check_vectors(vector, 1) if vector is not None and decision.record else None
+            vec = store.check_vectors(vector, 1) if vector is not None and decision.record else None
         except ValueError as exc:
             error = exc
             break
@@ -88,10 +88,10 @@ async def _apply(store: _Store, items: list[tuple[MemoryDecision, Any]]) -> int:
         current = live.get((chat, target)) if target else None
         if target and current is not None:
             by = record.memory_id if decision.op == DecisionOp.UPDATE and record else None
-            ops += store._close_ops(chat, current, decision.at, by)
+            ops += store.close_ops(chat, current, decision.at, by)
             live[(chat, target)] = None
         if decision.op in (DecisionOp.ADD, DecisionOp.UPDATE) and record is not None:
-            ops += store._memory_ops(record, vector)
+            ops += store.memory_ops(record, vector)
             if (chat, record.memory_id) not in stored:  # else its create changes nothing (a redelivery)
                 live[(chat, record.memory_id)] = record
         ops.append(({"create": {"_index": store.alias("decisions"), "_id": key, "routing": chat}},
@@ -100,7 +100,7 @@ async def _apply(store: _Store, items: list[tuple[MemoryDecision, Any]]) -> int:
     if not fresh:
         return 0
     try:
-        results = await store._bulk(ops)
+        results = await store.bulk(ops)
     except BulkError:  # an effect failed: forget the decisions so a redelivery applies them again
         await _forget(store, [d for d, _ in fresh])
         raise
@@ -139,7 +139,7 @@ async def _state(
 async def _forget(store: _Store, decisions: list[MemoryDecision]) -> None:
     ops: list[Op] = [({"delete": {"_index": store.alias("decisions"), "_id": M.es_id(d.chat_id, d.decision_id),
                                   "routing": d.chat_id}}, None) for d in decisions]  # fmt: skip
-    await store._bulk(ops)
+    await store.bulk(ops)
 
 
 async def _drop_beyond(store: _Store, record: MemoryRecord, keep: int) -> None:
@@ -147,7 +147,7 @@ async def _drop_beyond(store: _Store, record: MemoryRecord, keep: int) -> None:
     chat = record.chat_id
     query = Q.build_chat_query(chat, terms={"attribute": [record.attribute or ""], "subject": [record.subject or ""]})
     query["bool"]["filter"].append({"exists": {"field": "valid_to"}})
-    closed = await store._scan("memories", query, ["valid_to", "memory_id"], chat)  # superseded first to last
+    closed = await store.scan("memories", query, ["valid_to", "memory_id"], chat)  # superseded first to last
     old = [src["memory_id"] for src in closed[: max(0, len(closed) - keep)]]
     if old:
-        await store._bulk([op for memory_id in old for op in store._drop_ops(chat, memory_id)])
+        await store.bulk([op for memory_id in old for op in store.drop_ops(chat, memory_id)])

@@ -26,8 +26,9 @@ class BulkError(RuntimeError):
 
 
 class ESIndices:
-    """The five indices behind their aliases and the I/O over them. The constructor does no I/O; call
-    :meth:`bootstrap` first."""
+    """The five indices behind their aliases and the I/O over them (``bulk``, ``mget``, ``scan``,
+    ``delete_where``: what the store and its decision and lookup modules call). The constructor does no I/O;
+    call :meth:`bootstrap` first."""
 
     def __init__(
         self,
@@ -113,7 +114,7 @@ class ESIndices:
 
     # ---- low-level I/O ---------------------------------------------------------------------------
 
-    async def _bulk(self, ops: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> list[dict[str, Any]]:
+    async def bulk(self, ops: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> list[dict[str, Any]]:
         """Run ``(action, body)`` pairs in chunks; returns each action's result. A ``create`` that finds the
         document (409) or an ``update`` that misses it (404) is an expected outcome; anything else raises."""
         results: list[dict[str, Any]] = []
@@ -133,12 +134,12 @@ class ESIndices:
             raise BulkError(f"{len(failed)} bulk actions failed; first: {failed[0]}")
         return results
 
-    async def _mget(self, kind: str, chat_id: str, local_ids: list[str]) -> dict[str, dict[str, Any]]:
+    async def mget(self, kind: str, chat_id: str, local_ids: list[str]) -> dict[str, dict[str, Any]]:
         """Real-time fetch of a chat's records by local id -> ``_source`` (missing ids left out)."""
-        found = await self._mget_keys(kind, [(chat_id, x) for x in dict.fromkeys(local_ids)])
+        found = await self.mget_keys(kind, [(chat_id, x) for x in dict.fromkeys(local_ids)])
         return {x: source for (_, x), source in found.items()}
 
-    async def _mget_keys(self, kind: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+    async def mget_keys(self, kind: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
         """Real-time fetch by ``(chat_id, local_id)`` keys of any chats -> ``_source``, one request a page:
         each id routed to its chat, and a hit that belongs to another chat is left out."""
         out: dict[tuple[str, str], dict[str, Any]] = {}
@@ -151,7 +152,7 @@ class ESIndices:
                     out[(chat, x)] = d["_source"]
         return out
 
-    async def _scan(
+    async def scan(
         self, kind: str, query: dict[str, Any], sort: list[str], routing: str | None
     ) -> list[dict[str, Any]]:
         """Every hit of a filter query in ``sort`` order (``search_after`` pages)."""
@@ -168,7 +169,7 @@ class ESIndices:
                 return out
             after = hits[-1]["sort"]
 
-    async def _delete(self, kind: str, query: dict[str, Any], routing: str | None) -> int:
+    async def delete_where(self, kind: str, query: dict[str, Any], routing: str | None) -> int:
         resp = await self.es.delete_by_query(
             index=self.alias(kind), query=query, routing=routing, refresh=True, conflicts="proceed"
         )

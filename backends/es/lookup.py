@@ -14,9 +14,9 @@ __all__ = ["find_memories"]
 class _Store(Protocol):
     """What the lookup needs of :class:`backends.es.store.ESStore` (typed here, not imported)."""
 
-    async def _mget(self, kind: str, chat_id: str, local_ids: list[str]) -> dict[str, dict[str, Any]]: ...
+    async def mget(self, kind: str, chat_id: str, local_ids: list[str]) -> dict[str, dict[str, Any]]: ...
 
-    async def _scan(
+    async def scan(
         self, kind: str, query: dict[str, Any], sort: list[str], routing: str | None
     ) -> list[dict[str, Any]]: ...
 
@@ -36,7 +36,7 @@ async def find_memories(store: _Store, chat_id: str, q: MemoryFilter) -> list[Me
         query = _state_clause(
             Q.build_chat_query(chat_id, live_only=live_only, terms={"attribute": [q.attribute]}), q.state
         )
-        rows = await store._scan("memories", query, ["valid_from_epoch", "seq", "memory_id"], chat_id)
+        rows = await store.scan("memories", query, ["valid_from_epoch", "seq", "memory_id"], chat_id)
         records = [MemoryRecord.model_validate(r["record"]) for r in rows]
     else:
         terms: dict[str, list[str]] = {}
@@ -47,8 +47,8 @@ async def find_memories(store: _Store, chat_id: str, q: MemoryFilter) -> list[Me
         query = _state_clause(
             Q.build_chat_query(chat_id, live_only=live_only, terms=terms, exclude={"kind": ["turn"]}), q.state
         )
-        rows = await store._scan("docs", query, ["ts_epoch", "seq", "doc_id"], chat_id)
-        found = await store._mget("memories", chat_id, [r["doc_id"] for r in rows])
+        rows = await store.scan("docs", query, ["ts_epoch", "seq", "doc_id"], chat_id)
+        found = await store.mget("memories", chat_id, [r["doc_id"] for r in rows])
         records = [
             MemoryRecord.model_validate(found[r["doc_id"]]["record"]) for r in rows if r["doc_id"] in found
         ]

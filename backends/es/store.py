@@ -83,7 +83,7 @@ class ESStore(ESIndices):
 
     # ---- vectors ---------------------------------------------------------------------------------
 
-    def _check_vectors(self, vectors: np.ndarray | None, n: int) -> list[list[float] | None] | None:
+    def check_vectors(self, vectors: np.ndarray | None, n: int) -> list[list[float] | None] | None:
         if vectors is None:
             return None
         rows, self.dim = M.unit_vectors(vectors, n, self.dim)
@@ -104,7 +104,7 @@ class ESStore(ESIndices):
         Returns how many messages were new."""
         if not messages:
             return 0
-        vecs = self._check_vectors(vectors, len(messages))
+        vecs = self.check_vectors(vectors, len(messages))
         seq = self._next_seq(len(messages))
         ops: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
         for i, m in enumerate(messages):
@@ -115,21 +115,21 @@ class ESStore(ESIndices):
             }
             ops.append(({"create": meta}, M.message_source(m, seq + i)))
             ops.append(self._put_doc(m.chat_id, M.turn_source(m, None if vecs is None else vecs[i], seq + i)))
-        results = await self._bulk(ops)
+        results = await self.bulk(ops)
         return sum(1 for r in results[::2] if r.get("status") == 201)
 
     async def replace_message(self, message: ChatMessage, vector: np.ndarray | None) -> bool:
         """An edit: the stored message and its turn doc take the new text (and vector); False if unknown."""
         chat = message.chat_id
-        if not await self._mget("messages", chat, [message.message_id]):
+        if not await self.mget("messages", chat, [message.message_id]):
             return False
-        vecs = self._check_vectors(vector, 1) if vector is not None and message.text.strip() else None
+        vecs = self.check_vectors(vector, 1) if vector is not None and message.text.strip() else None
         turn = M.turn_source(message, None if vecs is None else vecs[0], self._next_seq(1))
         if not message.text.strip():
             turn["tokens"] = ""
         meta = {"_id": M.es_id(chat, message.message_id), "routing": chat}
         doc_meta = {"_id": M.es_id(chat, turn["doc_id"]), "routing": chat}
-        await self._bulk([
+        await self.bulk([
             ({"index": {"_index": self.alias("messages"), **meta}}, M.message_source(message, turn["seq"])),
             ({"index": {"_index": self.alias("docs"), **doc_meta}}, turn),
         ])  # fmt: skip
@@ -137,7 +137,7 @@ class ESStore(ESIndices):
 
     async def get_messages(self, chat_id: str, message_ids: list[str]) -> list[ChatMessage]:
         """The stored messages among ``message_ids``, in the order asked (unknown ids are skipped)."""
-        found = await self._mget("messages", chat_id, message_ids)
+        found = await self.mget("messages", chat_id, message_ids)
         return [
             ChatMessage.model_validate(found[i]["message"]) for i in dict.fromkeys(message_ids) if i in found
         ]
@@ -145,14 +145,14 @@ class ESStore(ESIndices):
     async def get_messages_in(self, keys: Sequence[tuple[str, str]]) -> list[ChatMessage]:
         """The stored messages among ``(chat_id, message_id)`` keys of any chats, in the order asked: one
         real-time read across the chats (each id routed to its chat; a hit of another chat is not taken)."""
-        found = await self._mget_keys("messages", list(dict.fromkeys(keys)))
+        found = await self.mget_keys("messages", list(dict.fromkeys(keys)))
         return [ChatMessage.model_validate(found[k]["message"]) for k in dict.fromkeys(keys) if k in found]
 
     async def list_messages(
         self, chat_id: str, *, since: datetime | None = None, until: datetime | None = None
     ) -> list[ChatMessage]:
         query = Q.build_chat_query(chat_id, since=since, until=until)
-        rows = await self._scan("messages", query, ["ts_epoch", "seq", "message_id"], chat_id)
+        rows = await self.scan("messages", query, ["ts_epoch", "seq", "message_id"], chat_id)
         return [ChatMessage.model_validate(r["message"]) for r in rows]
 
     # ---- memories --------------------------------------------------------------------------------
@@ -167,20 +167,20 @@ class ESStore(ESIndices):
         the ones before it are applied, as one call each would."""
         return await es_decisions.apply_decisions(self, decisions, vectors)
 
-    def _memory_ops(self, record: MemoryRecord, vector: Any) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    def memory_ops(self, record: MemoryRecord, vector: Any) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
         """Writes of a new memory version: its record and its searchable doc."""
         seq, chat = self._next_seq(1), record.chat_id
         meta = {"_index": self.alias("memories"), "_id": M.es_id(chat, record.memory_id), "routing": chat}
         return [({"create": meta}, M.memory_source(record, seq)),
                 self._put_doc(chat, M.memory_doc_source(record, vector, seq))]  # fmt: skip
 
-    def _drop_ops(self, chat_id: str, memory_id: str) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    def drop_ops(self, chat_id: str, memory_id: str) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
         """Deletes of a memory version, record and doc (a profile's old superseded version)."""
         key = M.es_id(chat_id, memory_id)
         return [({"delete": {"_index": self.alias(kind), "_id": key, "routing": chat_id}}, None)
                 for kind in ("memories", "docs")]  # fmt: skip
 
-    def _close_ops(
+    def close_ops(
         self, chat_id: str, live: MemoryRecord, at: datetime, by: str | None
     ) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
         """Updates closing a live memory version at ``at``: its record and its doc."""
@@ -194,12 +194,12 @@ class ESStore(ESIndices):
         ]  # fmt: skip
 
     async def get_memory(self, chat_id: str, memory_id: str) -> MemoryRecord | None:
-        src = (await self._mget("memories", chat_id, [memory_id])).get(memory_id)
+        src = (await self.mget("memories", chat_id, [memory_id])).get(memory_id)
         return MemoryRecord.model_validate(src["record"]) if src else None
 
     async def list_memories(self, chat_id: str, *, live_only: bool = True) -> list[MemoryRecord]:
         query = Q.build_chat_query(chat_id, live_only=live_only)
-        rows = await self._scan("memories", query, ["valid_from_epoch", "seq", "memory_id"], chat_id)
+        rows = await self.scan("memories", query, ["valid_from_epoch", "seq", "memory_id"], chat_id)
         return [MemoryRecord.model_validate(r["record"]) for r in rows]
 
     async def find_memories(self, chat_id: str, query: MemoryFilter) -> list[MemoryRecord]:
@@ -212,7 +212,7 @@ class ESStore(ESIndices):
     async def turn_vectors_in(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
         """:meth:`turn_vectors` of any chats in one real-time read (each id routed to its chat)."""
         ids = {(c, M.turn_doc_id(c, m)): (c, m) for c, m in dict.fromkeys(keys)}
-        found = await self._mget_keys("docs", list(ids))
+        found = await self.mget_keys("docs", list(ids))
         return {ids[k]: np.asarray(src["vector"], dtype=np.float32) for k, src in found.items() if src.get("vector")}
 
     async def similar_memories(
@@ -221,19 +221,19 @@ class ESStore(ESIndices):
         """Live memory records of the chat (optionally only about ``subject``) by cosine, best first."""
         if k <= 0 or self.dim is None:
             return []
-        [query] = self._check_vectors(vector, 1) or [None]
+        [query] = self.check_vectors(vector, 1) or [None]
         if query is None:
             return []
         resp = await self._search("docs", chat_id, Q.build_similar_knn(chat_id, query, k, subject))
         ranked = [(h["_source"]["doc_id"], Q.cosine_from_score(h["_score"])) for h in resp["hits"]["hits"]]
-        records = await self._mget("memories", chat_id, [doc_id for doc_id, _ in ranked])
+        records = await self.mget("memories", chat_id, [doc_id for doc_id, _ in ranked])
         return [(MemoryRecord.model_validate(records[d]["record"]), s) for d, s in ranked if d in records]
 
     async def similar_memories_many(
         self, chat_id: str, vectors: np.ndarray, *, k: int = 10
     ) -> list[list[tuple[MemoryRecord, float]]]:
         """:meth:`similar_memories` of each row in one ``msearch`` and one ``mget`` of the records found."""
-        rows = [None if k <= 0 or self.dim is None else (self._check_vectors(v, 1) or [None])[0] for v in vectors]
+        rows = [None if k <= 0 or self.dim is None else (self.check_vectors(v, 1) or [None])[0] for v in vectors]
         header = {"index": self.alias("docs"), "routing": chat_id}
         asked = [i for i, q in enumerate(rows) if q is not None]
         ranked: list[list[tuple[str, float]]] = [[] for _ in rows]
@@ -244,7 +244,7 @@ class ESStore(ESIndices):
                 if "error" in r:
                     raise RuntimeError(f"similar memories search failed: {r['error']}")
                 ranked[i] = [(h["_source"]["doc_id"], Q.cosine_from_score(h["_score"])) for h in r["hits"]["hits"]]
-        records = await self._mget("memories", chat_id, list(dict.fromkeys(d for row in ranked for d, _ in row)))
+        records = await self.mget("memories", chat_id, list(dict.fromkeys(d for row in ranked for d, _ in row)))
         return [[(MemoryRecord.model_validate(records[d]["record"]), s) for d, s in row if d in records]
                 for row in ranked]  # fmt: skip
 
@@ -260,7 +260,7 @@ class ESStore(ESIndices):
         if q.k <= 0 or (q.kinds is not None and not q.kinds):
             return []
         if q.vector is not None:
-            vec = self._check_vectors(np.asarray(q.vector, dtype=np.float32), 1)[0] if self.dim else None
+            vec = self.check_vectors(np.asarray(q.vector, dtype=np.float32), 1)[0] if self.dim else None
             q = q.model_copy(update={"vector": vec})
         if q.mode in ("bm25", "knn"):
             body = Q.build_bm25_search(q, q.k) if q.mode == "bm25" else Q.build_knn_search(q, q.k)
@@ -329,10 +329,10 @@ class ESStore(ESIndices):
                 ops.append(({"update": {"_index": self.alias("docs"), "_id": key, "routing": chat}},
                             {"doc": {"topic_id": topic.topic_id}}))  # fmt: skip
         if ops:
-            await self._bulk(ops)
+            await self.bulk(ops)
 
     async def list_topics(self, chat_id: str) -> list[TopicSummary]:
-        rows = await self._scan(
+        rows = await self.scan(
             "topics", Q.build_chat_query(chat_id), ["started_epoch", "seq", "topic_id"], chat_id
         )
         return [TopicSummary.model_validate(r["topic"]) for r in rows]
@@ -356,7 +356,7 @@ class ESStore(ESIndices):
 
     async def _delete_terms(self, kind: str, chat: str, field: str, values: Collection[str]) -> int:
         return sum(
-            [await self._delete(kind, Q.build_chat_query(chat, terms={field: c}), chat) for c in _chunks(values)]
+            [await self.delete_where(kind, Q.build_chat_query(chat, terms={field: c}), chat) for c in _chunks(values)]
         )
 
     async def _expunge(self, kinds: Collection[str]) -> None:
@@ -378,16 +378,16 @@ class ESStore(ESIndices):
         out.record_texts = [r.text for r in await self.list_memories(chat_id, live_only=False)]
         query = Q.build_chat_query(chat_id)
         for kind in ("docs", "messages", "topics"):
-            out.removed += await self._delete(kind, query, chat_id)
-        out.memories = await self._delete("memories", query, chat_id)
-        await self._delete("decisions", query, chat_id)
+            out.removed += await self.delete_where(kind, query, chat_id)
+        out.memories = await self.delete_where("memories", query, chat_id)
+        await self.delete_where("decisions", query, chat_id)
         await self._expunge(M.INDEX_KINDS)
         return out
 
     async def forget_user(self, chat_id: str, sender: str, message_ids: Collection[str] = ()) -> Forgotten:
         """Remove a sender's messages in one chat (and ``message_ids``) and everything derived from them."""
         chat, out = chat_id, Forgotten()
-        rows = await self._scan("messages", Q.build_chat_query(chat, terms={"sender": [sender]}), ["seq"], chat)
+        rows = await self.scan("messages", Q.build_chat_query(chat, terms={"sender": [sender]}), ["seq"], chat)
         msgs = [ChatMessage.model_validate(r["message"]) for r in rows]
         out.message_ids = {m.message_id for m in msgs} | set(message_ids)
         out.texts = {m.message_id: m.text for m in msgs}
@@ -400,7 +400,7 @@ class ESStore(ESIndices):
             *(b["key"] for b in resp["aggregations"]["names"]["buckets"]),
         }
         by_doc = {M.turn_doc_id(chat, m): m for m in out.message_ids}
-        for doc_id, src in (await self._mget("docs", chat, list(by_doc))).items():
+        for doc_id, src in (await self.mget("docs", chat, list(by_doc))).items():
             if src.get("vector"):
                 out.vectors[by_doc[doc_id]] = src["vector"]
         records = await self.list_memories(chat, live_only=False)
@@ -411,14 +411,14 @@ class ESStore(ESIndices):
         back, kept = restored(records, doomed, out.message_ids, out.names)
         out.record_texts = [r.text for r in doomed.values()]
 
-        out.removed += await self._delete("docs", turns, chat)
+        out.removed += await self.delete_where("docs", turns, chat)
         out.removed += await self._delete_terms("docs", chat, "doc_id", doomed)
         out.removed += await self._delete_terms("docs", chat, "source_message_ids", out.message_ids)
         out.memories = await self._delete_terms("memories", chat, "memory_id", doomed)
         await self._delete_terms("decisions", chat, "memory_id", doomed)
         if back or kept:  # kept: other people's profiles, without the deleted lines
-            await self._bulk([op for r in back for op in self._reopen_ops(chat, r)]
-                             + [op for r in kept for op in self._memory_ops(r, None)])  # fmt: skip
+            await self.bulk([op for r in back for op in self._reopen_ops(chat, r)]
+                             + [op for r in kept for op in self.memory_ops(r, None)])  # fmt: skip
         out.reopened = len(back)
         for topic in topics:
             trimmed = trim_topic(topic, out.message_ids, out.names)
@@ -435,7 +435,7 @@ class ESStore(ESIndices):
             if trimmed.state == "closed" and set(topic.message_ids) & out.message_ids:
                 out.redistil.append(trimmed)
         out.removed += await self._delete_terms("messages", chat, "message_id", out.message_ids)
-        out.removed += await self._delete("messages", Q.build_chat_query(chat, terms={"sender": [sender]}), chat)
+        out.removed += await self.delete_where("messages", Q.build_chat_query(chat, terms={"sender": [sender]}), chat)
         await self._untie_replies(chat, out.message_ids)
         await self._expunge(M.INDEX_KINDS)
         return out
@@ -444,13 +444,13 @@ class ESStore(ESIndices):
         """Others' messages that answer a deleted one name :data:`schemas.messages.DELETED_REPLY` instead (the
         reply fields are stored, not indexed: the chat's messages are read)."""
         ops = []
-        for row in await self._scan("messages", Q.build_chat_query(chat), ["seq"], chat):
+        for row in await self.scan("messages", Q.build_chat_query(chat), ["seq"], chat):
             untied = ChatMessage.model_validate(row["message"]).untied_from(ids)
             if untied is not None:
                 meta = {"_index": self.alias("messages"), "_id": M.es_id(chat, untied.message_id), "routing": chat}
                 ops.append(({"update": meta}, {"doc": {"message": untied.model_dump(mode="json")}}))
         if ops:
-            await self._bulk(ops)
+            await self.bulk(ops)
 
     def _reopen_ops(self, chat: str, r: MemoryRecord) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
         key = M.es_id(chat, r.memory_id)

@@ -28,7 +28,7 @@ class _Store(Protocol):
     @property
     def db(self) -> sqlite3.Connection: ...
 
-    def _write(self, chat_id: str | None) -> AbstractContextManager[sqlite3.Connection]: ...
+    def transaction(self, chat_id: str | None) -> AbstractContextManager[sqlite3.Connection]: ...
 
 
 _CHUNK = 400
@@ -45,7 +45,7 @@ class GraphForgotten:
 
 def forget_chat(store: _Store, chat_id: str) -> GraphForgotten:
     out = GraphForgotten()
-    with store._write(chat_id) as db:
+    with store.transaction(chat_id) as db:
         out.texts = _texts(db, chat_id, "entities", "1", ()) + _texts(db, chat_id, "edges", "1", ())
         out.removed = sum(
             db.execute(f"DELETE FROM {t} WHERE chat_id = ?", (chat_id,)).rowcount
@@ -61,7 +61,7 @@ def forget_user(
     store: _Store, chat_id: str, sender: str, names: Collection[str] = (), message_ids: Collection[str] = ()
 ) -> GraphForgotten:
     out = GraphForgotten()
-    with store._write(chat_id) as db:
+    with store.transaction(chat_id) as db:
         _forget_in(db, chat_id, sender, list(dict.fromkeys([sender, *names])), sorted(set(message_ids)), out)
     erase_freed(store.db, "meta")
     return out

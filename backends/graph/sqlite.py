@@ -99,7 +99,7 @@ class GraphSQLiteStore:
         return self._conn
 
     @contextmanager
-    def _write(self, chat_id: str | None) -> Iterator[sqlite3.Connection]:
+    def transaction(self, chat_id: str | None) -> Iterator[sqlite3.Connection]:
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -169,7 +169,7 @@ class GraphSQLiteStore:
         if any(n.chat_id != chat_id for n in nodes) or any(e.chat_id != chat_id for e in edges):
             raise ValueError(f"graph update for chat {chat_id!r} carries rows of another chat")
         added = updated = edges_added = closed = 0
-        with self._write(chat_id) as db:
+        with self.transaction(chat_id) as db:
             for node in nodes:
                 status = upsert_node(db, node, self._blob(node_vectors, node.entity_id))
                 added += status == "added"

@@ -41,7 +41,7 @@ class _Store(Protocol):
     @property
     def db(self) -> sqlite3.Connection: ...
 
-    def _write(self) -> AbstractContextManager[tuple[sqlite3.Connection, Effects]]: ...
+    def transaction(self) -> AbstractContextManager[tuple[sqlite3.Connection, Effects]]: ...
 
 
 def delete_docs(
@@ -91,7 +91,7 @@ async def forget_chat(store: _Store, chat_id: str) -> Forgotten:
         out.texts[mid] = ChatMessage.model_validate_json(payload).text
     out.record_texts = [r[0] for r in db.execute("SELECT text FROM docs WHERE chat_id = ? AND kind != 'turn'",
                                                  (chat_id,))]  # fmt: skip
-    with store._write() as (db, fx):
+    with store.transaction() as (db, fx):
         fx.stale.add(chat_id)
         out.removed = delete_docs(db, chat_id, "1", ())
         for table in ("messages", "topics"):
@@ -133,7 +133,7 @@ async def forget_user(
     back, kept = restored(records, doomed, out.message_ids, out.names)
     out.record_texts = [r.text for r in doomed.values()]
     ids = sorted(out.message_ids)
-    with store._write() as (db, fx):
+    with store.transaction() as (db, fx):
         fx.stale.add(chat_id)
         out.removed += delete_docs(db, chat_id, "kind = 'turn' AND sender = ?", (sender,))
         out.removed += sum(

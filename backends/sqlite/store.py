@@ -92,7 +92,7 @@ class SQLiteStore:
         return sqlite_search.until_write(self.db)
 
     @contextmanager
-    def _write(self) -> Iterator[tuple[sqlite3.Connection, _Effects]]:
+    def transaction(self) -> Iterator[tuple[sqlite3.Connection, _Effects]]:
         """One transaction; it bumps the versions of the chats whose vectors it changed (for the caches of
         other connections), and on commit its effects are applied to this connection's caches."""
         db, fx = self.db, _Effects()
@@ -146,7 +146,7 @@ class SQLiteStore:
         if not messages:
             return 0
         vecs = self._check_vectors(vectors, len(messages))
-        with self._write() as (db, fx):
+        with self.transaction() as (db, fx):
             before = db.total_changes
             db.executemany(
                 "INSERT OR IGNORE INTO messages (chat_id, message_id, sender, ts_epoch, payload) VALUES (?,?,?,?,?)",
@@ -165,7 +165,7 @@ class SQLiteStore:
     async def replace_message(self, message: ChatMessage, vector: np.ndarray | None) -> bool:
         """An edit: the stored message and its turn doc take the new text (and vector); False if unknown."""
         vec = self._check_vectors(vector, 1) if vector is not None and message.text.strip() else None
-        with self._write() as (db, fx):
+        with self.transaction() as (db, fx):
             fx.stale.add(message.chat_id)
             rid = _replace_message(db, message, None if vec is None else vec[0], turn_body(message),
                                    chat_token(message.chat_id))  # fmt: skip
@@ -207,7 +207,7 @@ class SQLiteStore:
         if self._applied(decision):
             return False
         vec = self._check_vectors(vector, 1) if vector is not None and decision.record is not None else None
-        with self._write() as (db, fx):
+        with self.transaction() as (db, fx):
             _apply(db, fx, decision, None if vec is None else vec[0])
         return True
 
@@ -215,7 +215,7 @@ class SQLiteStore:
         """:meth:`apply_decision` for each decision in order, in one transaction; returns how many changed
         the store. An invalid decision raises after the ones before it are committed, as one call each would."""
         applied, error = 0, None
-        with self._write() as (db, fx):
+        with self.transaction() as (db, fx):
             for decision, vector in zip(decisions, vectors, strict=True):
                 try:
                     check_decision(decision)
@@ -311,7 +311,7 @@ class SQLiteStore:
         """:meth:`upsert_topic` for each of ``topics``, in order, in one transaction."""
         if not topics:
             return
-        with self._write() as (db, _):
+        with self.transaction() as (db, _):
             for topic in topics:
                 db.execute(
                     "INSERT OR REPLACE INTO topics (chat_id, topic_id, started_epoch, payload) VALUES (?,?,?,?)",

@@ -297,7 +297,7 @@ async def test_a_list_whose_bulk_failed_is_applied_again_whole(make_store, backe
     from backends.es.indices import BulkError
 
     store = await make_store(backend)
-    bulk, failed = store._bulk, []
+    bulk, failed = store.bulk, []
 
     async def fails_once(ops):
         results = await bulk(ops)  # written, then reported as failed in part
@@ -306,7 +306,7 @@ async def test_a_list_whose_bulk_failed_is_applied_again_whole(make_store, backe
             raise BulkError("1 bulk actions failed; first: simulated")
         return results
 
-    monkeypatch.setattr(store, "_bulk", fails_once)
+    monkeypatch.setattr(store, "bulk", fails_once)
     ds, vecs = _decision_list("A")
     with pytest.raises(BulkError):
         await store.apply_decisions(ds, vecs)
