@@ -95,16 +95,15 @@ def _kept_decisions(produced: list[Produce], deleted: set[tuple[str, str]],
     """Journalled decisions whose chat or speaker was deleted since they were decided are dropped, by the
     consolidator's own check (:func:`streams.stages.io.kept_decisions`); ``senders``: the result's display
     name -> sender ids (the ledger names ids)."""
-    decoded = []
+    kept = []
     for p in produced:
         try:
             d = decode(MEMORY_DECISIONS, p.value)
         except DecodeError:
             continue
-        if isinstance(d, MemoryDecision):
-            decoded.append((p, d))
-    kept = {id(d) for d in kept_decisions([d for _, d in decoded], deleted, senders)}
-    return [p for p, d in decoded if id(d) in kept]
+        if isinstance(d, MemoryDecision) and kept_decisions([d], deleted, senders):
+            kept.append(p)
+    return kept
 
 
 class WrittenPools:

@@ -21,7 +21,7 @@ _QUANTITY = lazy(r"(?i)\bhow (?:much|many|long|far|old|big|often)\b|\bwhat(?:'s|
 _TIME = lazy(r"(?i)\bwhen\b|\bwhat time\b|\b(?:which|what) (?:day|date|evening|night|morning|weekday)\b|什么时候|几点|"
              r"哪天|几号|星期几|周几|哪一天")
 _NUMBER = lazy(r"(?i)\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
-               r"fifty|hundred|thousand|dozen|half|a couple)\b|[一二两三四五六七八九十百千万半][^\s]?|[$€£¥￥]")
+               r"fifty|hundred|thousand|dozen|half|a couple)\b|[一二两三四五六七八九十百千万半$€£¥￥]")
 _DAY = lazy(r"(?i)\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
             r"[a-z]*\.? \d|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:noon|midnight|morning|evening|tonight|weekend)\b|"
             r"周[一二三四五六日天末]|星期[一二三四五六日天]|[上下]午|晚上|早上|中午")

@@ -34,10 +34,9 @@ __all__ = [
 
 DerivedVectors = Literal["sources", "text"]
 COMPOSED_KINDS = frozenset({"qa", "summary", "title"})  # whole messages: their turns' mean vector
-# a fact's vector: its sentence's + this times its speaker's name's. Chosen on a proxy (python -m
-# bench.fact_vectors: kNN over LoCoMo dev's facts alone, any evidence turn in the top 10): 0.3 / 0.5 / 0.8 ->
-# 0.675 / 0.700 / 0.711 against 0.671 for the facts' own forwards and 0.541 for the sentence alone; 0.5 is
-# ahead of the own forwards in four of the five conversations; 0.8 abstains worse (docs/BENCHMARKS.md)
+# a fact's vector: its sentence's + this times its speaker's name's, so that a fact is found by who said it
+# as well as by what it says; a larger weight finds slightly more but abstains worse (python -m
+# bench.fact_vectors; the figures are in docs/BENCHMARKS.md, "Fact vectors")
 FACT_NAME_WEIGHT = 0.5
 SENTENCE_SHARE = 0.5  # a fact restates the sentence whose words it holds at least this share of
 
