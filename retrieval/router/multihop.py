@@ -50,6 +50,7 @@ class MultiHopConfig(BaseModel):
     bridge_weight: float = 0.5  # the second-hop searches' weight in the pool's fusion
     keep_head: int = 10  # the second hop never reshuffles the first hop's best items: its finds go after these
     aggregate_k: int = 60  # how many records an aggregation question's wide search may bring in
+    split_parts: bool = True  # a question that asks several things is also asked part by part (``compound``)
 
 
 def is_aggregation(query: str) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 from language.text import count_tokens
 from retrieval.protocols import Embedder, MemoryFilter, MemoryStore
 from retrieval.query_vectors import upcoming
-from retrieval.router import multihop, multiround, profiles
+from retrieval.router import compound, multihop, multiround, profiles
 from retrieval.router.asker import asker_name, has_first_person, in_third_person
 from retrieval.router.candidates import Cand, Pool, SearchSpec, bm25_ahead, embed_specs, run_specs, yield_gil
 from retrieval.router.classifier import Classification, PrototypeIndex, skeleton
@@ -27,6 +27,7 @@ from retrieval.router.currency import (
 )
 from retrieval.router.query import QueryAnalysis
 from retrieval.router.recipes import RouterConfig, StrategyRecipe, strategy_mix
+from retrieval.router.layers import render_layers
 from retrieval.router.respond import finish
 from retrieval.router.scoring import doc_tokens, keyword_weights
 from retrieval.router.slot_step import slot_answers
@@ -34,7 +35,7 @@ from retrieval.router.state import Run
 from retrieval.router.strategies import RANKERS, Context, Ranking, aggregate_lines, fuse_rankings
 from retrieval.router.timeparse import widen
 from retrieval.store_memo import until_write
-from schemas import RetrieveRequest, RetrieveResponse
+from schemas import RetrieveRequest, RetrieveResponse, TraceStep
 
 DEFAULT_INDEX = PrototypeIndex()
 
@@ -288,8 +289,40 @@ async def retrieve_routed(
     index: PrototypeIndex | None = None,
 ) -> RetrieveResponse:
     """Routed retrieval for one request (see the module docstring). ``classification`` overrides the
-    classifier (the benchmark's oracle router)."""
+    classifier (the benchmark's oracle router). A question that asks several things (:mod:`compound`) is
+    also asked part by part, and the answers merged."""
     cfg = with_embedder_floor(cfg or RouterConfig(), embedder)
+    whole, qa = await _routed(store, embedder, req, cfg, llm, graph, classification, index)
+    asked = compound.parts(req.query, qa.names) if cfg.multihop.split_parts and classification is None else []
+    if not asked:
+        return whole
+    t0 = time.perf_counter()
+    subs = [(await _routed(store, embedder, req.model_copy(update={"query": q}), cfg, llm, graph, None, index))[0]
+            for q in asked]
+    return merged(whole, subs, asked, req, cfg, t0)
+
+
+def merged(whole: RetrieveResponse, subs: list[RetrieveResponse], asked: list[str], req: RetrieveRequest,
+           cfg: RouterConfig, t0: float) -> RetrieveResponse:
+    """The whole question's answer joined with its parts' (:func:`compound.merge_items`); it abstains only
+    when every one of them did."""
+    answered = [r for r in (whole, *subs) if not r.no_relevant_memory]
+    step = TraceStep(step="compound", ms=round((time.perf_counter() - t0) * 1000, 3),
+                     detail={"parts": asked, "answered": [not r.no_relevant_memory for r in subs]})  # fmt: skip
+    if not answered:
+        return whole.model_copy(update={"trace": [*whole.trace, step]})
+    direct = compound.merge_items([[it for it in r.items if it.layer != "related"] for r in answered], req.k)
+    related = [it for it in whole.items if it.layer == "related"] if not whole.no_relevant_memory else []
+    context, tokens, layers, used = render_layers(direct, [], related, req.token_budget, count_tokens,
+                                                  related_share=cfg.graph.token_share)  # fmt: skip
+    return whole.model_copy(update={"items": used, "context": context, "context_tokens": tokens, "layers": layers,
+                                    "no_relevant_memory": not direct, "abstention_reason": None,
+                                    "trace": [*whole.trace, step]})  # fmt: skip
+
+
+async def _routed(store, embedder, req: RetrieveRequest, cfg: RouterConfig, llm, graph,
+                  classification: Classification | None, index: PrototypeIndex | None
+                  ) -> tuple[RetrieveResponse, QueryAnalysis]:  # fmt: skip
     run = Run(req=req, cfg=cfg, now=req.now or datetime.now(UTC), about=req.query)
     t0 = time.perf_counter()
     first = main_spec(req, cfg.recipe("factual_extraction"), label="main")
@@ -323,7 +356,7 @@ async def retrieve_routed(
         run.step("analyse", t0, names=qa.names, keywords=qa.keywords, time=qa.time.model_dump(mode="json"),
                  subqueries=qa.subqueries)  # fmt: skip
         ranking, ctx = await gather(run, store, embedder, qa, mix, llm, succ)
-    return await finish(store, run, graph, qa, classification, ranking, ctx)
+    return await finish(store, run, graph, qa, classification, ranking, ctx), qa
 
 
 def _routing(run: Run, classification: Classification, named: set[str]) -> tuple[list, list[SearchSpec]]:
