@@ -78,6 +78,9 @@ class SegmenterConfig(BaseModel):
     # topic shifts")
     dyadic_shift: bool = True
     shift_weights: str | None = None  # a weight file of your own (python -m bench.tiage_train --out FILE)
+    # one turn later the shift model may withdraw a shift it called (segment_shift.revise_p): the one-turn
+    # topic is merged back into the topic it left (a MERGED event)
+    shift_revise: bool = True
     # per-chat pace: time_decay_half_life_s and user_window_s are multiplied by clamp(median recent gap /
     # pace_reference_s, pace_min, pace_max) (agents/segment_signals.pace_scale). Off by default: on IRC dev,
     # as is and with every timestamp stretched x0.5 / x3, it moved VI and exact F1 by under a point either

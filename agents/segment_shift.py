@@ -16,6 +16,12 @@ are read against the chat's own too (a Chinese turn is a third of the characters
 translation). The decision is made when the turn arrives (the stream does not wait for the next turns), so
 the "depth" is one-sided: how far the turn falls below the recent cohesion of the conversation.
 
+One turn later the decision may be taken back (:func:`revise_p`): a second logistic reads the shift turn's
+own score, the next turn's score against the window as it is, and the next turn's score against the window
+without the shift turn. A next turn that reads as going on from the turn before the shift (an aside, a short
+answer to the old subject) withdraws the boundary; the segmenter then merges the one-turn topic back into
+the topic it left (a MERGED event), so nothing already emitted is rewritten.
+
 Cues of a new request or of a closed one ("by the way", "另外", "还有一个问题"; "thanks, bye", "好的，谢谢")
 are features with learned weights, never rules that decide alone.
 
@@ -42,14 +48,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SHIFT_FEATURES",
+    "REVISE_FEATURES",
     "ShiftWeights",
     "closing_cue",
     "default_shift_weights",
     "dyad_features",
     "is_dyadic",
+    "logistic",
     "new_topic_cue",
+    "revise_p",
     "shift_features",
+    "shift_logit",
     "shift_p",
+    "skip_features",
 ]
 
 CONTEXT = 4  # turns of context read
@@ -78,6 +89,13 @@ SHIFT_FEATURES = (
     "greeting",
     "cue_new",  # opens with a marker of a new request or subject
     "prev_close",  # the previous turn closed something (thanks, goodbye, "anything else?")
+)
+
+REVISE_FEATURES = (
+    "bias",
+    "logit_turn",  # the shift turn's own log-odds when it arrived
+    "logit_next",  # the next turn's log-odds against the window as it is (the shift turn last)
+    "logit_next_skip",  # ... against the window without the shift turn
 )
 
 # discourse markers, matched near the start of a turn (a marker deep in a sentence rarely opens a subject)
@@ -112,10 +130,15 @@ class ShiftWeights(BaseModel):
 
     weights: dict[str, float]
     threshold: float = 0.5  # a turn shifts when its probability reaches this
+    revise: dict[str, float] = Field(default_factory=dict)  # over REVISE_FEATURES; empty: never revised
+    revise_threshold: float = 0.0  # a shift is withdrawn one turn later when revise_p falls below this
     meta: dict[str, object] = Field(default_factory=dict)
 
     def vector(self) -> np.ndarray:
         return np.asarray([self.weights.get(name, 0.0) for name in SHIFT_FEATURES], dtype=np.float64)
+
+    def revise_vector(self) -> np.ndarray:
+        return np.asarray([self.revise.get(name, 0.0) for name in REVISE_FEATURES], dtype=np.float64)
 
 
 @cache
@@ -227,7 +250,34 @@ def dyad_features(pool: ChatPool, msg: LinkMsg, vector: np.ndarray | None, text:
     return shift_features(msg, pool.window, vector, vectors, new_topic_cue(text), pool.last_closing)
 
 
+def skip_features(
+    pool: ChatPool, msg: LinkMsg, vector: np.ndarray | None, text: str, closing_before: bool
+) -> np.ndarray:
+    """:func:`shift_features` of a message of ``pool``'s chat against the window without its last turn
+    (``closing_before``: whether the turn before that one closed an exchange)."""
+    from agents.segment_link import decode_vec
+
+    vectors = [decode_vec(v) for v in pool.window_vectors[-STATS - 1 : -1]]
+    return shift_features(msg, pool.window[:-1], vector, vectors, new_topic_cue(text), closing_before)
+
+
+def logistic(z: float) -> float:
+    """The probability of log-odds ``z``."""
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+def shift_logit(x: np.ndarray, weights: ShiftWeights) -> float:
+    """The log-odds that the turn with features ``x`` starts a new topic."""
+    return float(x @ weights.vector())
+
+
 def shift_p(x: np.ndarray, weights: ShiftWeights) -> float:
     """The probability that the turn with features ``x`` starts a new topic."""
-    z = float(x @ weights.vector())
-    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+    return logistic(shift_logit(x, weights))
+
+
+def revise_p(logit_turn: float, logit_next: float, logit_next_skip: float, weights: ShiftWeights) -> float:
+    """The probability, read one turn later, that a turn the model called a shift is one (log-odds as
+    :func:`shift_logit` gives them; see :data:`REVISE_FEATURES`)."""
+    x = np.asarray([1.0, logit_turn, logit_next, logit_next_skip], dtype=np.float64)
+    return logistic(float(x @ weights.revise_vector()))

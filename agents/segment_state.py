@@ -14,7 +14,8 @@ from agents.reply_linker import LinkMsg
 from agents.reply_window import WindowCols, WindowVecs
 
 __all__ = [
-    "ActiveTopic", "ChatPool", "Memo", "SenderSeen", "absorb", "dump_pools", "load_pools", "rounded", "rounded_array",
+    "ActiveTopic", "ChatPool", "Memo", "PendingShift", "SenderSeen", "absorb", "dump_pools", "load_pools", "rounded",
+    "rounded_array",
 ]  # fmt: skip
 
 SEEN_MAX = 5000
@@ -128,6 +129,17 @@ class SenderSeen(BaseModel):
     message_id: str
 
 
+class PendingShift(BaseModel):
+    """A two-person chat's latest turn opened a topic on the shift model's word; the next turn may withdraw
+    that (agents/segment_shift.revise_p): the topic it opened, the one it left, its log-odds, and whether
+    the turn before it closed an exchange."""
+
+    topic_id: str
+    left_id: str
+    logit: float
+    closing_before: bool = False
+
+
 class ChatPool(BaseModel):
     """All segmentation state of one chat."""
 
@@ -141,6 +153,7 @@ class ChatPool(BaseModel):
     window_vectors: list[str] = Field(default_factory=list)  # their vectors, base64 float16 ("" = none)
     gaps: list[float] = Field(default_factory=list)  # seconds between recent messages (the chat's pace)
     last_closing: bool = False  # the latest message closed an exchange (agents/segment_shift.closing_cue)
+    pending_shift: PendingShift | None = None  # the latest turn's shift, open to revision by the next turn
     segmentation_version: int = 1
     last_at: datetime | None = None
     counters: dict[str, int] = Field(default_factory=dict)

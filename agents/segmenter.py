@@ -20,11 +20,21 @@ from datetime import UTC, datetime
 
 from agents.config import SegmenterConfig
 from agents.segment_link import link_msg, read_links, remember
-from agents.segment_shift import closing_cue, default_shift_weights, dyad_features, is_dyadic, shift_p
+from agents.segment_shift import (
+    closing_cue,
+    default_shift_weights,
+    dyad_features,
+    is_dyadic,
+    logistic,
+    revise_p,
+    shift_logit,
+    skip_features,
+)
 from agents.segment_signals import Features, effective_threshold, features, score_topic
 from agents.segment_state import (
     ActiveTopic,
     ChatPool,
+    PendingShift,
     SenderSeen,
     absorb,
     dump_pools,
@@ -73,6 +83,10 @@ def step(
     events = _close_idle(pool, at, cfg)
     f = features(msg, vector, pool, cfg)
     lm = link_msg(msg, f)
+    logit = _shift_reading(pool, lm, f, msg.text, cfg, msg.chat_type == "private")
+    pending, pool.pending_shift = pool.pending_shift, None
+    if logit is not None and pending is not None:
+        events += _revise(pool, msg, lm, f, pending, logit, cfg)
     links = read_links(pool, lm, f, cfg)
     scored = sorted(
         ((score_topic(t, f, pool, cfg, links.topic_mass.get(t.topic_id, 0.0)), t) for t in pool.topics),
@@ -83,7 +97,7 @@ def step(
     threshold = effective_threshold(pool, f, cfg) + cfg.w_link_self * links.p_self * (not f.revision)
     replied = pool.msg_topic.get(msg.reply_to) if msg.reply_to else None
     explicit = next((x for x in scored if x[1].topic_id == replied), None)
-    dyad = None if explicit is not None else _dyadic(pool, lm, f, msg.text, cfg, msg.chat_type == "private")
+    dyad = None if explicit is not None or logit is None else _dyadic(pool, logit, cfg)
     if dyad is not None:  # a two-person chat: the shift model decides between the previous turn's topic and a new one
         choice = None if dyad[0] else next(x for x in scored if x[1] is dyad[1])
     else:  # an explicit reply has priority (design doc 3.2.1)
@@ -101,7 +115,8 @@ def step(
         events.append(_event(pool, msg, TopicEventKind.EXTENDED, topic, [msg.message_id], score, reason, parent=parent))
         pool.bump("extended")
         events += _soft_members(pool, msg, others, threshold, score, cfg)
-        events += _maybe_merge(pool, msg, topic, cfg)
+        if dyad is None:  # in a dialogue the shift model decides, not the raw centroid cosine
+            events += _maybe_merge(pool, msg, topic, cfg)
     else:
         topic = _open(pool, msg, f, cfg)
         _remember(pool, msg, f, topic)
@@ -112,6 +127,9 @@ def step(
         kind = TopicEventKind.OPENED
         events.append(_event(pool, msg, kind, topic, [msg.message_id], best, reason, None, related, parent))
         pool.bump("opened")
+        if dyad is not None and cfg.shift_revise:
+            left, before = dyad[1].topic_id, pool.last_closing
+            pool.pending_shift = PendingShift(topic_id=topic.topic_id, left_id=left, logit=logit, closing_before=before)
     remember(pool, lm, f.vector, cfg, parent)
     pool.last_closing = closing_cue(msg.text)
     if pool.last_at is not None:
@@ -125,19 +143,35 @@ def _weight(cfg: SegmenterConfig, signal: str) -> float:
     return getattr(cfg, f"w_{signal}")
 
 
-def _dyadic(pool: ChatPool, lm, f: Features, text: str, cfg: SegmenterConfig,
-            private: bool) -> tuple[bool, ActiveTopic] | None:  # fmt: skip
-    """In a two-person chat with ``dyadic_shift`` on: does the turn shift topic (the learned model of
-    :mod:`agents.segment_shift`), and the active topic of the previous turn it would otherwise continue.
-    None: not a dialogue, or the previous turn's topic is closed; the join score decides."""
+def _shift_reading(pool: ChatPool, lm, f: Features, text: str, cfg: SegmenterConfig, private: bool) -> float | None:
+    """In a two-person chat with ``dyadic_shift`` on: the shift model's log-odds that the turn starts a new
+    topic (:mod:`agents.segment_shift`). None: not a dialogue; the join score decides."""
     if not cfg.dyadic_shift or not is_dyadic(lm, pool.window, private):
         return None
+    return shift_logit(dyad_features(pool, lm, f.vector, text), default_shift_weights(cfg.shift_weights))
+
+
+def _dyadic(pool: ChatPool, logit: float, cfg: SegmenterConfig) -> tuple[bool, ActiveTopic] | None:
+    """Does the turn shift topic (its log-odds against the model's threshold), and the active topic of the
+    previous turn it would otherwise continue. None: that topic is closed; the join score decides."""
     previous = pool.topic(pool.msg_topic.get(pool.window[-1].message_id, ""))
     if previous is None:
         return None
+    return logistic(logit) >= default_shift_weights(cfg.shift_weights).threshold, previous
+
+
+def _revise(pool: ChatPool, msg: ChatMessage, lm, f: Features, pending: PendingShift, logit: float,
+            cfg: SegmenterConfig) -> list[TopicEvent]:  # fmt: skip
+    """Withdraw the previous turn's shift when this turn reads as going on from the turn before it: the
+    one-turn topic is merged back into the topic it left, if both are still active."""
+    opened, left = pool.topic(pending.topic_id), pool.topic(pending.left_id)
+    if opened is None or left is None or opened.primary_ids() != [pool.window[-1].message_id]:
+        return []
     weights = default_shift_weights(cfg.shift_weights)
-    p = shift_p(dyad_features(pool, lm, f.vector, text), weights)
-    return p >= weights.threshold, previous
+    skip = shift_logit(skip_features(pool, lm, f.vector, msg.text, pending.closing_before), weights)
+    if revise_p(pending.logit, logit, skip, weights) >= weights.revise_threshold:
+        return []
+    return [_merge(pool, msg, pool.own(left), opened, "shift-revised")]
 
 
 def _parent_in(links, topic: ActiveTopic) -> str | None:
@@ -308,19 +342,23 @@ def _maybe_merge(pool: ChatPool, msg: ChatMessage, topic: ActiveTopic, cfg: Segm
         if float(other.vectors()[0] @ mine) < cfg.merge_similarity:  # type: ignore[index]
             continue
         keep, gone = (topic, other) if topic.started_at <= other.started_at else (other, topic)
-        keep = pool.own(keep)
-        absorb(keep, gone, pool.seen)
-        pool.topics = [t for t in pool.topics if t is not gone]
-        for mid in gone.message_ids:
-            if pool.msg_topic.get(mid) == gone.topic_id:
-                pool.msg_topic[mid] = keep.topic_id
-        for sid, seen in list(pool.senders.items()):
-            if seen.topic_id == gone.topic_id:
-                pool.senders[sid] = seen.model_copy(update={"topic_id": keep.topic_id})
-        pool.bump("merged")
-        ev = _event(pool, msg, TopicEventKind.MERGED, keep, list(keep.message_ids), None, "near-duplicate")
-        return [ev.model_copy(update={"related_topic_ids": [gone.topic_id], "weights": dict(keep.soft)})]
+        return [_merge(pool, msg, pool.own(keep), gone, "near-duplicate")]
     return []
+
+
+def _merge(pool: ChatPool, msg: ChatMessage, keep: ActiveTopic, gone: ActiveTopic, reason: str) -> TopicEvent:
+    """Merge the active topic ``gone`` into ``keep`` (already the pool's own copy); the MERGED event."""
+    absorb(keep, gone, pool.seen)
+    pool.topics = [t for t in pool.topics if t is not gone]
+    for mid in gone.message_ids:
+        if pool.msg_topic.get(mid) == gone.topic_id:
+            pool.msg_topic[mid] = keep.topic_id
+    for sid, seen in list(pool.senders.items()):
+        if seen.topic_id == gone.topic_id:
+            pool.senders[sid] = seen.model_copy(update={"topic_id": keep.topic_id})
+    pool.bump("merged")
+    ev = _event(pool, msg, TopicEventKind.MERGED, keep, list(keep.message_ids), None, reason)
+    return ev.model_copy(update={"related_topic_ids": [gone.topic_id], "weights": dict(keep.soft)})
 
 
 def _evict(pool: ChatPool, msg: ChatMessage, cfg: SegmenterConfig) -> list[TopicEvent]:

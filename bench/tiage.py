@@ -5,8 +5,9 @@ The data is ``{dialog_id: [[utterance, label], ...]}``: label ``"1"`` marks a to
 none, and the first turn carries ``"-1"`` (not scored); speakers alternate. A ``.txt`` file in the dialogue
 format of ``bench/dialogues/`` (``## id``, then ``A: text`` / ``* B: text`` for a shift) is read the same way,
 with its own speakers. Each dialogue is replayed through the segmenter as a chat one minute per turn, and a
-turn is predicted to shift the topic when the segmenter puts it in a different topic than the previous turn
-(it opened a new one, or went back to an older one).
+turn is predicted to shift the topic when, at the end of the dialogue, the segmenter has it in a different
+topic than the previous turn (it opened a new one, or went back to an older one; a merge of two topics, such
+as a shift withdrawn a turn later, makes their members one topic).
 
 ``memstream`` is the segmenter exactly as configured (the settings' segmenter section: what the pipeline runs
 on a two-party chat). ``--compare`` adds the alternatives: ``shift-model`` and ``affinity`` (the two-party
@@ -114,18 +115,21 @@ async def embed_all(dialogues: Dialogues, embedder) -> dict[str, np.ndarray] | N
 def predict(
     dialogues: Dialogues, vectors: dict[str, np.ndarray] | None, cfg: SegmenterConfig
 ) -> tuple[list[bool], int]:
-    """Per scored turn: did it land in another topic than the previous turn? Also the number of turns."""
+    """Per scored turn: is it in another topic than the previous turn, once the dialogue is over (a MERGED
+    event puts the members of the merged topic in the one it joined)? Also the number of turns."""
     shifts: list[bool] = []
     n = 0
     for dialog_id, turns in dialogues.items():
-        pool, previous = ChatPool(chat_id=f"tiage-{dialog_id}"), None
-        for i, (msg, turn) in enumerate(zip(dialog_messages(dialog_id, turns), turns, strict=True)):
+        pool, topic_of = ChatPool(chat_id=f"tiage-{dialog_id}"), []
+        for i, msg in enumerate(dialog_messages(dialog_id, turns)):
             pool, events = step(pool, msg, None if vectors is None else vectors[dialog_id][i], cfg)
+            for e in events:
+                if e.kind == TopicEventKind.MERGED:
+                    topic_of = [e.topic_id if t in e.related_topic_ids else t for t in topic_of]
             main = next(e for e in events if e.kind in (TopicEventKind.OPENED, TopicEventKind.EXTENDED))
-            if turn.label != "-1":
-                shifts.append(main.topic_id != previous)
-            previous = main.topic_id
+            topic_of.append(main.topic_id)
             n += 1
+        shifts += [topic_of[i] != topic_of[i - 1] for i, t in enumerate(turns) if t.label != "-1"]
     return shifts, n
 
 

