@@ -25,9 +25,9 @@ from retrieval.router.currency import (
     doc_from_record,
     heads_to_fetch,
 )
+from retrieval.router.layers import render_layers
 from retrieval.router.query import QueryAnalysis
 from retrieval.router.recipes import RouterConfig, StrategyRecipe, strategy_mix
-from retrieval.router.layers import render_layers
 from retrieval.router.respond import finish
 from retrieval.router.scoring import doc_tokens, keyword_weights
 from retrieval.router.slot_step import slot_answers
