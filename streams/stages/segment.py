@@ -73,6 +73,9 @@ class SegmentStage:
         self.deleted: set[tuple[str, str]] = set()
         self._skipped: set[tuple[str, str]] = set()  # (chat, message id) of deleted senders' messages seen
         self._checks: dict[tuple[str, str], topic_audit.TopicCheck] = {}  # close-time checks of this batch
+        # active topics a merge absorbed in this batch, as they stood: stored marked merged whether or not a
+        # batch boundary fell between their opening and the merge (the same rows for any batch size)
+        self._absorbed: dict[tuple[str, str], TopicSummary] = {}
         self._read: dict[tuple[str, str], ChatMessage] = {}  # stored messages read in this batch (_messages)
         self._edited: list[ChatMessage] = []  # this batch's edits (a topic closing in it sees the new text)
 
@@ -237,12 +240,17 @@ class SegmentStage:
 
     def _step(self, msg: ChatMessage, vec, out: StageOutput, records: list[Record]) -> list[TopicEvent]:
         pool = self.pools.get(msg.chat_id) or segmenter.ChatPool(chat_id=msg.chat_id)
+        before = pool
         try:
             pool, events = segmenter.step(pool, msg, vec, self.cfg)
         except Exception as exc:  # a bug on one message must not stop the chat
             record = next((r for r in records if msg.message_id in r.value), records[0])
             out.dead_letter("segment", record, f"segmenter failed: {exc!r}", msg.chat_id)
             return []
+        for event in events:
+            for gone in event.related_topic_ids if event.kind == TopicEventKind.MERGED else ():
+                if (active := before.topic(gone)) is not None:
+                    self._absorbed[(msg.chat_id, gone)] = _active_summary(msg.chat_id, active, "merged")
         if pool is not self.pools.get(msg.chat_id):  # a changed pool is a new object (a seen message: same)
             self.pools[msg.chat_id] = pool
             self._dirty.add(msg.chat_id)
@@ -281,15 +289,7 @@ class SegmentStage:
             pool = self.pools.get(chat_id)
             active = pool.topic(topic_id) if pool else None
             if active is not None:
-                summary = TopicSummary(
-                    chat_id=chat_id,
-                    topic_id=topic_id,
-                    state="active",
-                    message_ids=list(active.message_ids),
-                    participants=list(active.participants),
-                    started_at=active.started_at,
-                    last_active_at=active.last_active_at,
-                )
+                summary = _active_summary(chat_id, active, "active")
             elif event.kind in (TopicEventKind.CLOSED, TopicEventKind.SPLIT, TopicEventKind.MERGED):
                 # closed topics, the parts of a split, the keeper of a close-time merge
                 msgs = await self._messages(chat_id, event.message_ids)
@@ -311,6 +311,9 @@ class SegmentStage:
             else:
                 continue
             summaries.append(summary)
+        stored = {(x.chat_id, x.topic_id) for x in summaries}
+        summaries += [x for key, x in self._absorbed.items() if key not in stored]
+        self._absorbed.clear()
         await self.clients.store.upsert_topics(summaries)
         for event in [e for e in touched.values() if e.kind == TopicEventKind.MERGED]:
             await self._mark_merged(event)  # after the loop: a topic closed and merged away in one batch
@@ -322,3 +325,10 @@ class SegmentStage:
         for gone in event.related_topic_ids:
             if gone in stored and stored[gone].state != "merged":
                 await self.clients.store.upsert_topic(stored[gone].model_copy(update={"state": "merged"}))
+
+
+def _active_summary(chat_id: str, active, state: str) -> TopicSummary:
+    """The stored summary of an active topic of the pool."""
+    return TopicSummary(chat_id=chat_id, topic_id=active.topic_id, state=state, message_ids=list(active.message_ids),
+                        participants=list(active.participants), started_at=active.started_at,
+                        last_active_at=active.last_active_at)  # fmt: skip
