@@ -91,9 +91,9 @@ def _planned_event_of(m: ChatMessage) -> str | None:
 
 def _named_week_of(m: ChatMessage) -> date | None:
     """A day of the last week message ``m`` names explicitly, if any."""
-    from language.extract.date_anchors import named_week
-    from language.extract.dates import find_dates
     from language.extract.text import split_sentences
+    from language.time.anchors import named_week
+    from language.time.dates import find_dates
 
     found = None
     for sent in split_sentences(m.text):

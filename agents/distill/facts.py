@@ -8,8 +8,6 @@ from agents.distill.context import Collected, Draft, Sentence, TopicContext, mak
 from agents.distill.qa import answer_part, question_part
 from agents.distill.summary import GENERIC_WORDS
 from language.extract.corrections import corrected_span
-from language.extract.date_anchors import named_week
-from language.extract.dates import annotate_dates, find_dates
 from language.extract.entities import NOT_ENTITIES, find_entities
 from language.extract.event_slots import all_slots
 from language.extract.person import Rewrite, looks_like_name, to_third_person
@@ -19,6 +17,8 @@ from language.extract.slots import SlotMatch, find_slots, is_retraction, states_
 from language.extract.tasks import find_task
 from language.extract.text import cjk_tags, is_filler, is_question, split_sentences
 from language.text import ENGLISH_STOPWORDS, extract_keywords, has_cjk, text_cache, tokenize
+from language.time.anchors import named_week
+from language.time.dates import annotate_dates, find_dates
 from schemas import ChatMessage, Relation
 
 __all__ = ["answer_slot_fact", "distill_message"]

@@ -7,10 +7,10 @@ import re
 from collections import Counter
 
 from agents.distill.context import Collected, Sentence, TopicContext
-from language.extract.dates import MONTHS, WEEKDAYS, ZH_DATE_WORD
 from language.extract.entities import ZH_NOT_ENTITIES, find_entities
 from language.extract.text import cjk_tags, is_filler, is_small_talk_question, split_sentences
 from language.text import extract_keywords, has_cjk
+from language.time.dates import MONTHS, WEEKDAYS, ZH_DATE_WORD
 from schemas import CandidateFact, DistillResult, QAPair, stable_id
 
 __all__ = ["GENERIC_WORDS", "build_result", "cap_facts", "senders_of", "summarise", "title_of"]

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from language.extract.dates import MONTHS, WEEKDAYS, ZH_DATE_WORD
 from language.extract.screen import screened
 from language.extract.text import ZH_FILLERS, cjk_tags
 from language.text import ENGLISH_STOPWORDS, has_cjk, text_cache
+from language.time.dates import MONTHS, WEEKDAYS, ZH_DATE_WORD
 from schemas.graph import EntityType
 
 __all__ = [

@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from language.extract.dates import ZH_DATE_TAIL
 from language.extract.text import cjk_tags
 from language.text import ENGLISH_STOPWORDS, has_cjk
+from language.time.dates import ZH_DATE_TAIL
 
 __all__ = ["Rewrite", "conjugate", "en_subject", "looks_like_name", "to_third_person", "zh_subject"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from language.extract.dates import DateMention, find_time
 from language.extract.entities import MENTION_RE
 from language.extract.screen import screened
 from language.extract.text import is_question
 from language.text import ENGLISH_STOPWORDS, has_cjk
+from language.time.dates import DateMention, find_time
 from schemas import ChatMessage, TaskItem
 
 __all__ = ["EN_DECISION", "EN_TASK_REQUEST", "ZH_DECISION", "find_task"]

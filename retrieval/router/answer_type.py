@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from language.extract.clock import find_clocks
 from language.lazy_re import lazy
+from language.time.clock import find_clocks
 from retrieval.router.scoring import mentions_time
 
 __all__ = ["asked_kind", "states_kind"]

@@ -17,7 +17,7 @@ from datetime import timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from retrieval.router.timebounds import shift
+from language.time.bounds import shift
 from schemas import ChatMessage, RetrieveRequest, RetrieveResponse, TopicSummary, TraceStep
 from schemas.retrieval import ContextLayer
 

@@ -19,10 +19,10 @@ from collections import Counter
 from pydantic import BaseModel, ConfigDict, Field
 
 from language.text import tokenize
+from language.time.windows import TimeWindow
 from retrieval.router.candidates import Cand
 from retrieval.router.query import QueryAnalysis
 from retrieval.router.scoring import in_window, mentions_time
-from retrieval.router.timeparse import TimeWindow
 
 
 class Confidence(BaseModel):

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from language.text import count_tokens
+from language.time.windows import widen
 from retrieval.protocols import Embedder, MemoryFilter, MemoryStore
 from retrieval.query_vectors import upcoming
 from retrieval.router import compound, multihop, multiround, profiles
@@ -33,7 +34,6 @@ from retrieval.router.scoring import doc_tokens, keyword_weights
 from retrieval.router.slot_step import slot_answers
 from retrieval.router.state import Run
 from retrieval.router.strategies import RANKERS, Context, Ranking, aggregate_lines, fuse_rankings
-from retrieval.router.timeparse import widen
 from retrieval.store_memo import until_write
 from schemas import RetrieveRequest, RetrieveResponse, TraceStep
 

@@ -18,9 +18,9 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from language.text import tokenize
+from language.time.windows import TimeWindow
 from retrieval.router.candidates import Cand
 from retrieval.router.recipes import RescoreWeights
-from retrieval.router.timeparse import TimeWindow
 
 _TIME_MENTION = re.compile(
     r"\b(?:yesterday|today|tonight|tomorrow|last (?:week|weekend|month|year|night|summer|winter|spring|fall|"

@@ -17,11 +17,11 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from language.extract.clock import find_clocks
-from language.extract.dates import find_dates
 from language.extract.event_slots import EN_TIME, ZH_TIME
 from language.extract.person import looks_like_name
 from language.text import ENGLISH_STOPWORDS, has_cjk, jieba, text_cache, tokenize
+from language.time.clock import find_clocks
+from language.time.dates import find_dates
 from retrieval.protocols import Doc
 from retrieval.router import slot_cues as cue
 from retrieval.router.slot_query import SlotQuery, subject_in_text

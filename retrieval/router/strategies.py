@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from language.text import count_tokens, text_cache
+from language.time.windows import TimeWindow
 from retrieval.router.candidates import Cand
 from retrieval.router.multihop import person_focus
 from retrieval.router.query import QueryAnalysis
 from retrieval.router.recipes import StrategyRecipe
 from retrieval.router.scoring import age_days, coverage, in_window, memory_score, mentions_time
-from retrieval.router.timeparse import TimeWindow
 
 # pure over the text: the same candidates come back question after question (a regex scan of each, each time)
 _mentions_time = text_cache(1 << 14)(mentions_time)

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from language.extract.dates import annotate_dates, find_dates
 from language.extract.event_slots import all_slots
+from language.time.dates import annotate_dates, find_dates
 from memstream.clients import build_clients
 from memstream.ops import ingest
 from memstream.settings import Settings

@@ -87,7 +87,7 @@ async def test_a_change_without_a_slot_replaces_the_fact_it_changes(tmp_path, mi
 
 def test_a_plan_moved_to_a_bare_weekday_is_ahead():
     """Said on a Sunday, "复查改到周四…了" is the coming Thursday: 了 marks the change, not a past visit."""
-    from language.extract.dates import find_dates
+    from language.time.dates import find_dates
 
     sunday = datetime(2026, 7, 12, 10, 0, tzinfo=timezone(timedelta(hours=8)))
     (moved,) = find_dates("复查改到周四上午十点了", sunday)

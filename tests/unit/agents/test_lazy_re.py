@@ -45,7 +45,7 @@ def test_the_extraction_modules_load_without_compiling_their_rules():
         "    n[0] += 1\n"
         "    return real(*a, **k)\n"
         "re.compile = counting\n"
-        "import language.extract.slots, language.extract.event_slots, language.extract.date_rules, streams.sensitive\n"
+        "import language.extract.slots, language.extract.event_slots, language.time.rules, streams.sensitive\n"
         "import retrieval.router.slot_cues\n"
         "print(n[0])\n"
     )

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from language.extract.cue_slots import _EN_FAV, _EN_FAV_CUE, _ZH_FAV, cue_slots
-from language.extract.date_rules import ABSOLUTE_RULES, EN_RULES, TAIL_RULES
-from language.extract.dates import _MAY_HAVE_DATE, _may_have_date, find_dates
+from language.time.dates import _MAY_HAVE_DATE, _may_have_date, find_dates
+from language.time.rules import ABSOLUTE_RULES, EN_RULES, TAIL_RULES
 
 RULES = EN_RULES + ABSOLUTE_RULES + TAIL_RULES
 REF = datetime(2024, 3, 6, 15, 0, tzinfo=UTC)
@@ -21,6 +21,7 @@ DATED = [
     "this afternoon", "tomorrow", "next Friday", "this weekend", "last month", "next summer", "in March",
     "two weeks ago", "in a few days", "three days from now", "on Sunday", "2024-03-08", "3月8日", "March 8th, 2024",
     "8 of March", "the week before", "on the 5th", "5号", "wEdNeSdAy", "since May", "early September",
+    "Sept 2023", "back in 2019", "the second week of November", "the October dates",
 ]  # fmt: skip
 WORDS = [w for s in DATED for w in s.split()] + "a I we had fun on at in the of ok 7 pm it's ſunday K ٣ MAY".split()
 

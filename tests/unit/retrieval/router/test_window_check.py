@@ -45,4 +45,4 @@ def test_a_calendar_date_without_its_year_proves_nothing():
     old = [doc("The launch moved to Monday.", 1)]
     assert check("What happened on March 5?", old) is None  # maybe March 5 of another year
     assert check("3月5号发生了什么？", old) is None
-    assert check("What happened on March 5, 2024?", old) == "march 5, 2024"
+    assert check("What happened on March 5, 2024?", old) == "March 5, 2024"

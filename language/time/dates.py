@@ -5,7 +5,7 @@ distilled. Relative expressions are resolved on the message's *local* date, in t
 (or ``tz`` when given): ``tomorrow`` said at 2024-03-08T23:30-05:00 (a Friday there, Saturday in UTC) is
 2024-03-09. The conventions for ``this/next/last Friday``, bare weekdays (``周六``, ``on Friday``), and weekdays
 or days of the month anchored to a week or month (``下周我们周三见``, ``next month 5号``) are documented in
-:mod:`language.extract.date_rules`; clock times (``下午三点``, ``5:30pm``) in :mod:`language.extract.clock`.
+:mod:`language.time.rules`; clock times (``下午三点``, ``5:30pm``) in :mod:`language.time.clock`.
 
 Never raises on extreme input: an expression whose date falls outside years 1..9999 (``tomorrow`` said on
 9999-12-31, ``999999999 days ago``) is left unresolved.
@@ -14,12 +14,13 @@ Never raises on extreme input: an expression whose date falls outside years 1..9
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import date, datetime, time, tzinfo
 
-from language.extract.clock import find_clocks
-from language.extract.date_rules import ABSOLUTE_RULES, EN_RULES, TAIL_RULES, ZH_RULES, Context, resolve
-from language.extract.date_words import MONTHS, WEEKDAYS, DateMention
 from language.text import has_cjk
+from language.time.clock import find_clocks
+from language.time.rules import ABSOLUTE_RULES, EN_RULES, TAIL_RULES, ZH_RULES, Context, resolve
+from language.time.words import MONTHS, WEEKDAYS, DateMention
 
 __all__ = [
     "MONTHS",
@@ -64,21 +65,29 @@ def local_time(ref: datetime, tz: tzinfo | None = None) -> datetime:
 
 
 def find_dates(
-    sentence: str, ref: datetime, tz: tzinfo | None = None, *, week_of: date | None = None
+    sentence: str,
+    ref: datetime,
+    tz: tzinfo | None = None,
+    *,
+    week_of: date | None = None,
+    yearless_ref: date | None = None,
 ) -> list[DateMention]:
     """Relative and absolute date expressions of ``sentence``, resolved against ``ref`` (the message time).
 
     Days are computed on ``ref``'s local date in its own zone, or in ``tz`` when given. A clock time said with
     a day-level expression is attached to it (``DateMention.clock``). ``week_of``: a day of the week the
-    conversation just named (:func:`language.extract.date_anchors.named_week`); a bare weekday with no anchor of
+    conversation just named (:func:`language.time.anchors.named_week`); a bare weekday with no anchor of
     its own is of that week when the tense allows (``下周三聚餐改到周四`` -> reply ``周四可以``).
+    ``yearless_ref``: the day a date said without its year or month (``March 4``, ``三月``, ``8号``) is read
+    against instead of ``ref``'s, and the last it can be in a past sentence (a question: what was said is
+    never after its asking day, nor after a silent chat's last day).
     """
     cjk = has_cjk(sentence)
     if not cjk and not _may_have_date(sentence):
         return []
     found: list[DateMention] = []
     replaced: set[int] = set()
-    ctx = Context(local_time(ref, tz).date(), sentence, cjk, found, week_of)
+    ctx = Context(local_time(ref, tz).date(), sentence, cjk, found, week_of, yearless_ref)
     taken: list[tuple[int, int]] = []
     for pattern, kind in (ZH_RULES if cjk else []) + EN_RULES + ABSOLUTE_RULES + TAIL_RULES:
         for m in pattern.finditer(sentence):
@@ -99,6 +108,7 @@ def find_dates(
                     resolved.grain,
                     resolved.approx,
                     season.lower() if season else None,
+                    explicit=resolved.explicit,
                 )
             )
             taken.append((m.start(), m.end()))
@@ -120,7 +130,7 @@ def _with_clocks(sentence: str, mentions: list[DateMention]) -> list[DateMention
         for i in ([before[-1]] if before else []) + ([after[0]] if after else []):
             if out[i].grain in _DAY_GRAINS and out[i].clock is None:
                 d = out[i]
-                out[i] = DateMention(d.start, d.end, d.day, d.grain, d.approx, d.season, clock.at)
+                out[i] = replace(d, clock=clock.at)
                 break
     return out
 

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from datetime import time
 
-from language.extract.date_words import parse_number
 from language.lazy_re import lazy
+from language.time.words import parse_number
 
 __all__ = ["Clock", "find_clocks"]
 

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from language.extract.dates import find_dates
+from language.time.dates import find_dates
 
 
 def _days(text: str, at: datetime) -> list[date | None]:

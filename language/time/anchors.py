@@ -1,7 +1,7 @@
 """What a date rule resolves against (pure): the :class:`Context` of one sentence, the :class:`Resolved`
 result, and the *anchors* a relative expression belongs to — a week, month or year reference next to it
 (``next week ... Wednesday``), or a weekday before it that names its week (``下周三 ... 周四``). The rules
-themselves are in :mod:`language.extract.date_rules`."""
+themselves are in :mod:`language.time.rules`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import NamedTuple
 
-from language.extract.date_words import WEEKDAYS, DateMention
+from language.time.words import WEEKDAYS, DateMention
 
 __all__ = ["ADJACENT", "Context", "Resolved", "anchor", "named_week", "week_named_weekday"]
 
@@ -23,6 +23,7 @@ class Resolved(NamedTuple):
     grain: str
     approx: bool = False
     replaces: DateMention | None = None  # an anchor mention (``next week``) this one makes redundant
+    explicit: bool = False  # the words state the date in full ("May 2023", "2023年"): nothing to annotate
 
 
 @dataclass
@@ -32,6 +33,11 @@ class Context:
     cjk: bool
     found: list[DateMention]  # mentions resolved by earlier rules (anchors for weekdays, days, months)
     week_of: date | None = None  # a day of the week the conversation just named ("下周三…" before "周四可以")
+    yearless_ref: date | None = None  # what a date said without its year is read against (default ``ref``)
+
+    @property
+    def calendar(self) -> date:
+        return self.yearless_ref or self.ref
 
 
 def anchor(ctx: Context, m: re.Match[str], grains: tuple[str, ...]) -> DateMention | None:

@@ -1,7 +1,7 @@
 """Shared pieces of date resolution: the mention type, number words, calendar arithmetic, tense cues.
 
 Pure and clock-free. Calendar helpers may raise ``ValueError``/``OverflowError`` at the edges of the
-``datetime`` range (year 1 / 9999); :func:`language.extract.dates.find_dates` drops such an expression instead.
+``datetime`` range (year 1 / 9999); :func:`language.time.dates.find_dates` drops such an expression instead.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ __all__ = [
     "DateMention",
     "Tense",
     "add_months",
+    "clause_of",
     "month_end",
     "parse_number",
     "tense_of",
@@ -61,10 +62,11 @@ class DateMention:
     approx: bool = False
     season: str | None = None
     clock: time | None = None
+    explicit: bool = False  # a month or year stated in full ("May 2023", "2023年"): no label
 
     def label(self, cjk: bool) -> str | None:
         d = self.day
-        if self.grain == "absolute":
+        if self.grain == "absolute" or self.explicit:
             return None
         if cjk:
             return {
@@ -186,6 +188,13 @@ def _cue(text: str, cjk: bool) -> Tense | None:
     return "future" if _EN_FUTURE.search(text) else "past" if _en_past(text) else None
 
 
+def clause_of(sentence: str, start: int, end: int) -> tuple[int, int]:
+    """The bounds of the clause holding ``sentence[start:end]`` (between commas, stops and the like)."""
+    left = max((m.end() for m in _CLAUSE_END.finditer(sentence, 0, start)), default=0)
+    right_m = _CLAUSE_END.search(sentence, end)
+    return left, right_m.start() if right_m else len(sentence)
+
+
 def tense_of(sentence: str, start: int, end: int, cjk: bool, *, clause_only: bool = False) -> Tense | None:
     """The tense around ``sentence[start:end]``: its clause's cues first, then the whole sentence's (with
     ``clause_only``, not when the clause is in the present: "it got moved, it's Thursday now").
@@ -193,11 +202,10 @@ def tense_of(sentence: str, start: int, end: int, cjk: bool, *, clause_only: boo
     Future cues win over past ones (``I was going to … on Friday`` is a plan); None when there is no cue.
     A day chosen for a plan is ahead however the choice is told ("we agreed on Thursday", "说好周四").
     """
-    left = max((m.end() for m in _CLAUSE_END.finditer(sentence, 0, start)), default=0)
-    right_m = _CLAUSE_END.search(sentence, end)
-    clause = sentence[left : right_m.start() if right_m else len(sentence)]
+    left, right = clause_of(sentence, start, end)
+    clause = sentence[left:right]
     if (_ZH_BOOKED if cjk else _EN_BOOKED).search(sentence[left:start]) and (
-        not cjk or "的" in sentence[end : right_m.start() if right_m else len(sentence)]
+        not cjk or "的" in sentence[end:right]
     ) and not _PAST_ANCHOR.search(clause):
         return "future"  # booked for a day: "booked a class for Saturday", "我报了周六上午的陶艺课"
     if not cjk and (_EN_MOVED_TO.search(sentence[left:start]) or _EN_MOVED_FROM.match(sentence, end)):

@@ -15,6 +15,11 @@ Conventions (all relative to the message's local date ``ref``; weeks run Monday.
   ``every Friday`` / ``每周五`` are habits, not dates.
 - A month named alone (``in March``, ``三月``, ``5月底``) is of this year, unless the tense says otherwise
   (past: the latest such month not after this one; future: the first not before it).
+- A day of a month said without its year (``March 4``, ``3月4号``), and ``8号`` said without its month, is
+  the first such day not before the message, unless the sentence is past (then the nearest, a day ahead
+  counting double).
+  Years and months said in full (``May 2023``, ``in 2022``, ``2023年5月``) resolve as said, unlabelled.
+  A question about a chat long silent reads these against the chat's last day (``Context.calendar``).
 - A weekday named after (or right before) a week reference in the same sentence belongs to that week:
   ``from next week on we meet on Wednesday`` / ``下周我们周三见`` -> Wednesday of next week. Likewise a day of
   the month after a month reference (``next month on the 5th``, ``下个月5号``) and a month after a year
@@ -29,8 +34,10 @@ import calendar
 import re
 from datetime import date, timedelta
 
-from language.extract.date_anchors import ADJACENT, Context, Resolved, anchor, week_named_weekday
-from language.extract.date_words import (
+from language.lazy_re import lazy
+from language.time.anchors import ADJACENT, Context, Resolved, anchor, week_named_weekday
+from language.time.stated import bare_dom, capped, stated, yearless_day
+from language.time.words import (
     MONTHS,
     WEEKDAYS,
     ZH_NUM,
@@ -41,7 +48,6 @@ from language.extract.date_words import (
     tense_of,
     week_start,
 )
-from language.lazy_re import lazy
 
 __all__ = ["ABSOLUTE_RULES", "EN_RULES", "TAIL_RULES", "ZH_RULES", "Context", "Resolved", "resolve"]
 
@@ -53,7 +59,7 @@ _ZH_N = (
 )
 _WD = "|".join(WEEKDAYS)
 _MON_FULL = "|".join(MONTHS)
-_MONTH_RE = "january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+_MON_ANY = f"{_MON_FULL}|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec"
 _SHIFT = {"last": -1, "past": -1, "previous": -1, "this": 0, "next": 1, "coming": 1}
 _ZH_SHIFT = {"上上": -2, "上": -1, "下下": 2, "下": 1, "这": 0, "本": 0}
 _ZH_YEAR = {"前": -2, "去": -1, "今": 0, "明": 1, "后": 2}
@@ -91,7 +97,7 @@ EN_RULES: list[tuple[re.Pattern[str], str]] = [
     # the absolute rules instead of guessing a week from the tense.
     (
         lazy(
-            rf"(?<!every )(?<!each )\b(?:on )?(?P<wd>{_WD})\b(?!,?\s+(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+)?(?:{_MONTH_RE})\b)(?!,?\s+\d{{1,2}}[/.-]\d)",
+            rf"(?<!every )(?<!each )\b(?:on )?(?P<wd>{_WD})\b(?!,?\s+(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+)?(?:{_MON_ANY})\b)(?!,?\s+\d{{1,2}}[/.-]\d)",
             re.I,
         ),
         "bare_weekday",
@@ -127,6 +133,7 @@ ZH_RULES: list[tuple[re.Pattern[str], str]] = [
         "zh_date",
     ),
     (lazy(r"(?P<y>前|去|今|明|后)年"), "zh_year"),
+    (lazy(r"(?<!\d)(?P<y>(?:19|20)\d{2})年(?![\d零一二三四五六七八九十]{1,3}月|底|末|初)"), "year"),
     (
         lazy(rf"{_ZH_N}(?P<unit>天|周|个星期|个礼拜|个月|年)(?P<dir>前|以前|之前|后|以后|之后)"),
         "zh_offset",
@@ -134,29 +141,24 @@ ZH_RULES: list[tuple[re.Pattern[str], str]] = [
     (lazy(rf"(?<!不)再?过{_ZH_N}(?P<unit>天|周|个星期|个礼拜|个月|年)"), "zh_offset"),
     (lazy(r"(?<!每)(?<!每个)(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])"), "zh_bare_weekday"),
 ]
+_Y = r"(?P<y>(?:19|20)\d{2})"
 ABSOLUTE_RULES: list[tuple[re.Pattern[str], str]] = [
-    (lazy(r"\b(?P<y>(?:19|20)\d{2})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b"), "iso"),
-    (lazy(r"(?:(?P<y>(?:19|20)\d{2})年)?(?P<m>\d{1,2})月(?P<d>\d{1,2})[日号]"), "iso"),
-    (
-        lazy(
-            rf"\b(?P<mon>{_MON_FULL})\.? (?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?:,? (?P<y>(?:19|20)\d{{2}}))?\b",
-            re.I,
-        ),
-        "md",
-    ),
-    (
-        lazy(
-            rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)? (?:of )?(?P<mon>{_MON_FULL})(?:,? (?P<y>(?:19|20)\d{{2}}))?\b",
-            re.I,
-        ),
-        "md",
-    ),
-]
+    (lazy(rf"\b{_Y}-(?P<m>\d{{1,2}})-(?P<d>\d{{1,2}})\b"), "iso"),
+    (lazy(rf"(?:{_Y}年)?(?P<m>\d{{1,2}})月(?P<d>\d{{1,2}})[日号]"), "iso"),
+    (lazy(rf"\b(?P<mon>{_MON_ANY})\.? (?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?:,? {_Y})?\b", re.I), "md"),
+    (lazy(rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)? (?:of )?(?P<mon>{_MON_ANY})\.?(?:,? {_Y})?\b", re.I), "md"),
+    (lazy(rf"\b(?P<mon>{_MON_ANY})\.?,?\s+(?:of\s+)?{_Y}\b", re.I), "month_year"),
+    (lazy(rf"\b(?:in|during|of|since|from|before|after|by|until)\s+{_Y}\b(?![-/.]\d)", re.I), "year"),
+]  # fmt: skip
+_NOT_A_DAY = "[楼线床房机位门口厅馆店车窗桌选手码球]"  # "3号楼", "2号线", "8号选手": a number, not a day
 # Resolved only next to an anchor found by the rules above ("the week before March 8", "next month 5号").
 TAIL_RULES: list[tuple[re.Pattern[str], str]] = [
     (lazy(r"\bthe week (?P<dir>before|after)\b", re.I), "week_rel"),
+    # a month the rules above left: "the second week of November", "from June", "the October dates"
+    (lazy(rf"\b(?:of|from|during|through|throughout|around|till|before|after)\s+(?P<mon>{_MON_FULL})\b(?!\.?\s*\d)", re.I), "month"),
+    (lazy(r"\b(?P<mon>January|February|March|April|June|July|August|September|October|November|December)\b(?!\.?\s*\d)"), "month"),
     (lazy(r"\b(?:on )?the (?P<d>\d{1,2})(?:st|nd|rd|th)\b", re.I), "dom"),
-    (lazy(rf"(?<![\d月零一二三四五六七八九十])(?P<d>\d{{1,2}}|{ZH_NUM})号"), "dom"),
+    (lazy(rf"(?<![\d月零一二三四五六七八九十])(?P<d>\d{{1,2}}|{ZH_NUM})号(?!{_NOT_A_DAY})"), "dom"),
 ]
 
 
@@ -207,7 +209,7 @@ def _month_by_tense(month: int, m: re.Match[str], ctx: Context) -> Resolved:
     year_anchor = anchor(ctx, m, ("year",))
     if year_anchor is not None:
         return Resolved(date(year_anchor.day.year, month, 1), "month", False, year_anchor)
-    ref, tense = ctx.ref, tense_of(ctx.sentence, m.start(), m.end(), ctx.cjk)
+    ref, tense = ctx.calendar, tense_of(ctx.sentence, m.start(), m.end(), ctx.cjk)
     year = ref.year
     if tense == "past" and month > ref.month:
         year -= 1
@@ -283,9 +285,9 @@ def _en(kind: str, m: re.Match[str], ctx: Context) -> Resolved | None:
     if kind == "season":
         return Resolved(_en_season(g["w"].lower(), g["season"].lower(), ref), "season")
     if kind == "month":
-        if g["mon"] == "may":
-            return None  # the modal verb ("this may help")
-        which, month = g["w"].lower(), MONTHS.index(g["mon"].lower()) + 1
+        which, month = (g.get("w") or "").lower(), MONTHS.index(g["mon"].lower()) + 1
+        if g["mon"] == "may" and which in ("this", ""):
+            return None  # the modal verb ("this may help", "it may rain")
         if which == "last":  # the latest such month before this one
             return Resolved(date(ref.year - (month >= ref.month), month, 1), "month")
         if which == "next":  # the first such month after this one
@@ -349,12 +351,14 @@ def _zh_date(g: dict[str, str | None], m: re.Match[str], ctx: Context) -> Resolv
     if not 1 <= month <= 12:
         return None
     if y and y.isdigit():
-        return Resolved(date(int(y), month, day or 1), "absolute")
+        if day is None:
+            return Resolved(date(int(y), month, 1), "month", explicit=True)
+        return Resolved(capped(int(y), month, day), "absolute")
     if y:
         year = ctx.ref.year + _ZH_YEAR[y]
-        return Resolved(date(year, month, day), "day") if day else Resolved(date(year, month, 1), "month")
+        return Resolved(capped(year, month, day), "day") if day else Resolved(date(year, month, 1), "month")
     if day:
-        return Resolved(date(ctx.ref.year, month, day), "absolute")
+        return yearless_day(month, day, m, ctx)
     return _month_by_tense(month, m, ctx)
 
 
@@ -363,6 +367,8 @@ def _tail(kind: str, m: re.Match[str], ctx: Context) -> Resolved | None:
     if kind == "dom":
         month = anchor(ctx, m, ("month",))
         day = parse_number(g["d"] or "")
+        if month is None and day and ctx.cjk and "号" in m.group(0):
+            return bare_dom(day, m, ctx)
         return Resolved(month.day.replace(day=day or 0), "day", False, month) if month and day else None
     if kind == "week_rel":
         after = [
@@ -385,10 +391,8 @@ def resolve(kind: str, m: re.Match[str], ctx: Context) -> Resolved | None:
     """
     if kind[0] == "d" and kind[1] in "+-":
         return Resolved(ctx.ref + timedelta(days=int(kind[1:])), "day")
-    if kind in ("iso", "md"):
-        g = m.groupdict()
-        month = MONTHS.index(g["mon"].lower()) + 1 if g.get("mon") else int(g["m"] or 0)
-        return Resolved(date(int(g["y"] or ctx.ref.year), month, int(g["d"] or 0)), "absolute")
+    if kind in ("iso", "md", "month_year", "year"):
+        return stated(kind, m, ctx)
     if kind.startswith("zh_"):
         return _zh(kind, m, ctx)
     if kind in ("dom", "week_rel"):

@@ -2,7 +2,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from language.extract.dates import annotate_dates, find_dates
+from language.time.dates import annotate_dates, find_dates
 
 REF = datetime(2024, 3, 4, 9, 39, tzinfo=UTC)  # a Monday
 

@@ -1,4 +1,4 @@
-"""Query time windows over week/month/year boundaries, in the asker's zone, and on extreme input (issue 11.5)."""
+"""Dates over week, month and year boundaries, in messages and in questions (one grounding path), in the asker's zone, and on extreme input."""
 
 from __future__ import annotations
 
@@ -6,8 +6,11 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
+from language.time.dates import find_dates
+from language.time.windows import widen
+from language.time.words import parse_number
 from retrieval.router.query import analyse
-from retrieval.router.timeparse import cn_number, parse_time, widen
+from retrieval.router.timeparse import parse_time
 
 CST = timezone(timedelta(hours=8))
 EST = timezone(timedelta(hours=-5))
@@ -120,7 +123,7 @@ def test_out_of_range_expressions_are_ignored():
     assert parse_time("What did we say 999999999 days ago?", AUG15).windows == []
     assert parse_time("What happened in May 0000?", AUG15).windows == []
     assert span("What did I do 3 years ago?", AUG15) == (date(2021, 1, 1), date(2021, 12, 31))
-    assert cn_number("9" * 5000) is None
+    assert parse_number("9" * 5000) is None
 
 
 def test_widen_saturates_instead_of_overflowing():
@@ -134,3 +137,89 @@ def test_widen_saturates_instead_of_overflowing():
     assert widen(low, before=timedelta(days=999_999_999), after=timedelta(0)).since == datetime(
         1, 1, 2, tzinfo=UTC
     ).astimezone(CST)
+
+
+# One grounding path: a date said in a message and the same words in a question name the same day, and a
+# date said without its year, month or week is never before its message unless the sentence says it is past.
+SUN_YEAR_END = datetime(2028, 12, 31, 20, 0, tzinfo=CST)  # a Sunday, the last day of a year
+WED_MONTH_END = datetime(2027, 6, 30, 9, 0, tzinfo=CST)  # a Wednesday, the last day of a month
+TUE_NEW_YEAR = datetime(2029, 1, 2, 9, 0, tzinfo=CST)
+LEAP_DAY = datetime(2024, 2, 29, 9, 0, tzinfo=CST)  # a Thursday
+
+
+def said(text: str, at: datetime) -> date:
+    mentions = find_dates(text, at)
+    assert mentions, text
+    return mentions[0].day
+
+
+@pytest.mark.parametrize(
+    ("text", "at", "expected"),
+    [
+        ("the kiln opening is January 4", SUN_YEAR_END, date(2029, 1, 4)),
+        ("窑口开放定在1月4号", SUN_YEAR_END, date(2029, 1, 4)),
+        ("8号见，别迟到", SUN_YEAR_END, date(2029, 1, 8)),
+        ("see you Tuesday for the key handover", SUN_YEAR_END, date(2029, 1, 2)),
+        ("周二交钥匙", SUN_YEAR_END, date(2029, 1, 2)),
+        ("the vet on July 2 then", WED_MONTH_END, date(2027, 7, 2)),
+        ("3号交房租", WED_MONTH_END, date(2027, 7, 3)),
+        ("Friday works for the review", WED_MONTH_END, date(2027, 7, 2)),
+        ("周五评审", WED_MONTH_END, date(2027, 7, 2)),
+        ("the grant deadline is March 1", LEAP_DAY, date(2024, 3, 1)),
+        ("the party is Feb 28, bring snacks", LEAP_DAY, date(2025, 2, 28)),
+    ],
+)
+def test_a_date_in_a_plan_is_never_before_its_message(text, at, expected):
+    assert said(text, at) == expected >= at.date()
+
+
+@pytest.mark.parametrize(
+    ("text", "at", "expected"),
+    [
+        ("last Friday the boiler gave up", SUN_YEAR_END, date(2028, 12, 29)),
+        ("上周五锅炉坏了", SUN_YEAR_END, date(2028, 12, 22)),
+        ("we repainted the shed on December 20", TUE_NEW_YEAR, date(2028, 12, 20)),
+        ("我们12月20号刷了棚子", TUE_NEW_YEAR, date(2028, 12, 20)),
+        ("3号那天我们交了房租", WED_MONTH_END, date(2027, 6, 3)),
+        ("we planted the beans on Sunday", TUE_NEW_YEAR, date(2028, 12, 31)),
+    ],
+)
+def test_a_date_goes_back_when_the_sentence_says_it_is_past(text, at, expected):
+    assert said(text, at) == expected
+
+
+def test_a_past_verb_of_another_act_does_not_send_a_plan_back_a_year():
+    at = datetime(2024, 8, 31, 9, 0, tzinfo=CST)
+    assert said("她改签了 9月12号到", at) == date(2024, 9, 12)
+    assert said("年会的场地订好了，就在12月20日那天", at) == date(2024, 12, 20)
+
+
+@pytest.mark.parametrize(
+    ("message", "question", "at"),
+    [
+        ("I lost my keys last Friday", "What did I lose last Friday?", SUN_YEAR_END),
+        ("上周五我把钥匙弄丢了", "上周五我丢了什么？", SUN_YEAR_END),
+        ("the printer broke yesterday", "What broke yesterday?", TUE_NEW_YEAR),
+        ("昨天打印机坏了", "昨天什么坏了？", TUE_NEW_YEAR),
+        ("we moved in last month", "Where did we move last month?", TUE_NEW_YEAR),
+        ("我们去年搬的家", "我们去年搬去哪了？", TUE_NEW_YEAR),
+        ("we painted the hall on June 3", "What did we paint on June 3?", WED_MONTH_END),
+    ],
+)
+def test_a_question_names_the_day_its_message_named(message, question, at):
+    window = parse_time(question, at).window
+    assert window is not None, question
+    assert window.since.date() <= said(message, at) <= window.until.date()
+
+
+def test_stated_months_and_years_are_windows_and_plans_ahead_are_not():
+    assert span("What happened in May 2023?", AUG15) == (date(2023, 5, 1), date(2023, 5, 31))
+    assert span("2023年5月发生了什么", AUG15) == (date(2023, 5, 1), date(2023, 5, 31))
+    assert span("Where did we go in 2022?", AUG15) == (date(2022, 1, 1), date(2022, 12, 31))
+    assert span("2022年我们去了哪", AUG15) == (date(2022, 1, 1), date(2022, 12, 31))
+    assert span("What did we do the second week of November?", AUG15) == (date(2023, 11, 1), date(2023, 11, 30))
+    assert parse_time("What are we doing tomorrow?", AUG15).windows == []
+    assert parse_time("下周二开会吗？", AUG15).windows == []
+    # a weekday next to a stated date counts from that date, not from today
+    assert span("What did she finish the Friday before 23 January, 2022?", AUG15) == (
+        date(2022, 1, 23), date(2022, 1, 23))  # fmt: skip

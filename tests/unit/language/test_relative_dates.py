@@ -1,7 +1,7 @@
 """Relative dates resolved against the message's own timestamp, in the message's own zone (issue 11, point 5).
 
 Reference days (2024): Wed 03-06, Fri 03-08, Sat 03-09, Sun 03-10; Mon 12-30; Wed 01-31; Thu 02-29 (leap).
-Weeks run Monday..Sunday. Conventions under test are documented in ``language/extract/date_rules.py``.
+Weeks run Monday..Sunday. Conventions under test are documented in ``language/time/rules.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from agents.config import DistillerConfig
 from agents.distiller import distill_extractive
-from language.extract.dates import (
+from language.time.dates import (
     ZH_DATE_WORD,
     DateMention,
     annotate_dates,
