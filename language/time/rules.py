@@ -43,6 +43,7 @@ from language.time.words import (
     ZH_NUM,
     ZH_WEEKDAY,
     add_months,
+    clause_of,
     month_end,
     parse_number,
     tense_of,
@@ -209,12 +210,9 @@ def _month_by_tense(month: int, m: re.Match[str], ctx: Context) -> Resolved:
     year_anchor = anchor(ctx, m, ("year",))
     if year_anchor is not None:
         return Resolved(date(year_anchor.day.year, month, 1), "month", False, year_anchor)
-    ref, tense = ctx.calendar, tense_of(ctx.sentence, m.start(), m.end(), ctx.cjk)
-    year = ref.year
-    if tense == "past" and month > ref.month:
-        year -= 1
-    elif tense == "future" and month < ref.month:
-        year += 1
+    a, b = clause_of(ctx.sentence, m.start(), m.end())  # its own clause's tense: "she got a job, she can get
+    ref, tense = ctx.calendar, tense_of(ctx.sentence[a:b], m.start() - a, m.end() - a, ctx.cjk)  # us tickets in may"
+    year = ref.year - (tense == "past" and month > ref.month) + (tense == "future" and month < ref.month)
     return Resolved(date(year, month, 1), "month")
 
 

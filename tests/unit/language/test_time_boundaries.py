@@ -223,3 +223,12 @@ def test_stated_months_and_years_are_windows_and_plans_ahead_are_not():
     # a weekday next to a stated date counts from that date, not from today
     assert span("What did she finish the Friday before 23 January, 2022?", AUG15) == (
         date(2022, 1, 23), date(2022, 1, 23))  # fmt: skip
+
+
+def test_a_month_takes_the_tense_of_its_own_clause():
+    """News told in the past, then a plan in a clause of its own: the plan's month is ahead."""
+    at = datetime(2026, 3, 3, 18, 0, tzinfo=timezone(timedelta(hours=1)))
+    (plan,) = find_dates("my cousin got a job at the theatre, he can get us cheap seats in may", at)
+    assert plan.day == date(2026, 5, 1)
+    (past,) = find_dates("we went to the coast in may, it rained all week", at)
+    assert past.day == date(2025, 5, 1)
