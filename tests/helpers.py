@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 
@@ -61,3 +61,13 @@ async def ask_new_chat(tmp_path: Path, chat: str, lines, question: str, embedder
     finally:
         await clients.close()
 
+
+# the first and last instants a datetime can hold, in zones either side of UTC: date grounding must not raise
+EXTREME_INSTANTS = [
+    datetime(9999, 12, 31, 23, 59, tzinfo=timezone(timedelta(hours=8))),
+    datetime(9999, 12, 31, 23, 59, tzinfo=timezone(timedelta(hours=-5))),
+    datetime.max.replace(tzinfo=UTC),
+    datetime(1, 1, 1, 0, 0, tzinfo=timezone(timedelta(hours=8))),
+    datetime(1, 1, 1, 0, 0, tzinfo=timezone(timedelta(hours=-5))),
+    datetime.min.replace(tzinfo=UTC),
+]

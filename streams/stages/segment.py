@@ -327,7 +327,7 @@ class SegmentStage:
                 await self.clients.store.upsert_topic(stored[gone].model_copy(update={"state": "merged"}))
 
 
-def _active_summary(chat_id: str, active, state: str) -> TopicSummary:
+def _active_summary(chat_id: str, active: segmenter.ActiveTopic, state: str) -> TopicSummary:
     """The stored summary of an active topic of the pool."""
     return TopicSummary(chat_id=chat_id, topic_id=active.topic_id, state=state, message_ids=list(active.message_ids),
                         participants=list(active.participants), started_at=active.started_at,

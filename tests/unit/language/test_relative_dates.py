@@ -21,6 +21,7 @@ from language.time.dates import (
     resolve_when,
 )
 from schemas import ChatMessage, DistillJob
+from tests.helpers import EXTREME_INSTANTS
 
 CST = timezone(timedelta(hours=8))
 EST = timezone(timedelta(hours=-5))
@@ -249,14 +250,7 @@ def test_clock_times(text, expected):
     assert find_time(text) == expected
 
 
-EXTREME_TS = [
-    datetime(9999, 12, 31, 23, 59, tzinfo=CST),
-    datetime(9999, 12, 31, 23, 59, tzinfo=EST),
-    datetime.max.replace(tzinfo=UTC),
-    datetime(1, 1, 1, 0, 0, tzinfo=CST),
-    datetime(1, 1, 1, 0, 0, tzinfo=EST),
-    datetime.min.replace(tzinfo=UTC),
-]
+EXTREME_TS = EXTREME_INSTANTS
 EXTREME_TEXT = [
     "tomorrow at 3pm",
     "yesterday",

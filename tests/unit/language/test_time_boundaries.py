@@ -11,6 +11,7 @@ from language.time.windows import widen
 from language.time.words import parse_number
 from retrieval.router.query import analyse
 from retrieval.router.timeparse import parse_time
+from tests.helpers import EXTREME_INSTANTS
 
 CST = timezone(timedelta(hours=8))
 EST = timezone(timedelta(hours=-5))
@@ -69,14 +70,7 @@ def test_windows_are_local_to_the_askers_zone():
     )
 
 
-EXTREME_NOW = [
-    datetime(9999, 12, 31, 23, 59, tzinfo=CST),
-    datetime(9999, 12, 31, 23, 59, tzinfo=EST),
-    datetime.max.replace(tzinfo=UTC),
-    datetime(1, 1, 1, 0, 0, tzinfo=CST),
-    datetime(1, 1, 1, 0, 0, tzinfo=EST),
-    datetime.min.replace(tzinfo=UTC),
-]
+EXTREME_NOW = EXTREME_INSTANTS
 EXTREME_QUERIES = [
     "What did I do 10000 years ago?",
     "What did we say 999999999 days ago?",
