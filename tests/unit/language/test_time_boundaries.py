@@ -226,3 +226,24 @@ def test_a_month_takes_the_tense_of_its_own_clause():
     assert plan.day == date(2026, 5, 1)
     (past,) = find_dates("we went to the coast in may, it rained all week", at)
     assert past.day == date(2025, 5, 1)
+
+
+@pytest.mark.parametrize(
+    ("text", "at", "expected"),
+    [
+        ("the pottery fair is on the 3rd, don't forget", WED_MONTH_END, date(2027, 7, 3)),
+        ("can we push the tasting to the 4th?", SUN_YEAR_END, date(2029, 1, 4)),
+        ("the 2nd works better for me", SUN_YEAR_END, date(2029, 1, 2)),
+        ("we varnished the benches on the 28th", TUE_NEW_YEAR, date(2028, 12, 28)),
+        ("see you the 5th at noon", WED_MONTH_END, date(2027, 7, 5)),
+    ],
+)
+def test_an_english_day_of_the_month_said_alone_takes_the_month_its_tense_points_to(text, at, expected):
+    assert said(text, at) == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["my aunt lives on the 19th floor", "the 18th century chairs arrived", "he sank it on the 9th hole"]
+)
+def test_an_ordinal_with_its_own_noun_is_no_day(text):
+    assert find_dates(text, WED_MONTH_END) == []
