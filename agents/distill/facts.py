@@ -10,10 +10,11 @@ from agents.distill.summary import GENERIC_WORDS
 from language.extract.corrections import corrected_span
 from language.extract.entities import NOT_ENTITIES, find_entities
 from language.extract.event_slots import all_slots
-from language.extract.person import Rewrite, looks_like_name, to_third_person
+from language.extract.person import Rewrite, to_third_person
 from language.extract.plan_moves import moves_plan
 from language.extract.slot_text import question_slot, short_answer_value, slot_sentence
 from language.extract.slots import SlotMatch, find_slots, is_retraction, states_change
+from language.extract.subject import looks_like_name
 from language.extract.tasks import find_task
 from language.extract.text import cjk_tags, is_filler, is_question, split_sentences
 from language.text import ENGLISH_STOPWORDS, extract_keywords, has_cjk, text_cache, tokenize

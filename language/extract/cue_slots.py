@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import re
 
-from language.extract.person import relative_subject
 from language.extract.screen import screened
 from language.extract.slots import SlotMatch
+from language.extract.subject import relative_subject
 
 __all__ = ["cue_slots"]
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 
 from language.extract.corrections import corrected_span
-from language.extract.person import looks_like_name
 from language.extract.plan_moves import (
     DAYS,
     EN_TIME,
@@ -28,6 +27,7 @@ from language.extract.plan_moves import (
 )
 from language.extract.screen import screened
 from language.extract.slots import SlotMatch
+from language.extract.subject import looks_like_name
 from language.lazy_re import lazy
 from language.text import has_cjk
 

@@ -12,8 +12,8 @@ from functools import cache
 from itertools import repeat
 
 from language.extract.corrections import corrected_value, is_correction
-from language.extract.person import en_subject, zh_subject
 from language.extract.screen import admitted, fold, needs, screened
+from language.extract.subject import en_subject, zh_subject
 from language.lazy_re import lazy
 from language.text import has_cjk
 

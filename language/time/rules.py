@@ -36,7 +36,7 @@ from datetime import date, timedelta
 
 from language.lazy_re import lazy
 from language.time.anchors import ADJACENT, Context, Resolved, anchor, week_named_weekday
-from language.time.stated import bare_dom, capped, stated, yearless_day
+from language.time.stated import bare_dom, capped, day_alone, stated, yearless_day
 from language.time.words import (
     MONTHS,
     WEEKDAYS,
@@ -161,22 +161,6 @@ TAIL_RULES: list[tuple[re.Pattern[str], str]] = [
     (lazy(r"\b(?:on )?the (?P<d>\d{1,2})(?:st|nd|rd|th)\b", re.I), "dom"),
     (lazy(rf"(?<![\d月零一二三四五六七八九十])(?P<d>\d{{1,2}}|{ZH_NUM})号(?!{_NOT_A_DAY})"), "dom"),
 ]
-
-
-# "the 19th" names a day when nothing follows it or a word that cannot be its noun ("the 19th century", "the
-# 19th floor" and "the 19th hole" are not days): a clause word, a time of day, an answer
-_EN_WORD_AFTER = lazy(r"^\s*(?P<w>[A-Za-z']+)")
-_NOT_ITS_NOUN = frozenset(
-    "at or and instead then is was works work would will for to in if so but too as with because cause bc ok okay "
-    "now rather maybe right still please pls again already it we i you he she they that this the a on by from "
-    "until till before after morning afternoon evening night am pm could can should might isn't wasn't "
-    "won't doesn't does do did".split()
-)
-
-
-def _day_alone(m: re.Match[str], ctx: Context) -> bool:
-    nxt = _EN_WORD_AFTER.match(ctx.sentence[m.end() :])
-    return nxt is None or nxt["w"].lower() in _NOT_ITS_NOUN
 
 
 # the day of the month said next to a weekday: "Thursday the 15th", "Thursday, 15th", "周四15号", "15号周四"
@@ -381,7 +365,7 @@ def _tail(kind: str, m: re.Match[str], ctx: Context) -> Resolved | None:
     if kind == "dom":
         month = anchor(ctx, m, ("month",))
         day = parse_number(g["d"] or "")
-        if month is None and day and (("号" in m.group(0)) if ctx.cjk else _day_alone(m, ctx)):
+        if month is None and day and (("号" in m.group(0)) if ctx.cjk else day_alone(m, ctx)):
             return bare_dom(day, m, ctx)
         return Resolved(month.day.replace(day=day or 0), "day", False, month) if month and day else None
     if kind == "week_rel":

@@ -10,10 +10,11 @@ import calendar
 import re
 from datetime import date
 
+from language.lazy_re import lazy
 from language.time.anchors import Context, Resolved
 from language.time.words import MONTHS, add_months, clause_of, tense_of
 
-__all__ = ["bare_dom", "capped", "stated", "yearless_day"]
+__all__ = ["bare_dom", "capped", "day_alone", "stated", "yearless_day"]
 
 _HALF_YEAR = 183  # days
 
@@ -80,3 +81,20 @@ def stated(kind: str, m: re.Match[str], ctx: Context) -> Resolved:
     if not g["y"]:
         return yearless_day(month, int(g["d"] or 0), m, ctx)
     return Resolved(capped(int(g["y"]), month, int(g["d"] or 0)), "absolute")
+
+
+# "the 19th" names a day when nothing follows it or a word that cannot be its noun ("the 19th century", "the
+# 19th floor" and "the 19th hole" are not days): a clause word, a time of day, an answer
+_EN_WORD_AFTER = lazy(r"^\s*(?P<w>[A-Za-z']+)")
+_NOT_ITS_NOUN = frozenset(
+    "at or and instead then is was works work would will for to in if so but too as with because cause bc ok okay "
+    "now rather maybe right still please pls again already it we i you he she they that this the a on by from "
+    "until till before after morning afternoon evening night am pm could can should might isn't wasn't "
+    "won't doesn't does do did".split()
+)
+
+
+def day_alone(m: re.Match[str], ctx: Context) -> bool:
+    """An English day of the month (``the 19th``) said alone, not as an ordinal of a noun."""
+    nxt = _EN_WORD_AFTER.match(ctx.sentence[m.end() :])
+    return nxt is None or nxt["w"].lower() in _NOT_ITS_NOUN

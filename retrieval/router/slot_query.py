@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agents.consolidate.records import norm_text as _norm
 from agents.consolidate.records import value_in
-from language.extract.person import RELATION_WORDS, ZH_RELATIONS, looks_like_name
+from language.extract.subject import RELATION_WORDS, ZH_RELATIONS, looks_like_name
 from language.text import has_cjk
 from retrieval.router.slot_cues import LABEL
 from schemas import MemoryRecord

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from language.extract.event_slots import EN_TIME, ZH_TIME
-from language.extract.person import looks_like_name
+from language.extract.subject import looks_like_name
 from language.text import ENGLISH_STOPWORDS, has_cjk, jieba, text_cache, tokenize
 from language.time.clock import find_clocks
 from language.time.dates import find_dates

@@ -78,3 +78,22 @@ def test_relatives_and_pronouns_are_the_subject(text, speaker, want):
     found = {(s.attribute, s.subject, s.value) for s in all_slots(text, speaker, NAMES) if not s.negated}
     assert want in found, found
     assert not any(a == want[0] and s == speaker for a, s, _ in found)  # never the speaker's own
+
+
+@pytest.mark.parametrize(
+    ("text", "speaker", "want"),
+    [  # a clause without its own subject carries the one said before it; a relative named is that person
+        ("我表哥老周上个月辞职了，现在在成都上班", "小王", ("works_at", "老周", "成都")),
+        ("我同事阿强在京东上班", "小王", ("works_at", "阿强", "京东")),
+        ("李雷换工作了，在深圳上班", "小王", ("works_at", "李雷", "深圳")),
+        ("我朋友毕业以后，在广州工作", "小王", ("works_at", "小王的朋友", "广州")),
+    ],
+)
+def test_a_clause_without_its_own_subject_is_about_the_one_said_before(text, speaker, want):
+    found = {(s.attribute, s.subject, s.value) for s in all_slots(text, speaker, NAMES) if not s.negated}
+    assert want in found, found
+    assert not any(a == want[0] and s == speaker for a, s, _ in found)
+
+
+def test_the_speakers_own_clause_stays_theirs():
+    assert ("works_at", "小王", "深圳") in slots("我跳槽去了腾讯，在深圳上班", "小王")

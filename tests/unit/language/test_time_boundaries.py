@@ -247,3 +247,11 @@ def test_an_english_day_of_the_month_said_alone_takes_the_month_its_tense_points
 )
 def test_an_ordinal_with_its_own_noun_is_no_day(text):
     assert find_dates(text, WED_MONTH_END) == []
+
+
+def test_a_day_said_full_or_busy_is_still_ahead():
+    """A day that is full or complete ("周六满了", "人齐了") is a state, not a past event: the day stays ahead."""
+    fri = datetime(2027, 7, 2, 9, 0, tzinfo=CST)
+    assert said("店家说周六满了，改成周日吧", fri) == date(2027, 7, 3)
+    assert said("周四人齐了就出发", fri) == date(2027, 7, 8)
+    assert said("周四我们去了趟宜家", fri) == date(2027, 7, 1)  # an act: the Thursday just gone
