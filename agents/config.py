@@ -78,7 +78,7 @@ class SegmenterConfig(BaseModel):
     # topic shifts")
     dyadic_shift: bool = True
     shift_weights: str | None = None  # a weight file of your own (python -m bench.tiage_train --out FILE)
-    # one turn later the shift model may withdraw a shift it called (segment_shift.revise_p): the one-turn
+    # one turn later a shift may be withdrawn on two-sided evidence (agents/segment_revise.py): the one-turn
     # topic is merged back into the topic it left (a MERGED event)
     shift_revise: bool = True
     # per-chat pace: time_decay_half_life_s and user_window_s are multiplied by clamp(median recent gap /

@@ -16,11 +16,7 @@ are read against the chat's own too (a Chinese turn is a third of the characters
 translation). The decision is made when the turn arrives (the stream does not wait for the next turns), so
 the "depth" is one-sided: how far the turn falls below the recent cohesion of the conversation.
 
-One turn later the decision may be taken back (:func:`revise_p`): a second logistic reads the shift turn's
-own score, the next turn's score against the window as it is, and the next turn's score against the window
-without the shift turn. A next turn that reads as going on from the turn before the shift (an aside, a short
-answer to the old subject) withdraws the boundary; the segmenter then merges the one-turn topic back into
-the topic it left (a MERGED event), so nothing already emitted is rewritten.
+One turn later the decision may be taken back, on two-sided evidence (:mod:`agents.segment_revise`).
 
 Cues of a new request or of a closed one ("by the way", "另外", "还有一个问题"; "thanks, bye", "好的，谢谢")
 are features with learned weights, never rules that decide alone.
@@ -48,7 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SHIFT_FEATURES",
-    "REVISE_FEATURES",
+    "STATS",
     "ShiftWeights",
     "closing_cue",
     "default_shift_weights",
@@ -56,7 +52,7 @@ __all__ = [
     "is_dyadic",
     "logistic",
     "new_topic_cue",
-    "revise_p",
+    "reference",
     "shift_features",
     "shift_logit",
     "shift_p",
@@ -91,13 +87,6 @@ SHIFT_FEATURES = (
     "prev_close",  # the previous turn closed something (thanks, goodbye, "anything else?")
 )
 
-REVISE_FEATURES = (
-    "bias",
-    "logit_turn",  # the shift turn's own log-odds when it arrived
-    "logit_next",  # the next turn's log-odds against the window as it is (the shift turn last)
-    "logit_next_skip",  # ... against the window without the shift turn
-)
-
 # discourse markers, matched near the start of a turn (a marker deep in a sentence rarely opens a subject)
 _NEW_TOPIC_RE = re.compile(
     r"\b(by the way|btw|one more thing|one last thing|another (question|thing)|on another note|"
@@ -130,15 +119,12 @@ class ShiftWeights(BaseModel):
 
     weights: dict[str, float]
     threshold: float = 0.5  # a turn shifts when its probability reaches this
-    revise: dict[str, float] = Field(default_factory=dict)  # over REVISE_FEATURES; empty: never revised
+    revise: dict[str, float] = Field(default_factory=dict)  # segment_revise.REVISE_FEATURES; empty: no revision
     revise_threshold: float = 0.0  # a shift is withdrawn one turn later when revise_p falls below this
     meta: dict[str, object] = Field(default_factory=dict)
 
     def vector(self) -> np.ndarray:
         return np.asarray([self.weights.get(name, 0.0) for name in SHIFT_FEATURES], dtype=np.float64)
-
-    def revise_vector(self) -> np.ndarray:
-        return np.asarray([self.revise.get(name, 0.0) for name in REVISE_FEATURES], dtype=np.float64)
 
 
 @cache
@@ -161,7 +147,7 @@ def is_dyadic(msg: LinkMsg, window: list[LinkMsg], private: bool = True) -> bool
     return len(window) >= need and len({msg.sender, *(m.sender for m in window)}) <= 2
 
 
-def _reference(vecs: list[np.ndarray]) -> tuple[float, float, list[float]] | None:
+def reference(vecs: list[np.ndarray]) -> tuple[float, float, list[float]] | None:
     """Mean and spread of the cosines between neighbouring turns (all pairs while there are fewer than
     three neighbours); the spread is floored at a tenth of the distance to 1, which scales with the
     embedder's band."""
@@ -180,7 +166,7 @@ def _vector_values(vector: np.ndarray | None, window_vectors: list[np.ndarray | 
     names = ("z_prev", "z_prev2", "z_ctx", "z_max", "depth", "pct_prev")
     usable = vector is not None and bool(window_vectors) and window_vectors[-1] is not None
     known = [v for v in window_vectors[-STATS:] if v is not None and vector is not None and v.shape == vector.shape]
-    ref = _reference(known) if usable and len(known) >= 2 else None
+    ref = reference(known) if usable and len(known) >= 2 else None
     if ref is None or vector is None:
         return {**dict.fromkeys(names, 0.0), "no_vector": 1.0}
     mu, sd, adjacent = ref
@@ -274,10 +260,3 @@ def shift_logit(x: np.ndarray, weights: ShiftWeights) -> float:
 def shift_p(x: np.ndarray, weights: ShiftWeights) -> float:
     """The probability that the turn with features ``x`` starts a new topic."""
     return logistic(shift_logit(x, weights))
-
-
-def revise_p(logit_turn: float, logit_next: float, logit_next_skip: float, weights: ShiftWeights) -> float:
-    """The probability, read one turn later, that a turn the model called a shift is one (log-odds as
-    :func:`shift_logit` gives them; see :data:`REVISE_FEATURES`)."""
-    x = np.asarray([1.0, logit_turn, logit_next, logit_next_skip], dtype=np.float64)
-    return logistic(float(x @ weights.revise_vector()))

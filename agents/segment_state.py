@@ -131,13 +131,14 @@ class SenderSeen(BaseModel):
 
 class PendingShift(BaseModel):
     """A two-person chat's latest turn opened a topic on the shift model's word; the next turn may withdraw
-    that (agents/segment_shift.revise_p): the topic it opened, the one it left, its log-odds, and whether
-    the turn before it closed an exchange."""
+    that (agents/segment_revise.revise_p): the topic it opened, the one it left, its log-odds and features,
+    and whether the turn before it closed an exchange."""
 
     topic_id: str
     left_id: str
     logit: float
     closing_before: bool = False
+    features: list[float] = Field(default_factory=list)  # segment_shift.SHIFT_FEATURES order
 
 
 class ChatPool(BaseModel):

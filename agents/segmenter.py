@@ -18,15 +18,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import numpy as np
+
 from agents.config import SegmenterConfig
 from agents.segment_link import link_msg, read_links, remember
+from agents.segment_revise import next_look, revise_p, revise_row
 from agents.segment_shift import (
     closing_cue,
     default_shift_weights,
     dyad_features,
     is_dyadic,
     logistic,
-    revise_p,
     shift_logit,
     skip_features,
 )
@@ -83,7 +85,7 @@ def step(
     events = _close_idle(pool, at, cfg)
     f = features(msg, vector, pool, cfg)
     lm = link_msg(msg, f)
-    logit = _shift_reading(pool, lm, f, msg.text, cfg, msg.chat_type == "private")
+    turn_x, logit = _shift_reading(pool, lm, f, msg.text, cfg, msg.chat_type == "private") or (None, None)
     pending, pool.pending_shift = pool.pending_shift, None
     if logit is not None and pending is not None:
         events += _revise(pool, msg, lm, f, pending, logit, cfg)
@@ -128,8 +130,10 @@ def step(
         events.append(_event(pool, msg, kind, topic, [msg.message_id], best, reason, None, related, parent))
         pool.bump("opened")
         if dyad is not None and cfg.shift_revise:
-            left, before = dyad[1].topic_id, pool.last_closing
-            pool.pending_shift = PendingShift(topic_id=topic.topic_id, left_id=left, logit=logit, closing_before=before)
+            left, before, kept = dyad[1].topic_id, pool.last_closing, [float(v) for v in turn_x]  # type: ignore[union-attr]
+            pool.pending_shift = PendingShift(
+                topic_id=topic.topic_id, left_id=left, logit=logit, closing_before=before, features=kept
+            )
     remember(pool, lm, f.vector, cfg, parent)
     pool.last_closing = closing_cue(msg.text)
     if pool.last_at is not None:
@@ -143,12 +147,16 @@ def _weight(cfg: SegmenterConfig, signal: str) -> float:
     return getattr(cfg, f"w_{signal}")
 
 
-def _shift_reading(pool: ChatPool, lm, f: Features, text: str, cfg: SegmenterConfig, private: bool) -> float | None:
-    """In a two-person chat with ``dyadic_shift`` on: the shift model's log-odds that the turn starts a new
-    topic (:mod:`agents.segment_shift`). None: not a dialogue; the join score decides."""
+def _shift_reading(
+    pool: ChatPool, lm, f: Features, text: str, cfg: SegmenterConfig, private: bool
+) -> tuple[np.ndarray, float] | None:
+    """In a two-person chat with ``dyadic_shift`` on: the shift model's features of the turn and its log-odds
+    that the turn starts a new topic (:mod:`agents.segment_shift`). None: not a dialogue; the join score
+    decides."""
     if not cfg.dyadic_shift or not is_dyadic(lm, pool.window, private):
         return None
-    return shift_logit(dyad_features(pool, lm, f.vector, text), default_shift_weights(cfg.shift_weights))
+    x = dyad_features(pool, lm, f.vector, text)
+    return x, shift_logit(x, default_shift_weights(cfg.shift_weights))
 
 
 def _dyadic(pool: ChatPool, logit: float, cfg: SegmenterConfig) -> tuple[bool, ActiveTopic] | None:
@@ -162,14 +170,16 @@ def _dyadic(pool: ChatPool, logit: float, cfg: SegmenterConfig) -> tuple[bool, A
 
 def _revise(pool: ChatPool, msg: ChatMessage, lm, f: Features, pending: PendingShift, logit: float,
             cfg: SegmenterConfig) -> list[TopicEvent]:  # fmt: skip
-    """Withdraw the previous turn's shift when this turn reads as going on from the turn before it: the
-    one-turn topic is merged back into the topic it left, if both are still active."""
+    """Withdraw the previous turn's shift when this turn reads as going on from the turns before it
+    (:mod:`agents.segment_revise`): the one-turn topic is merged back into the topic it left, if both are
+    still active. A shift kept without its features (a checkpoint from before they were kept) stays."""
     opened, left = pool.topic(pending.topic_id), pool.topic(pending.left_id)
-    if opened is None or left is None or opened.primary_ids() != [pool.window[-1].message_id]:
+    if opened is None or left is None or opened.primary_ids() != [pool.window[-1].message_id] or not pending.features:
         return []
     weights = default_shift_weights(cfg.shift_weights)
     skip = shift_logit(skip_features(pool, lm, f.vector, msg.text, pending.closing_before), weights)
-    if revise_p(pending.logit, logit, skip, weights) >= weights.revise_threshold:
+    row = revise_row(np.asarray(pending.features), pending.logit, logit, skip, next_look(pool, lm, f.vector))
+    if revise_p(row, weights) >= weights.revise_threshold:
         return []
     return [_merge(pool, msg, pool.own(left), opened, "shift-revised")]
 

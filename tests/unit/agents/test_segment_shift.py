@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import tempfile
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import numpy as np
 
 from agents.config import SegmenterConfig
 from agents.reply_linker import LinkMsg, text_cues
 from agents.segment_shift import (
-    REVISE_FEATURES,
     SHIFT_FEATURES,
     default_shift_weights,
     is_dyadic,
-    revise_p,
     shift_features,
     shift_p,
     skip_features,
@@ -122,20 +118,6 @@ def test_three_people_are_left_to_the_join_score():
     assert main_topics(msgs, SegmenterConfig(dyadic_shift=True)) == main_topics(msgs, SegmenterConfig())
 
 
-def test_shipped_weights_carry_a_revision():
-    w = default_shift_weights()
-    assert set(w.revise) == set(REVISE_FEATURES) and 0.0 < w.revise_threshold < 1.0
-    assert w.revise["logit_turn"] > 0 and w.revise["logit_next_skip"] > w.revise["logit_next"]
-
-
-def test_a_next_turn_that_goes_on_from_before_the_shift_withdraws_it_more_readily():
-    w = default_shift_weights()
-    turn = -1.0  # a shift called at a probability just above the threshold
-    back_to_before = revise_p(turn, 1.5, -1.5, w)  # follows the shift turn poorly, the turn before it well
-    goes_on = revise_p(turn, -1.5, 1.5, w)  # follows the shift turn, and would be a shift without it
-    assert back_to_before < w.revise_threshold <= goes_on
-
-
 def test_skip_features_read_the_window_without_its_last_turn():
     msgs = chat(DIALOGUE)
     pool = ChatPool(chat_id="d")
@@ -144,30 +126,6 @@ def test_skip_features_read_the_window_without_its_last_turn():
     last = lm(3, *DIALOGUE[3])
     expected = shift_features(last, pool.window[:-1], None, [None] * 2, False, False)
     assert np.array_equal(skip_features(pool, last, None, DIALOGUE[3][1], False), expected)
-
-
-def test_a_withdrawn_shift_merges_its_one_turn_topic_back():
-    weights = default_shift_weights().model_copy(update={"revise_threshold": 1.0})  # withdraw every shift
-    path = Path(tempfile.mkdtemp()) / "w.json"
-    path.write_text(weights.model_dump_json())
-    default_shift_weights.cache_clear()
-    cfg = SegmenterConfig(shift_weights=str(path))
-    turns = [*DIALOGUE, ("A", "i love cooking , mostly pasta and curry .")]
-    pool, log = ChatPool(chat_id="d"), []
-    for m in chat(turns):
-        pool, events = step(pool, m, None, cfg)
-        log.append(events)
-    opened = next(e for e in log[3] if e.kind == TopicEventKind.OPENED)  # the cooking question shifts
-    merged = [e for e in log[4] if e.kind == TopicEventKind.MERGED]
-    assert len(merged) == 1 and merged[0].related_topic_ids == [opened.topic_id] and merged[0].reason == "shift-revised"
-    assert [t.message_ids for t in pool.topics] == [[f"m{i}" for i in range(5)]]
-    off, _ = step(ChatPool(chat_id="d"), chat(turns)[0], None, cfg.model_copy(update={"shift_revise": False}))
-    assert off.pending_shift is None
-
-
-def test_revision_is_off_without_revise_weights():
-    weights = default_shift_weights().model_copy(update={"revise": {}, "revise_threshold": 0.0})
-    assert revise_p(-5.0, 5.0, -5.0, weights) >= weights.revise_threshold
 
 
 def test_in_a_dialogue_the_centroid_cosine_merges_nothing():

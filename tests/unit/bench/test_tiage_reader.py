@@ -63,6 +63,7 @@ async def test_threshold_can_be_calibrated_on_a_training_file(tmp_path):
 
 
 def test_shift_model_training_writes_weights_the_segmenter_loads(tmp_path, capsys):
+    from agents.segment_revise import REVISE_FEATURES
     from agents.segment_shift import SHIFT_FEATURES, ShiftWeights
     from bench import tiage_train
 
@@ -72,8 +73,10 @@ def test_shift_model_training_writes_weights_the_segmenter_loads(tmp_path, capsy
     assert tiage_train.main(argv) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["turns"] == 5 and {"cv", "train_in_sample_none", "dev_anno_tiny_none"} <= set(report)
+    assert {"f1", "pk", "windowdiff"} <= set(report["cv_scores"]["none"])  # held out, as the bench scores
     w = ShiftWeights.model_validate_json(out.read_text())
     assert set(w.weights) == set(SHIFT_FEATURES) and w.meta["data_sha256"] and "tiage_train" in w.meta["command"]
+    assert set(w.revise) == set(REVISE_FEATURES)
 
 
 def test_dialogue_text_files_carry_speakers_and_shift_marks(tmp_path):
