@@ -3,7 +3,9 @@
 Each stage consumes its topic from its committed offset in batches; a batch's produced records, the new
 offset and the stage's state are committed in one transaction (see :mod:`streams.log`). Store effects are
 idempotent (ids derive from event ids), so a batch that is re-run after a crash changes nothing twice.
-The indexer is drained before every consolidation so each decision sees all earlier decisions applied.
+Distillation results go through the schedule both runtimes share
+(:meth:`streams.stages.Stages.consolidate_results`); the runner's part is :class:`LogJournal`, which
+commits each stage's offset with its output.
 """
 
 from __future__ import annotations
@@ -11,21 +13,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from backends.embed.base import AHEAD, embedding_priority
 from streams.clients import Clients
 from streams.config import PipelineConfig
-from streams.log import EventLog, Produce
-from streams.stages import StageOutput, build_stages
+from streams.log import EventLog, Produce, Record
+from streams.stages import ResultJournal, StageOutput, Stages, build_stages
 from streams.stages.io import turn_texts
-from streams.stages.vectors import shared_turn_vectors
 from streams.topics import DEAD_LETTERS, DERIVED_TOPICS, RAW_MESSAGES
 
 log = logging.getLogger("memstream.runner")
 
 Progress = Callable[[str, int, int], None]
+Counted = Callable[[object, StageOutput, int], Awaitable[None]]  # (stage, its output, records it took)
 
 
 @dataclass
@@ -46,7 +48,8 @@ class RunStats:
 class EmbeddedRunner:
     PREFETCH_CHUNK = 64  # texts per call when the consolidator's candidates are embedded ahead
     AHEAD_BATCHES = 2  # batches of raw messages queued for the model at once, ahead of the segmenter
-    VECTOR_WINDOW = 256  # results whose items' turn vectors are read at once (and held) by _consolidate
+    RESULTS_BATCH = 16  # results taken through the graph stage, the consolidator and the indexer at once
+    VECTOR_WINDOW = 256  # the same without a graph stage (their items' turn vectors are read and held at once)
 
     def __init__(self, clients: Clients, cfg: PipelineConfig, *, batch: int = 256) -> None:
         if not isinstance(clients.log, EventLog):
@@ -92,10 +95,11 @@ class EmbeddedRunner:
             self._loaded = True
 
     async def _run_stage(
-        self, stage, *, batch: int, limit: int | None, stats: RunStats, progress, then: Callable | None = None
+        self, stage, *, batch: int, limit: int | None, stats: RunStats, progress, then: Callable | None = None,
+        process: Callable | None = None,
     ) -> int:
-        """Consume up to ``limit`` batches of ``stage``, awaiting ``then()`` after each; returns records
-        consumed."""
+        """Consume up to ``limit`` batches of ``stage`` (by ``process``, else the stage's own), awaiting
+        ``then()`` after each; returns records consumed."""
         topic = stage.source.name
         consumed = 0
         rounds = 0
@@ -104,19 +108,24 @@ class EmbeddedRunner:
             records = await self.log.read(topic, offset, batch)
             if not records:
                 break
-            out = await stage.process(records)
+            out = await (process or stage.process)(records)
             state = stage.dump_state() if hasattr(stage, "dump_state") else None
             await self.log.commit(stage.group, {topic: records[-1].offset + 1}, out.produced, state)
-            stats.add(stage.group, out)
-            self.totals.add(stage.group, out)
+            await self._counted(stage, stats, progress, out, len(records))
             consumed += len(records)
             rounds += 1
-            if progress is not None:
-                progress(stage.group, len(records), await self._lag(stage))
             if then is not None:
                 await then()
             await asyncio.sleep(0)  # let the embed-ahead task hand the model its next texts
         return consumed
+
+    async def _counted(self, stage, stats: RunStats, progress: Progress | None, out: StageOutput, n: int) -> None:
+        """``stage`` took ``n`` records and gave ``out``: the run's stats, the runner's and the progress (none
+        when ``n`` is 0)."""
+        stats.add(stage.group, out)
+        self.totals.add(stage.group, out)
+        if progress is not None and n:
+            progress(stage.group, n, await self._lag(stage))
 
     async def _embed_ahead(self) -> None:
         """In the background of a run: embed raw messages ahead of the segmenter, so the model (in its
@@ -162,8 +171,7 @@ class EmbeddedRunner:
         if not records:
             return
         self._prefetched_to = records[-1].offset + 1
-        first = self.graph.prefetch_texts(records) if self.graph is not None else []  # it reads them first
-        task = stage.prefetch_ahead(records, self.PREFETCH_CHUNK, first)
+        task = stage.prefetch_ahead(records, self.PREFETCH_CHUNK, self.stages.graph_texts(records))
         if task is None:
             await stage.prefetch(records)
             return
@@ -209,10 +217,11 @@ class EmbeddedRunner:
         """Round after round: the indexer, one batch of messages through the segmenter, then everything
         its closed topics produce through the later stages. A backlog flows down in waves of one batch, so the
         model (in its own threads) embeds the next batches ahead while the distiller, consolidator and indexer
-        run, and their calls (the facts) go first (run stage by stage over the whole backlog, their Python ran
-        after the model was done: a quarter of a LoCoMo ingest's wall time with the model idle)."""
+        run, and their calls (the facts) go first (run stage by stage over the whole backlog, their Python
+        would run after the model was done, the model idle meanwhile)."""
         while True:
-            moved = await self._run_stage(self.index, batch=self.batch, limit=None, stats=stats, progress=progress)
+            moved = await self._run_stage(self.index, batch=self.batch, limit=None, stats=stats, progress=progress,
+                                          process=self.stages.index_decisions)  # fmt: skip
             moved += await self._run_stage(  # one batch, then its topics down the pipeline (below)
                 self.segment, batch=self.batch, limit=1, stats=stats, progress=progress
             )
@@ -220,40 +229,32 @@ class EmbeddedRunner:
             # distiller's next batch, the graph stage and each decision run while it embeds their texts
             moved += await self._run_stage(self.distill, batch=16, limit=None, stats=stats, progress=progress,
                                            then=lambda: self._prefetch(self.consolidate))  # fmt: skip
-            while True:  # the graph stage a batch of results at a time, then the consolidator over them
-                graphed = 0
-                if self.graph is not None:
-                    graphed = await self._run_stage(self.graph, batch=16, limit=1, stats=stats, progress=progress)
-                moved += graphed + await self._consolidate(stats, progress)
-                if not graphed:
-                    break
+            moved += await self._consolidate(stats, progress)
             if not moved:
                 break
 
     async def _consolidate(self, stats: RunStats, progress: Progress | None) -> int:
-        """The consolidator one result at a time, each followed by the indexer, up to where the graph stage
-        has read (it reads each result first, as in the worker). A batch at a time, not the graph stage over
-        the whole round first: the consolidator's Python then runs while the model embeds the next batch's
-        texts, instead of after the model was done (short IRC lines: ~1 s of a 7.7 s ingest)."""
+        """The distiller's results through the shared schedule, :attr:`RESULTS_BATCH` at a time, each batch's
+        decisions then read off their topic by the indexer (which skips those the schedule applied). A
+        batch at a time, not the graph stage over the whole round first: the consolidator's Python then runs
+        while the model embeds the next batch's texts, instead of after the model was done."""
         moved = 0
-        topic = self.consolidate.source.name
-        until = await self.log.committed(self.graph.group, topic) if self.graph is not None else None  # fixed here
-        while True:  # windows of results; in each, the turns their items are composed of are read once
-            start = await self.log.committed(self.consolidate.group, topic)
-            end = start + self.VECTOR_WINDOW if until is None else min(until, start + self.VECTOR_WINDOW)
-            if end <= start:
-                break
-            with shared_turn_vectors():  # for the consolidator and the indexer, which compose the same items
-                await self.consolidate.read_turn_vectors(await self.log.read(topic, start, end - start))
-                while await self.log.committed(self.consolidate.group, topic) < end:
-                    await self._prefetch(self.consolidate)  # results beyond the last window, if any
-                    n = await self._run_stage(self.consolidate, batch=1, limit=1, stats=stats, progress=progress)
-                    if not n:
-                        return moved
-                    moved += n
-                    moved += await self._run_stage(self.index, batch=self.batch, limit=None, stats=stats,
-                                                   progress=progress)  # fmt: skip
-        return moved
+        size = self.RESULTS_BATCH if self.graph is not None else self.VECTOR_WINDOW
+
+        async def counted(stage, out: StageOutput, n: int) -> None:
+            await self._counted(stage, stats, progress, out, n)
+
+        while True:
+            journal = LogJournal(self.log, self.stages, lambda: self._prefetch(self.consolidate), counted)
+            records = await self.log.read(self.consolidate.source.name, await journal.read_offsets(), size)
+            if not records:
+                return moved
+            done = await self.stages.consolidate_results(records, journal)
+            await journal.finish(records[-1].offset + 1)
+            await self._counted(self.index, stats, progress, done.index, 0)  # its records: counted as read below
+            moved += len(records)
+            moved += await self._run_stage(self.index, batch=self.batch, limit=None, stats=stats, progress=progress,
+                                           process=self.stages.index_decisions)  # fmt: skip
 
     async def prune_consumed(self) -> int:
         """Of each derived topic, drop the records every stage reading it has committed past, all but the
@@ -272,6 +273,7 @@ class EmbeddedRunner:
         """Forget every derived record, offset and state (raw messages and dead letters stay)."""
         await self.log.reset_derived([t.name for t in DERIVED_TOPICS])
         self.segment.load_state(None)
+        self.stages.applied.clear()
         self._loaded = True
 
     async def dead_letters(self, limit: int = 100) -> list[str]:
@@ -279,3 +281,50 @@ class EmbeddedRunner:
 
     async def raw_count(self) -> int:
         return await self.log.end_offset(RAW_MESSAGES.name)
+
+
+class LogJournal(ResultJournal):
+    """The embedded runner's way through a batch of results: the graph stage's and the consolidator's
+    offsets, each committed in the local log with that stage's output, so a result's decisions are in the
+    log before they are applied (the indexer applies any a failed run left unapplied). A stage behind the
+    other reads on from its own offset: no result is graphed twice, nor decided twice."""
+
+    def __init__(self, log: EventLog, stages: Stages, ahead: Callable[[], Awaitable[None]], counted: Counted) -> None:
+        self.log = log
+        self.stages = stages
+        self.ahead = ahead  # the runner's embedding ahead, from the log
+        self.counted = counted  # a stage's output and records taken, for the run's stats and progress
+        self.topic = stages.consolidate.source.name
+        self.graph_from = self.decided_to = 0
+
+    async def read_offsets(self) -> int:
+        """Where the batch starts: the first result either stage has still to take."""
+        self.decided_to = await self.log.committed(self.stages.consolidate.group, self.topic)
+        graph = self.stages.graph
+        self.graph_from = await self.log.committed(graph.group, self.topic) if graph is not None else self.decided_to
+        return min(self.graph_from, self.decided_to)
+
+    async def embed_ahead(self, records: list[Record]) -> None:
+        await self.ahead()
+
+    def to_graph(self, records: list[Record]) -> list[Record]:
+        return [r for r in records if r.offset >= self.graph_from]
+
+    async def graphed(self, records: list[Record], out: StageOutput) -> None:
+        await self._commit(self.stages.graph, records[-1].offset + 1, out, len(records))
+
+    async def recall(self, record: Record) -> list[Produce] | None:
+        return [] if record.offset < self.decided_to else None  # its decisions are in the log already
+
+    async def keep(self, record: Record, out: StageOutput) -> None:
+        await self._commit(self.stages.consolidate, record.offset + 1, out, 1)
+
+    async def finish(self, end: int) -> None:
+        """Both stages past the batch (its last results may be a deleted chat's, which neither took)."""
+        for stage in (self.stages.graph, self.stages.consolidate):
+            if stage is not None and await self.log.committed(stage.group, self.topic) < end:
+                await self.log.commit(stage.group, {self.topic: end}, [])
+
+    async def _commit(self, stage, offset: int, out: StageOutput, n: int) -> None:
+        await self.log.commit(stage.group, {self.topic: offset}, out.produced)
+        await self.counted(stage, out, n)

@@ -5,17 +5,18 @@ events are acked, so a crash redelivers it. Redelivery changes nothing twice: ou
 ids and the store de-duplicates, segmenter pools are fenced by offset in working memory, and consolidation
 decisions are journalled there so a redelivered result repeats its decisions instead of deciding again.
 
-The consolidator applies its decisions to the store right after deciding (and still emits them), so the
-next result of a chat sees the effects of the previous one, as the embedded runner guarantees by draining
-the indexer between results; the graph stage reads the same results first, as in the embedded runner.
+A batch of distillation results goes through the schedule both runtimes share
+(:meth:`streams.stages.Stages.consolidate_results`: the graph stage, then each result decided and applied
+before the next); the worker's part is its journal (:class:`WorkingMemoryJournal`), and it sends every
+decision it applied, for the index agent of a worker that did not decide them.
 
-All stages of a worker share one model, which embeds a call at a time from its own queue. Like the embedded
-runner, the worker embeds ahead: a segmenter batch runs in parts, all its parts' turns queued for the model
-when the batch starts, and the consolidator's candidates are embedded as soon as the distiller made the
-results. These bulk calls go in chunks after every other call (:mod:`streams.worker_embed`), so the graph
-stage and the consolidator, the pipeline's tail, do not wait behind a segmenter batch. Only when and in which
-calls texts are embedded changes, and MiniLM int8 embeds one text per forward (``embed_solo``), so a vector,
-and the memory built on it, does not depend on that.
+All stages of a worker share one model, which embeds a call at a time from its own queue. The worker embeds
+ahead: a segmenter batch runs in parts, all its parts' turns queued for the model when the batch starts,
+and the consolidator's candidates are embedded as soon as the distiller made the results. These bulk calls
+go in chunks after every other call (:mod:`streams.worker_embed`), so the graph stage and the consolidator,
+the pipeline's tail, do not wait behind a segmenter batch. Only when and in which calls texts are embedded
+changes, and MiniLM int8 embeds one text per forward (``embed_solo``), so a vector, and the memory built on
+it, does not depend on that.
 """
 
 from __future__ import annotations
@@ -31,19 +32,16 @@ from typing import Any
 
 from agents.segmenter import ChatPool
 from language.text import clear_text_caches
-from schemas import DistillResult, MemoryDecision
 from streams.clients import Clients
-from streams.codec import DecodeError, decode
 from streams.config import PipelineConfig
 from streams.log import Produce, Record
-from streams.stages import StageOutput, build_stages
-from streams.stages.io import is_deleted, kept_decisions, turn_texts
-from streams.stages.vectors import shared_turn_vectors
-from streams.topics import DISTILL_RESULTS, MEMORY_DECISIONS
+from streams.stages import ResultJournal, StageOutput, build_stages
+from streams.stages.io import turn_texts
+from streams.topics import DISTILL_RESULTS
 from streams.worker_embed import PriorityEmbedder, bulk
 from streams.working_memory import WorkingMemory
 
-__all__ = ["Pipeline", "Send", "WorkerConfig"]
+__all__ = ["Pipeline", "Send", "WorkerConfig", "WorkingMemoryJournal"]
 
 log = logging.getLogger("memstream.faust")
 
@@ -79,31 +77,6 @@ def _peek_chat(record: Record) -> str | None:
         return None
     chat = obj.get("chat_id") if isinstance(obj, dict) else None
     return chat if isinstance(chat, str) and chat else None
-
-
-def _senders(result: Record) -> dict[str, list[str]]:
-    """A distill result's display name -> sender ids (none when it does not decode: the stage dead-letters it)."""
-    try:
-        r = decode(DISTILL_RESULTS, result.value)
-    except DecodeError:
-        return {}
-    return r.senders if isinstance(r, DistillResult) else {}
-
-
-def _kept_decisions(produced: list[Produce], deleted: set[tuple[str, str]],
-                    senders: dict[str, list[str]] | None = None) -> list[Produce]:  # fmt: skip
-    """Journalled decisions whose chat or speaker was deleted since they were decided are dropped, by the
-    consolidator's own check (:func:`streams.stages.io.kept_decisions`); ``senders``: the result's display
-    name -> sender ids (the ledger names ids)."""
-    kept = []
-    for p in produced:
-        try:
-            d = decode(MEMORY_DECISIONS, p.value)
-        except DecodeError:
-            continue
-        if isinstance(d, MemoryDecision) and kept_decisions([d], deleted, senders):
-            kept.append(p)
-    return kept
 
 
 class WrittenPools:
@@ -153,13 +126,12 @@ class Pipeline:
         self.pipeline_cfg = pipeline
         if clients.embedder is not None:  # the stages near the pipeline's end embed first (worker_embed)
             clients = replace(clients, embedder=PriorityEmbedder(clients.embedder))
-        self.stages = build_stages(clients, pipeline)  # the same stage list as the embedded runner
+        self.stages = build_stages(clients, pipeline)
         self.segment = self.stages.segment
         self.distill = self.stages.distill
         self.consolidate = self.stages.consolidate
         self.index = self.stages.index
         self.graph = self.stages.graph
-        self._applied: dict[str, None] = {}  # ids of decisions this worker applied itself (the last 100k)
         self._ahead: set[asyncio.Task] = set()  # texts being embedded ahead of the stage that needs them
         self._deleted: set[tuple[str, str]] | None = None  # the deletion ledger as last read
         self._written = WrittenPools(cfg.kept_pools)  # the pools this worker stored last, kept parsed
@@ -233,8 +205,7 @@ class Pipeline:
     async def _segment(self, records: list[Record]) -> StageOutput:
         """The segmenter over the batch in parts (the same output: its pools carry over). Every part's turns
         are queued for the model at once, in order, as bulk work (:mod:`streams.worker_embed`): the model goes
-        through them while the parts before run their Python and the later stages' calls go first, as the
-        embedded runner embeds a batch ahead."""
+        through them while the parts before run their Python and the later stages' calls go first."""
         parts = self._parts(records)
         out = StageOutput()
         ahead = [self._embed_turns(part) for part in parts] if len(parts) > 1 else []
@@ -283,17 +254,14 @@ class Pipeline:
         return out
 
     def _prefetch_ahead(self, results: list[Produce]) -> None:
-        """Embed the consolidator's candidates of these results in the background, as the embedded runner
-        does as soon as its distiller produced them: the consolidator then finds them embedded or being
-        embedded instead of waiting for the model between its batches (when this worker also consumes their
-        partition of the results topic; elsewhere the vectors are only cached). Only the cache is filled."""
+        """Embed the consolidator's candidates of these results in the background as soon as the distiller
+        made them: the consolidator then finds them embedded or being embedded instead of waiting for the
+        model between its batches (when this worker also consumes their partition of the results topic;
+        elsewhere the vectors are only cached). Only the cache is filled."""
         if not results or self.clients.embedder is None:
             return
         ahead = [Record(p.topic, -1, p.key, p.record_id, p.value) for p in results]
-        self._background(bulk(lambda: self.consolidate.prefetch(ahead, self._graph_texts(ahead))))
-
-    def _graph_texts(self, records: list[Record]) -> list[str]:
-        return self.graph.prefetch_texts(records) if self.graph is not None else []
+        self._background(bulk(lambda: self.consolidate.prefetch(ahead, self.stages.graph_texts(ahead))))
 
     async def stop_ahead(self) -> None:
         """Cancel the background embedding (before the clients close)."""
@@ -307,49 +275,42 @@ class Pipeline:
             log.warning("embedding ahead failed", exc_info=task.exception())
 
     async def consolidate_batch(self, records: list[Record], send: Send) -> StageOutput:
-        """One result at a time: decide (or recall the journalled decisions), apply, then emit."""
-        total = StageOutput()
-        deleted = await self.deletions()
-        records = [r for r in records if not is_deleted(deleted, r.key)]  # nothing to embed or read for them
-        await self.consolidate.prefetch(records, self._graph_texts(records))  # the batch's texts: one call
-        if self.graph is not None:  # the graph stage reads the same results first (idempotent by result id),
-            graphed = await self.graph.process(records)  # the batch at once, as the embedded runner does
-            total.dead += graphed.dead
-        with shared_turn_vectors():  # the consolidator and the indexer compose the same items' vectors
-            await self.consolidate.read_turn_vectors(records)  # the turns they are made of: one read
-            for r in records:
-                await self._consolidate_one(r, deleted, total)
+        """The shared schedule over a batch of results with this worker's journal; then everything it
+        emitted, the decisions it applied included, is sent."""
+        await self.deletions()  # a new deletion empties the caches first (the schedule reads the ledger itself)
+        done = await self.stages.consolidate_results(records, WorkingMemoryJournal(self))
+        total = StageOutput(produced=done.consolidate.produced + done.index.produced,
+                            dead=done.graph.dead + done.consolidate.dead,
+                            processed=done.consolidate.processed)  # fmt: skip
         await send(total.produced)
         return total
 
-    async def _consolidate_one(self, r: Record, deleted: set[tuple[str, str]], total: StageOutput) -> None:
-        """One result: its decisions (journalled, or recalled from the journal) applied, its output added."""
-        entry = f"consolidate:{r.record_id}"
-        journalled = await self.wm.get_journal(r.key, entry)
-        if journalled is not None:  # decided before: a deletion since then still applies
-            produced = [Produce(**p) for p in json.loads(journalled)]
-            produced = [p for p in produced if p.topic != MEMORY_DECISIONS.name] + _kept_decisions(
-                [p for p in produced if p.topic == MEMORY_DECISIONS.name], deleted, _senders(r) if deleted else None)
-        else:
-            out = await self.consolidate.process([r])
-            produced = out.produced
-            total.dead += out.dead
-            total.processed += out.processed
-            payload = json.dumps([asdict(p) for p in produced])
-            await self.wm.put_journal(r.key, entry, payload, self.cfg.journal_ttl_s)
-        kept = [p for p in produced if p.topic == MEMORY_DECISIONS.name]  # the consolidator kept them
-        applied = await self.index.process([Record(p.topic, -1, p.key, p.record_id, p.value) for p in kept])
-        self._applied.update(dict.fromkeys(p.record_id for p in kept))
-        others = [p for p in produced if p.topic != MEMORY_DECISIONS.name]
-        total.produced += others + kept + applied.produced
-
     async def index_batch(self, records: list[Record], send: Send) -> StageOutput:
-        """Decisions from the topic; the ones this worker's consolidator applied itself are skipped unread
-        (re-applying is a no-op, but decoding and checking thousands of them is not free)."""
+        """Decisions from the topic; the ones this worker's consolidator applied itself are skipped."""
         await self.deletions()  # a new deletion empties the caches first (the stage reads the ledger itself)
-        while len(self._applied) > 100_000:
-            del self._applied[next(iter(self._applied))]
-        fresh = [r for r in records if r.record_id not in self._applied]
-        out = await self.index.process(fresh)
+        out = await self.stages.index_decisions(records)
         await send(out.produced)
         return out
+
+
+class WorkingMemoryJournal(ResultJournal):
+    """The worker's way through a batch of results: a result's decisions are journalled in working memory
+    before they are applied, and a redelivered result repeats them (deciding it again would meet a store
+    that already holds them); the batch's texts are embedded in one call before the graph stage reads them.
+    Every result is graphed again on redelivery (the graph stage is idempotent by result id)."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+
+    async def embed_ahead(self, records: list[Record]) -> None:
+        p = self.pipeline
+        await p.consolidate.prefetch(records, p.stages.graph_texts(records))
+
+    async def recall(self, record: Record) -> list[Produce] | None:
+        journalled = await self.pipeline.wm.get_journal(record.key, f"consolidate:{record.record_id}")
+        return None if journalled is None else [Produce(**p) for p in json.loads(journalled)]
+
+    async def keep(self, record: Record, out: StageOutput) -> None:
+        payload = json.dumps([asdict(p) for p in out.produced])
+        entry = f"consolidate:{record.record_id}"
+        await self.pipeline.wm.put_journal(record.key, entry, payload, self.pipeline.cfg.journal_ttl_s)

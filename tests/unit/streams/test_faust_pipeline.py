@@ -185,6 +185,40 @@ async def test_deleted_chats_and_speakers_are_dropped_downstream(pipeline, names
     assert {p.key for p in out.sent if p.topic == MEMORY_DECISIONS.name} == {"chat-0"}
 
 
+@pytest.mark.parametrize("names", [None, {"bob": "Bob Li"}], ids=["ids", "display-names"])
+async def test_redelivered_results_repeat_their_journalled_decisions_less_a_later_deletions(tmp_path, pipeline,
+                                                                                          monkeypatch, names):
+    """A worker journalled a batch's decisions and died before applying them; the batch, redelivered to
+    another worker after the speaker was deleted, is not decided again: its journalled decisions are
+    applied, the deleted speaker's (ledgered by id) left out."""
+    seg, dist = Sink(), Sink()
+    await pipeline.segment_batch(raw_records(personal_rows("chat-0", names)), seg)
+    await pipeline.distill_batch(as_records(seg.sent, DISTILL_JOBS.name), dist)
+    results = as_records(dist.sent, DISTILL_RESULTS.name)
+    first = Sink()
+    await pipeline.consolidate_batch(results, first)
+    speakers = {m.speaker for m in await pipeline.clients.store.list_memories("chat-0", live_only=False)}
+    bob = (names or {}).get("bob", "bob")
+    assert bob in speakers
+
+    clients = await build_clients(Settings(data_dir=tmp_path / "other", embedder="none"), embedder=None)
+    try:
+        other = Pipeline(clients, pipeline.wm, WorkerConfig(), clients.settings.pipeline)  # the same journal
+        await clients.log.record_deletion("chat-0", "bob", "now")
+
+        async def never(self, records):
+            raise AssertionError("decided again")
+
+        monkeypatch.setattr(type(other.consolidate), "process", never)
+        again = Sink()
+        await other.consolidate_batch(results, again)
+        kept = {m.speaker for m in await clients.store.list_memories("chat-0", live_only=False)}
+        assert kept == speakers - {bob} != set()
+        assert set(again.ids(MEMORY_DECISIONS.name)) < set(first.ids(MEMORY_DECISIONS.name))
+    finally:
+        await clients.close()
+
+
 def test_record_of_a_faust_event_keeps_the_record_id():
     msg = SimpleNamespace(topic=RAW_MESSAGES.name, partition=3, offset=17, key=b"chat-9",
                           headers=[(ID_HEADER, b"chat-9\x1fm1")])  # fmt: skip
