@@ -38,6 +38,7 @@ from retrieval.router.abstain_calib import Component
 from retrieval.router.currency import PREVIOUSLY
 
 __all__ = ["FEATURES", "Frame", "Item", "Link", "SupersedeModel", "asks_past", "load_model", "pair_features", "related",
+           "restates",
            "reorder"]
 
 PACKAGED = Path(__file__).with_name("supersede_weights.json")
@@ -222,6 +223,12 @@ def other_subject(old: Item, new: Item, asked: Collection[str]) -> bool:
     liking fish says nothing new about what the asked person likes to eat)."""
     return bool(asked) and bool(old.about & set(asked)) and bool(new.about) and not new.about & set(asked)
 
+def restates(old: Item, new: Item) -> bool:
+    """``new`` holds a message ``old`` was drawn from (a summary of the topic a turn is in, a fact from it):
+    the later record retells that message, it does not replace what it said."""
+    return bool(set(old.sources) & set(new.sources))
+
+
 # Embedders whose model was trained on English text alone (MiniLM's model card): their vectors of Chinese
 # or Japanese text are close to each other whatever it says, so two such items are never paired by vector
 # (the shared-word route stays). Measured on the update benchmark's Chinese chats indexed with MiniLM
@@ -303,7 +310,7 @@ def reorder(items: Sequence[Item], question: str, model: SupersedeModel, *, name
     while pos < min(top, len(order)):
         old = order[pos]
         newer = [j for j in order[pos + 1 :] if items[j].ts > items[old].ts and (old, j) not in tried
-                 and not other_subject(items[old], items[j], asked)
+                 and not restates(items[old], items[j]) and not other_subject(items[old], items[j], asked)
                  and (items[old].doc_id, items[j].doc_id) not in blocked]  # fmt: skip
         best, best_p = None, t
         for j in newer:

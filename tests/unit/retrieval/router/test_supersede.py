@@ -149,3 +149,16 @@ def test_news_about_someone_else_does_not_replace_what_the_asked_person_said():
     _, unasked = reorder(items, question, _model(), names=["Tariq", "Noor"])
     _, asked = reorder(items, question, _model(), names=["Tariq", "Noor"], asked=["Tariq"])
     assert [(x.old, x.new) for x in unasked] == [("p0", "p1")] and asked == []
+
+
+def test_a_record_never_replaces_the_message_it_was_drawn_from():
+    """A topic summary is newer than the turn it retells, and shares its words: it is no new value of it."""
+    turn = ITEMS[0]
+    doc = type("Doc", (), {"doc_id": "s0", "text": "Priya: book club meets at the Lantern café on Tuesdays. Ola: "
+                           "see you there", "kind": "summary", "ts": T0 + timedelta(days=1), "topic_id": None,
+                           "source_message_ids": ["m0", "m9"]})()  # fmt: skip
+    summary = Item.of(doc, {"cosine": 0.5, "bm25": 2.5}, 0.5 / 30)
+    order, links = reorder([turn, summary], "Where does the book club meet?", _model(), names=["Priya"])
+    assert order == [0, 1] and links == []
+    assert [(x.old, x.new) for x in reorder([turn, ITEMS[1]], "Where does the book club meet?", _model(),
+                                             names=["Priya"])[1]] == [("d0", "d1")]  # fmt: skip
