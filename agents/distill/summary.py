@@ -115,8 +115,24 @@ def summarise(sentences: list[Sentence], n: int) -> str:
             continue
         seen.add(s.raw)
         raw = s.raw if s.raw[-1:] in ".!?。！？…" else s.raw + ("。" if has_cjk(s.raw) else ".")
-        parts.append(f"{s.speaker}: {raw}")
+        parts.append(f"{s.speaker}: {_with_antecedent(s, raw)}")
     return " ".join(parts)
+
+
+_OPENS_WITH_PRONOUN = re.compile(r"(?i)^(?:she|he|they|it|his|her|their)\b|^(?:她|他|它)")
+ANTECEDENT_CHARS = 60  # a longer sentence before is a statement of its own, not just who "she" is
+
+
+def _with_antecedent(s: Sentence, raw: str) -> str:
+    """A sentence that opens with a pronoun, with the message's sentence before it ("Febe's in! she'll play
+    piano for us"): the summary would otherwise say what someone does without saying who."""
+    if not _OPENS_WITH_PRONOUN.match(s.raw):
+        return raw
+    before = [x for x in split_sentences(s.msg.text.split(s.raw, 1)[0]) if x.strip()]
+    if not before or len(before[-1]) > ANTECEDENT_CHARS:
+        return raw
+    head = before[-1].strip()
+    return f"{head}{'' if head[-1:] in '.!?。！？…' else ('。' if has_cjk(head) else '.')} {raw}"
 
 
 def title_of(ctx: TopicContext) -> str:

@@ -242,3 +242,16 @@ def test_modal_inversion_and_attribution() -> None:
     result = distill_extractive(_job(rows, MONDAY, chat_type="private"), CFG)
     assert _fact(result, "turtles").text == "What can Nate say, Nate loves turtles."
     assert _fact(result, "Louvre").text == "Nate said the Louvre opens next Friday (on 2023-05-19)."
+
+
+@pytest.mark.parametrize(
+    ("rows", "who"),
+    [
+        ([("Rina", "the bake sale needs someone on the cake stall"), ("Omar", "Lotte said yes! she'll run the cake "
+          "stall on saturday")], "Lotte"),  # fmt: skip
+        ([("阿兰", "搬家那天谁来帮忙？"), ("小周", "问了大壮。他周六上午来帮忙搬家")], "大壮"),
+    ],
+)
+def test_a_summary_sentence_opening_with_a_pronoun_keeps_who_it_is(rows, who):
+    summary = distill_extractive(_job(rows, MONDAY), CFG).summary
+    assert who in summary, summary
