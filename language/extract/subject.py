@@ -103,12 +103,13 @@ def relative_subject(head: str, speaker: str, names: frozenset[str]) -> str | No
 _ZH_SHORT_NAME = re.compile(r"[小老阿][\u4e00-\u9fff](?=[\u4e00-\u9fff]|$)")  # 小刘, 老周, 阿强
 
 
-def _zh_name_at(text: str, names: frozenset[str]) -> str | None:
-    """The person's name ``text`` opens with: a member's, a 小/老/阿 short name, or a name jieba tags."""
+def _zh_name_at(text: str, names: frozenset[str], *, short: bool = True) -> str | None:
+    """The person's name ``text`` opens with: a member's, a name jieba tags, or (``short``: right after a
+    relation word, where a name is expected) a 小/老/阿 short name; a clause may open with 老实说 or 阿里."""
     for name in sorted(names, key=len, reverse=True):
         if name and text.startswith(name):
             return name
-    if m := _ZH_SHORT_NAME.match(text):
+    if short and (m := _ZH_SHORT_NAME.match(text)):
         return m[0]
     tags = cjk_tags(text[:8])
     return tags[0][0] if tags and tags[0][1] in ("nr", "nrfg") and 2 <= len(tags[0][0]) <= 3 else None
@@ -125,7 +126,7 @@ def _carried_subject(prefix: str, speaker: str, names: frozenset[str]) -> str | 
             return rel
         if clause.startswith(("我", "咱")):
             return speaker
-        if (name := _zh_name_at(clause, names)) is not None:
+        if (name := _zh_name_at(clause, names, short=False)) is not None:
             return name
     return None
 

@@ -97,3 +97,8 @@ def test_a_clause_without_its_own_subject_is_about_the_one_said_before(text, spe
 
 def test_the_speakers_own_clause_stays_theirs():
     assert ("works_at", "小王", "深圳") in slots("我跳槽去了腾讯，在深圳上班", "小王")
+
+
+@pytest.mark.parametrize("text", ["老实说，在杭州上班挺累的", "阿里的offer拿到了，在杭州上班"])
+def test_a_clause_opening_is_not_taken_for_a_name(text):
+    assert ("works_at", "小王", "杭州") in slots(text, "小王")
