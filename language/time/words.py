@@ -142,7 +142,7 @@ _EN_FUTURE = lazy(
     re.I,
 )
 _EN_PAST = lazy(
-    r"\b(was|were|did|didn't|had|went|got|saw|met|took|came|made|said|told|ate|ran|found|bought|left|spent|"
+    r"\b(was|were|did|didn't|had|went|got|saw|met|took|came|made|ate|ran|found|bought|left|spent|"
     r"gave|felt|thought|began|won|lost|sent|brought|wrote|caught|taught|flew|drove|rode|swam|sang|slept|"
     r"kept|held|heard|paid|sat|stood|wore|chose|broke|fell|forgot|built|ago|yesterday|last|earlier|already)\b",
     re.I,

@@ -255,3 +255,11 @@ def test_a_day_said_full_or_busy_is_still_ahead():
     assert said("店家说周六满了，改成周日吧", fri) == date(2027, 7, 3)
     assert said("周四人齐了就出发", fri) == date(2027, 7, 8)
     assert said("周四我们去了趟宜家", fri) == date(2027, 7, 1)  # an act: the Thursday just gone
+
+
+def test_a_reported_plan_keeps_its_day_ahead():
+    """"said" / "told" report what someone says, not a past act: the day reported for a plan is still ahead."""
+    mon = datetime(2027, 7, 5, 9, 0, tzinfo=CST)
+    assert said("the caterer said friday works for the tasting", mon) == date(2027, 7, 9)
+    assert said("Nadia told me the fitting is on thursday", mon) == date(2027, 7, 8)
+    assert said("the caterer said they delivered on friday", mon) == date(2027, 7, 2)  # the act is past
