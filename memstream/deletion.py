@@ -4,13 +4,14 @@ Order (a user U in chat C; a chat deletion removes everything of C the same way)
 
 1. the ledger records ``(C, U, time)`` (replay and the workers skip U from now on) plus hashes of U's
    message ids, never their text;
-2. the embedded pipeline is drained, so nothing still in flight can derive from U afterwards;
+2. the embedded pipeline is drained, so nothing still in flight can derive from U afterwards; the closed
+   topics U shared with others are recorded with the ledger, to be distilled again (step 5);
 3. the store drops U's messages and every record derived from them (:mod:`retrieval.deletion`), the graph
    their person, statements and evidence, the segmenter's checkpoint and working memory their messages
    (:mod:`agents.forget`), the embedding cache the vectors of every deleted text;
 4. the log's records holding U's messages become tombstones (:mod:`streams.log_erase`);
-5. each closed topic that lost messages but keeps others' is distilled again (a distillation job on the
-   log, processed at once), so the chat keeps a summary and title without U;
+5. each topic recorded at step 2 is distilled again over the messages it keeps (a distillation job on the
+   log, processed at once), so the chat keeps a summary and title without U; then the record goes;
 6. every SQLite file zeroes what was freed and truncates its WAL (:mod:`backends.sqlite.scrub`); then the data
    dir's files are scanned for the deleted texts' bytes, and a file still holding any is vacuumed
    (rewritten whole) and scanned again (:mod:`memstream.erasure_check`);
@@ -19,7 +20,9 @@ Order (a user U in chat C; a chat deletion removes everything of C the same way)
 A deletion is a durable job from step 1: until step 7 it is *pending*. Readers refuse a chat with a pending
 deletion (:func:`memstream.clients.refuse_if_pending`; the API answers 503 with Retry-After), and a process that processes
 (``serve``, ``ingest``, ``replay``, ``delete``) finishes every pending deletion before anything else
-(:func:`finish_pending`): a deletion killed midway is completed on restart, without being asked again.
+(:func:`finish_pending`): a deletion killed midway is completed on restart, without being asked again. The
+topics to distil again are recorded before anything is removed because afterwards nothing else says which
+they were: the store has trimmed them, the log has erased the messages they lost.
 
 With a Kafka log the same runs against the production store and working memory; the distillation of
 step 5 runs in-process over a throw-away local log (like a replay), and the raw topic is handled by
@@ -31,11 +34,11 @@ from __future__ import annotations
 import logging
 import sqlite3
 import tempfile
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from agents.forget import forget_in_pool_json
 from agents.segment_state import ChatPool, dump_pools, load_pools
@@ -44,7 +47,7 @@ from backends.sqlite.scrub import erase_freed
 from language.text import clear_text_caches
 from memstream.clients import Clients, pending_in
 from memstream.erasure_check import checked_erasure
-from retrieval.deletion import Forgotten
+from retrieval.deletion import Forgotten, to_redistil
 from schemas import ChatMessage, DistillJob, DistillResult, TopicSummary, stable_id
 from streams.codec import DecodeError, decode, encode
 from streams.log import FileLog, Produce
@@ -55,6 +58,22 @@ from streams.working_memory import PoolRewrite, WorkingMemory
 log = logging.getLogger("memstream.deletion")
 
 SEGMENTER_GROUP = "segmenter"
+
+# the points of a deletion after which what it did is durable, in order (``delete_data(on_step=...)``)
+STEPS = ("ledgered", "drained", "planned", "store_forgotten", "all_forgotten", "log_erased", "redistilled",
+         "scrubbed")  # fmt: skip
+
+
+@runtime_checkable
+class RedistilPlan(Protocol):
+    """The log's deletion ledger keeps, until they are distilled again, the topics a pending deletion of a
+    sender distils again (:class:`streams.log.FileLog`, and the Kafka ledger topic)."""
+
+    async def plan_redistil(self, chat_id: str, sender: str, topic_ids: Iterable[str]) -> set[str]:
+        """Record ``topic_ids`` durably; return every topic recorded for the deletion (a killed run's too)."""
+        ...
+
+    async def end_redistil(self, chat_id: str, sender: str) -> None: ...
 
 
 @dataclass
@@ -112,24 +131,32 @@ async def delete_data(
     now: datetime | None = None,
     at: str | None = None,
     resumed: bool = False,
+    on_step: Callable[[str], object] | None = None,
 ) -> DeletionReport:
     """Delete ``user``'s data in ``chat_id`` (None: the whole chat) everywhere this process reaches. ``at``:
     the ledger time of a pending deletion being finished (else ``now``'s); ``resumed``: finishing one a killed
-    process began (every file is vacuumed: what it removed left no text to look for)."""
+    process began (every file is vacuumed: what it removed left no text to look for); ``on_step``: called
+    with the name of each of :data:`STEPS` once it is done (where the tests kill the process)."""
     from streams.runner import EmbeddedRunner  # the runner imports the stages, which import the clients
 
+    step = on_step or (lambda _: None)
     at = at or (now or datetime.now(UTC)).isoformat()
     report = DeletionReport(chat_id=chat_id, user=user, at=at)
     file_log = clients.log if isinstance(clients.log, FileLog) else None
     await clients.log.record_deletion(chat_id, user or "*", at)
+    step("ledgered")
     raw: list[ChatMessage] = []
     if file_log is not None:
         await EmbeddedRunner(clients, clients.settings.pipeline).run_until_idle()  # drain: nothing in flight may derive from them later
         raw = await raw_messages(file_log, chat_id, user)
     elif hasattr(clients.log, "raw_messages"):  # Kafka: the raw topic holds every revision of an edited message
         raw = await clients.log.raw_messages(chat_id, user)
+    step("drained")
     texts = {m.message_id: m.text for m in raw}  # the latest text of each message
+    planned = await _plan_redistil(clients, chat_id, user, set(texts)) if user is not None else set()
+    step("planned")
     gone = await _forget_in_store(clients, chat_id, user, set(texts))
+    step("store_forgotten")
     texts.update(gone.texts)
     ids = set(texts) | gone.message_ids
     said = list(dict.fromkeys([*(m.text for m in raw), *texts.values()]))  # every revision (edits) too
@@ -163,24 +190,51 @@ async def delete_data(
     publish = getattr(clients.log, "record_forgotten", None)
     if publish is not None and cache_texts:  # Kafka workers elsewhere keep caches of their own
         await publish(chat_id, user or "*", cache_keys(cache_texts))
+    step("all_forgotten")
     if file_log is not None:
         report.log_records = await erase_in_log(file_log, chat_id, user, ids, said, report.job_id,
                                                 derived_ids=gone.memory_ids | gone.topic_ids, all_derived=resumed)
+    step("log_erased")
     stated_again: list[str] = []  # what the shared topics' new distillations state (others' lines, a title)
-    if user is not None and gone.redistil:
-        jobs = await redistil_jobs(clients, chat_id, gone.redistil, at)
-        report.topics_redistilled = len(jobs)
-        stated_again = await _run_jobs(clients, jobs, file_log)
+    if user is not None and planned:
+        report.topics_redistilled, stated_again = await _redistil(clients, chat_id, user, planned, at, file_log)
+    step("redistilled")
     _erase_freed(clients)
     restated = await _restated(clients, chat_id, gone.record_texts, stated_again) if user is not None else set()
     checked = [*said, *(t for t in gone.record_texts if t not in restated)]
     report.byte_remnants = len(await checked_erasure(clients, checked, vacuum_all=resumed))
+    step("scrubbed")
     if file_log is not None:  # the WAL holds only the completion (no deleted byte): emptied too
         await file_log.complete_deletion(chat_id, user or "*", at, datetime.now(UTC).isoformat())
         await file_log.erase_freed()
     cleared = clear_text_caches()  # nor in this process's memory (other processes: when they see the ledger)
     log.info("deleted", extra=report.as_dict() | {"text_cache_entries_cleared": cleared})
     return report
+
+
+async def _plan_redistil(clients: Clients, chat_id: str, user: str, ids: Collection[str]) -> set[str]:
+    """Before anything is removed: the closed topics that will lose ``user``'s messages (``ids`` from the log,
+    and the store's) and keep others', recorded with the log's ledger; returns every topic recorded (a killed
+    run's too: its store has trimmed them, so the ids no longer find them)."""
+    store = clients.store
+    ids = {*ids, *(m.message_id for m in await store.list_messages(chat_id) if m.sender == user)}
+    topics = to_redistil(await store.list_topics(chat_id), ids)
+    if isinstance(clients.log, RedistilPlan):
+        return await clients.log.plan_redistil(chat_id, user, topics)
+    return set(topics)
+
+
+async def _redistil(
+    clients: Clients, chat_id: str, user: str, planned: Collection[str], at: str, file_log: FileLog | None
+) -> tuple[int, list[str]]:
+    """Distil the planned topics again over the messages they keep, then end the plan. Returns how many jobs
+    and the texts their results state."""
+    topics = [t for t in await clients.store.list_topics(chat_id) if t.topic_id in planned]
+    jobs = await redistil_jobs(clients, chat_id, topics, at)
+    stated = await _run_jobs(clients, jobs, file_log)
+    if isinstance(clients.log, RedistilPlan):
+        await clients.log.end_redistil(chat_id, user)
+    return len(jobs), stated
 
 
 async def _restated(clients: Clients, chat_id: str, texts: Collection[str], stated_again: Sequence[str]) -> set[str]:
@@ -251,7 +305,7 @@ async def redistil_jobs(
 ) -> list[Produce]:
     """A distillation job per closed topic that lost messages, over the messages it keeps."""
     out = []
-    for topic in topics:
+    for topic in (t for t in topics if t.state == "closed"):
         msgs = await clients.store.get_messages(chat_id, topic.message_ids)
         if not msgs:
             continue

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from memstream.kafka_admin import (
@@ -24,7 +25,7 @@ from memstream.kafka_admin import (
 )
 from schemas import ChatMessage
 from streams.codec import is_tombstone
-from streams.kafka_log import ID_HEADER
+from streams.kafka_log import ID_HEADER, LEDGER_TOPIC, redistil_key, redistil_topics, redistil_value
 from streams.log import Record
 from streams.log_erase import messages_in, raw_messages_of_records
 from streams.topics import RAW_MESSAGES
@@ -49,6 +50,23 @@ class LedgerLog:
     async def deletions(self) -> set[tuple[str, str]]:
         return await asyncio.to_thread(read_ledger, self.brokers)
 
+    async def plan_redistil(self, chat_id: str, sender: str, topic_ids: Iterable[str]) -> set[str]:
+        """:meth:`memstream.deletion.RedistilPlan.plan_redistil` on the ledger topic."""
+        key, wanted = redistil_key(chat_id, sender), set(topic_ids)
+
+        def plan() -> set[str]:
+            name = key.decode()
+            values = [r.value for r in read_topic(self.brokers, LEDGER_TOPIC) if r.key == name]
+            recorded = redistil_topics(values[-1].encode()) if values else set()
+            if not wanted <= recorded:
+                _send_ledger(self.brokers, key, redistil_value(recorded | wanted))
+            return recorded | wanted
+
+        return await asyncio.to_thread(plan)
+
+    async def end_redistil(self, chat_id: str, sender: str) -> None:
+        await asyncio.to_thread(_send_ledger, self.brokers, redistil_key(chat_id, sender), None)
+
     async def raw_messages(self, chat_id: str, sender: str | None) -> list[ChatMessage]:
         """The chat's messages still in the raw topic (``sender``'s unless None), every revision of an edited
         one: what the store keeps is only each message's latest text."""
@@ -62,6 +80,15 @@ class LedgerLog:
 
     async def close(self) -> None:
         return None
+
+
+def _send_ledger(brokers: list[str], key: bytes, value: bytes | None) -> None:
+    producer = _producer(brokers, exact_offsets=True)  # alone in its batch, as the ledger's
+    try:
+        producer.send(LEDGER_TOPIC, key=key, value=value)
+        producer.flush()
+    finally:
+        producer.close()
 
 
 def cleanup_policy(brokers: list[str], topic: str) -> str:

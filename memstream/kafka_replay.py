@@ -19,6 +19,7 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -59,12 +60,19 @@ Chosen = Embedder | None | str  # "settings": the settings' embedder
 
 
 async def delete_data(
-    settings: Settings, chat_id: str, user: str | None = None, *, embedder: Chosen = "settings"
+    settings: Settings,
+    chat_id: str,
+    user: str | None = None,
+    *,
+    embedder: Chosen = "settings",
+    on_step: Callable[[str], object] | None = None,
 ) -> int:
     """Ledger first (so replay and the workers honour it), then everything derived in the store, the graph
     memory, working memory (pool, windows, journal) and the local embedding cache, topics distilled again
     without them (:mod:`memstream.deletion`), then tombstones for their raw records
-    (:mod:`memstream.kafka_delete`). Returns the messages and docs removed from the store."""
+    (:mod:`memstream.kafka_delete`). Returns the messages and docs removed from the store. A run killed
+    midway is finished by running it again: the ledger topic keeps which topics it distils again.
+    ``on_step``: as :func:`memstream.deletion.delete_data`'s."""
     from memstream.deletion import delete_data as delete_everywhere
     from memstream.kafka_delete import LedgerLog, raw_tombstones
 
@@ -77,7 +85,7 @@ async def delete_data(
                       graph=await open_graph(settings, dim), llm=open_llm(settings))  # fmt: skip
     wm = await open_working_memory(settings.working_memory_url)
     try:
-        report = await delete_everywhere(clients, chat_id, user, wm=wm)
+        report = await delete_everywhere(clients, chat_id, user, wm=wm, on_step=on_step)
         written = await asyncio.to_thread(raw_tombstones, brokers, chat_id, user)
         log.info("raw tombstones written", extra={"chat_id": chat_id, "records": written})
         return report.removed

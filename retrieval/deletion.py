@@ -4,7 +4,9 @@ A user's deletion removes their messages and everything derived from them: every
 whose ``source_message_ids`` meet the deleted messages, or which they spoke, and every summary and title
 of a topic that held one of their messages (they quote them, in their text or their entities). A record that only a deleted version had
 superseded is live again (its replacement never happened). Topics keep their other members: the deleted
-ids leave ``message_ids`` and the sender leaves ``participants``; a topic left empty goes. The backends
+ids leave ``message_ids`` and the sender leaves ``participants``; a topic left empty goes, and a closed one
+that keeps others' messages is distilled again (:func:`to_redistil`, decided before anything is removed: the
+trimmed topic no longer says what it lost). The backends
 (:mod:`backends.sqlite.delete`, :class:`backends.es.store.ESStore`) apply these decisions and report a
 :class:`Forgotten`.
 """
@@ -17,7 +19,8 @@ from dataclasses import dataclass, field
 from agents.profile import parse_lines, render_lines
 from schemas import MemoryKind, MemoryRecord, TopicSummary
 
-__all__ = ["Forgotten", "affected_topics", "doomed_memories", "reopened", "restored", "trim_topic", "trimmed_profiles"]
+__all__ = ["Forgotten", "affected_topics", "doomed_memories", "reopened", "restored", "to_redistil", "trim_topic",
+           "trimmed_profiles"]
 
 
 @dataclass
@@ -26,8 +29,7 @@ class Forgotten:
 
     ``removed`` counts messages and docs (and, for a chat, topics) as ``delete_user``/``delete_chat``
     always reported; ``texts`` are the deleted messages' and records' texts (their embedding-cache keys
-    are computed from them); ``vectors`` the deleted messages' turn vectors (for the segmenter's pool);
-    ``redistil`` the closed topics that lost messages but keep others' (to be distilled again).
+    are computed from them); ``vectors`` the deleted messages' turn vectors (for the segmenter's pool).
     """
 
     removed: int = 0
@@ -42,7 +44,6 @@ class Forgotten:
     reopened: int = 0
     topics_trimmed: int = 0
     topics_dropped: int = 0
-    redistil: list[TopicSummary] = field(default_factory=list)
 
     def all_texts(self) -> list[str]:
         return [*self.texts.values(), *self.record_texts]
@@ -143,3 +144,10 @@ def trim_topic(topic: TopicSummary, message_ids: Collection[str], names: Collect
         update={"message_ids": kept, "participants": [p for p in topic.participants if p not in who],
                 "title": None}
     )  # fmt: skip
+
+
+def to_redistil(topics: Iterable[TopicSummary], message_ids: Collection[str]) -> list[str]:
+    """The closed topics that hold a deleted message and keep another's: distilled again without them."""
+    ids = set(message_ids)
+    return [t.topic_id for t in topics
+            if t.state == "closed" and ids & set(t.message_ids) and set(t.message_ids) - ids]  # fmt: skip

@@ -17,6 +17,7 @@ __all__ = [
     "FORGET_PREFIX",
     "ID_HEADER",
     "LEDGER_TOPIC",
+    "REDISTIL_PREFIX",
     "KafkaLog",
     "apply_ledger_entry",
     "forget_records",
@@ -26,6 +27,9 @@ __all__ = [
     "ledger_key",
     "ledger_value",
     "partition_of",
+    "redistil_key",
+    "redistil_topics",
+    "redistil_value",
     "send_all",
 ]
 
@@ -119,10 +123,32 @@ def forgotten_keys(value: bytes | None) -> list[bytes]:
         return []
 
 
+# the topics a pending deletion distils again (:class:`memstream.deletion.RedistilPlan`): one ledger record per
+# deletion under a key of this prefix, their ids (never texts), a null value once they are distilled again
+REDISTIL_PREFIX = b"\x1eredistil\x1f"
+
+
+def redistil_key(chat_id: str, sender: str) -> bytes:
+    return REDISTIL_PREFIX + ledger_key(chat_id, sender)
+
+
+def redistil_value(topic_ids: Iterable[str]) -> bytes:
+    return json.dumps({"redistil": sorted(topic_ids)}).encode()
+
+
+def redistil_topics(value: bytes | None) -> set[str]:
+    """The topic ids of one redistil record (none for a null value)."""
+    try:
+        return {str(t) for t in json.loads(value or b"{}").get("redistil", [])}
+    except (ValueError, TypeError, AttributeError):
+        log.warning("unreadable redistil record of the deletion ledger skipped")
+        return set()
+
+
 def apply_ledger_entry(entries: dict[bytes, tuple[str, str]], key: bytes | None, value: bytes | None) -> None:
     """Fold one ledger record into ``entries`` (last write per key wins; a tombstone removes). Forget
-    records (:data:`FORGET_PREFIX`) are not deletions."""
-    if key is None or key.startswith(FORGET_PREFIX):
+    records (:data:`FORGET_PREFIX`) and redistil records (:data:`REDISTIL_PREFIX`) are not deletions."""
+    if key is None or key.startswith((FORGET_PREFIX, REDISTIL_PREFIX)):
         return
     if value is None:
         entries.pop(key, None)
@@ -147,6 +173,7 @@ class KafkaLog:
         self.exact_offsets = exact_offsets
         self._entries: dict[bytes, tuple[str, str]] = {}
         self._forgotten: list[bytes] = []  # cache keys of deletions read, not yet taken (take_forgotten)
+        self._plans: dict[bytes, set[str]] = {}  # redistil key -> topic ids
         self._consumer: Any = None
         self._producer: Any = None
         self._refreshed = 0.0
@@ -192,6 +219,8 @@ class KafkaLog:
             for rec in records:
                 if rec.key is not None and rec.key.startswith(FORGET_PREFIX):
                     self._forgotten.extend(forgotten_keys(rec.value))
+                if rec.key is not None and rec.key.startswith(REDISTIL_PREFIX):
+                    self._plans[rec.key] = redistil_topics(rec.value)
                 apply_ledger_entry(self._entries, rec.key, rec.value)
 
     async def deletions(self) -> set[tuple[str, str]]:
@@ -210,6 +239,27 @@ class KafkaLog:
         async with self._send_lock:
             for key, value in forget_records(chat_id, sender, keys):
                 await producer.send_and_wait(LEDGER_TOPIC, value, key=key)
+
+    async def plan_redistil(self, chat_id: str, sender: str, topic_ids: Iterable[str]) -> set[str]:
+        """:meth:`memstream.deletion.RedistilPlan.plan_redistil` on the ledger topic."""
+        await self.refresh()
+        key = redistil_key(chat_id, sender)
+        recorded = self._plans.get(key, set())
+        plan = recorded | set(topic_ids)
+        if plan != recorded:
+            await self._send_ledger(key, redistil_value(plan))
+            self._plans[key] = plan
+        return plan
+
+    async def end_redistil(self, chat_id: str, sender: str) -> None:
+        key = redistil_key(chat_id, sender)
+        await self._send_ledger(key, None)
+        self._plans.pop(key, None)
+
+    async def _send_ledger(self, key: bytes, value: bytes | None) -> None:
+        producer = await self._producer_started()
+        async with self._send_lock:  # alone in its batch, as the ledger's
+            await producer.send_and_wait(LEDGER_TOPIC, value, key=key)
 
     async def _producer_started(self):
         if self._producer is None:

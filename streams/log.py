@@ -44,6 +44,8 @@ CREATE TABLE IF NOT EXISTS deletion_done (
   chat_id TEXT NOT NULL, sender TEXT NOT NULL, at TEXT NOT NULL, done_at TEXT NOT NULL, PRIMARY KEY (chat_id, sender));
 CREATE TABLE IF NOT EXISTS deletion_ledger_ids (
   chat_id TEXT NOT NULL, sender TEXT NOT NULL, id_hash TEXT NOT NULL, PRIMARY KEY (chat_id, sender, id_hash));
+CREATE TABLE IF NOT EXISTS deletion_redistil (
+  chat_id TEXT NOT NULL, sender TEXT NOT NULL, topic_id TEXT NOT NULL, PRIMARY KEY (chat_id, sender, topic_id));
 CREATE TABLE IF NOT EXISTS log_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
@@ -273,6 +275,22 @@ class FileLog(DurableSQLite):
         return [(c, s, a, d) for c, s, a, d in rows]
 
     # ---- erasure (deletion): see memstream.deletion -------------------------------------------------
+
+    async def plan_redistil(self, chat_id: str, sender: str, topic_ids: Iterable[str]) -> set[str]:
+        """Add ``topic_ids`` to the topics the pending deletion distils again, on disk before it removes
+        anything; returns every topic planned (those of a killed run too)."""
+        with self._txn():
+            self.db.executemany("INSERT OR IGNORE INTO deletion_redistil (chat_id, sender, topic_id) VALUES (?,?,?)",
+                                [(chat_id, sender, t) for t in topic_ids])  # fmt: skip
+            rows = self.db.execute(
+                "SELECT topic_id FROM deletion_redistil WHERE chat_id = ? AND sender = ?", (chat_id, sender)
+            ).fetchall()
+        return {t for (t,) in rows}
+
+    async def end_redistil(self, chat_id: str, sender: str) -> None:
+        """The planned topics are distilled again: the plan goes."""
+        with self._txn():
+            self.db.execute("DELETE FROM deletion_redistil WHERE chat_id = ? AND sender = ?", (chat_id, sender))
 
     async def record_deleted_ids(self, chat_id: str, sender: str, message_ids: Iterable[str]) -> int:
         """Keep hashes (never the ids or texts) of the messages a deletion erased, for audit."""

@@ -432,8 +432,6 @@ class ESStore(ESIndices):
                 continue
             await self.upsert_topic(trimmed)
             out.topics_trimmed += 1
-            if trimmed.state == "closed" and set(topic.message_ids) & out.message_ids:
-                out.redistil.append(trimmed)
         out.removed += await self._delete_terms("messages", chat, "message_id", out.message_ids)
         out.removed += await self.delete_where("messages", Q.build_chat_query(chat, terms={"sender": [sender]}), chat)
         await self._untie_replies(chat, out.message_ids)

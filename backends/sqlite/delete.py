@@ -198,8 +198,6 @@ def _trim_topics(db: sqlite3.Connection, chat_id: str, out: Forgotten) -> None:
         db.execute("UPDATE topics SET payload = ? WHERE chat_id = ? AND topic_id = ?",
                    (trimmed.model_dump_json(), chat_id, topic_id))  # fmt: skip
         out.topics_trimmed += 1
-        if trimmed.state == "closed" and set(topic.message_ids) & out.message_ids:
-            out.redistil.append(trimmed)
 
 
 def _turn_vectors(store: _Store, chat_id: str, message_ids: Collection[str]) -> dict[str, list[float]]:

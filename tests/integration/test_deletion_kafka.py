@@ -11,11 +11,14 @@ import json
 import pytest
 from kafka.admin import NewTopic
 
+from memstream.clients import open_store
 from memstream.erasure_check import needles, remnant_files
 from memstream.kafka_admin import _admin, bootstrap_topics, produce, produce_file, read_ledger, wait_idle
-from memstream.kafka_delete import _raw_by_partition, cleanup_policy, raw_tombstones
+from memstream.kafka_delete import LedgerLog, _raw_by_partition, cleanup_policy, raw_tombstones
 from memstream.kafka_replay import delete_data
 from memstream.settings import Settings
+from retrieval.deletion import to_redistil
+from schemas import MemoryKind
 from streams.codec import Tombstone, decode, is_tombstone
 from streams.log import Produce
 from streams.topics import RAW_MESSAGES
@@ -120,24 +123,38 @@ HIKE_LINES = [
 MARAS_WORDS = [b"Quellbach", b"Ottiline", b"Hammerfest", b"blister plasters", b"Brightwater", b"Zephyrine"]
 
 
+def _write_hike(path, *extra: dict, unit: str = "hour") -> None:
+    """The hiking chat as JSON Lines, eight messages a day, an hour (or a minute) apart, ``extra`` after it."""
+    at = [f"{8 + i % 8:02d}:00" if unit == "hour" else f"08:{i % 8:02d}" for i in range(len(HIKE_LINES))]
+    rows = [{"chat_id": HIKE, "message_id": f"h{i}", "sender": who, "ts": f"2024-05-0{1 + i // 8}T{at[i]}:00Z",
+             "text": text} for i, (who, text) in enumerate(HIKE_LINES)]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in [*rows, *extra]), encoding="utf-8")
+
+
+def _processed(tmp_path, broker, wm_url: str, data, *extra: dict, unit: str = "hour",
+               embedder: str = "none") -> dict[str, str]:  # fmt: skip
+    """The hiking chat (:func:`_write_hike`) produced and processed by a worker into ``data``; returns the
+    worker's environment."""
+    src = tmp_path / "hike.jsonl"
+    _write_hike(src, *extra, unit=unit)
+    bootstrap_topics(broker.hosts, partitions=2)
+    produce_file(broker.hosts, src, exact_offsets=True)
+    env = worker_env(broker, data, data / "memstream.db", wm_url)
+    worker = spawn_worker(env, tmp_path / "w1.log", "--embedder", embedder)
+    try:
+        wait_idle(broker.hosts, "memstream", timeout_s=120, poll_s=0.3)
+    finally:
+        assert stop(worker) == 0
+    return env
+
+
 async def test_kafka_delete_of_a_user_leaves_no_byte_of_her_texts_in_the_data_dir(
     tmp_path, tansu_broker, redis_wm_url
 ):
     """A worker processes the chat into the data dir (SQLite store, graph memory); the Kafka deletion of one
     user leaves none of her texts (as the erasure check looks for them) nor her own words in any file."""
-    data = tmp_path / "data"
-    src = tmp_path / "hike.jsonl"
-    src.write_text("".join(json.dumps({"chat_id": HIKE, "message_id": f"h{i}", "sender": who,
-                                       "ts": f"2024-05-0{1 + i // 8}T{8 + i % 8:02d}:00:00Z", "text": text}) + "\n"
-                           for i, (who, text) in enumerate(HIKE_LINES)), encoding="utf-8")  # fmt: skip
-    hosts = tansu_broker.hosts
-    bootstrap_topics(hosts, partitions=2)
-    produce_file(hosts, src, exact_offsets=True)
-    worker = spawn_worker(worker_env(tansu_broker, data, data / "memstream.db", redis_wm_url), tmp_path / "w.log")
-    try:
-        wait_idle(hosts, "memstream", timeout_s=120, poll_s=0.3)
-    finally:
-        assert stop(worker) == 0
+    data, hosts = tmp_path / "data", tansu_broker.hosts
+    _processed(tmp_path, tansu_broker, redis_wm_url, data)
 
     hers = needles(text for who, text in HIKE_LINES if who == "mara")
     others = needles(text for who, text in HIKE_LINES if who != "mara")
@@ -179,24 +196,11 @@ async def test_a_deletion_run_elsewhere_empties_the_workers_embedding_cache(tmp_
 
     from backends.embed.embedder import cache_keys
 
-    data = tmp_path / "worker"
-    src = tmp_path / "hike.jsonl"
+    data, hosts = tmp_path / "worker", tansu_broker.hosts
     edit = {"chat_id": HIKE, "message_id": "h1", "sender": "mara", "ts": "2024-05-01T09:00:00Z",
             "text": "Count me in, I will take the lower path because of my knee.",
             "metadata": {"edited_at": "2024-05-01T09:05:00Z"}}  # fmt: skip
-    src.write_text("".join(json.dumps({"chat_id": HIKE, "message_id": f"h{i}", "sender": who,
-                                       "ts": f"2024-05-0{1 + i // 8}T{8 + i % 8:02d}:00:00Z", "text": text}) + "\n"
-                           for i, (who, text) in enumerate(HIKE_LINES)) + json.dumps(edit) + "\n",
-                   encoding="utf-8")  # fmt: skip
-    hosts = tansu_broker.hosts
-    bootstrap_topics(hosts, partitions=2)
-    produce_file(hosts, src, exact_offsets=True)
-    env = worker_env(tansu_broker, data, data / "memstream.db", redis_wm_url)
-    worker = spawn_worker(env, tmp_path / "w1.log", "--embedder", "minilm")
-    try:
-        wait_idle(hosts, "memstream", timeout_s=120, poll_s=0.3)
-    finally:
-        assert stop(worker) == 0
+    env = _processed(tmp_path, tansu_broker, redis_wm_url, data, edit, embedder="minilm")
     cache = data / "embed-cache.db"
     hers = cache_keys([text for who, text in HIKE_LINES if who == "mara"] + [edit["text"]])
     others = cache_keys([text for who, text in HIKE_LINES if who != "mara"])
@@ -217,3 +221,71 @@ async def test_a_deletion_run_elsewhere_empties_the_workers_embedding_cache(tmp_
     finally:
         assert stop(worker) == 0
     assert _cached(cache, hers) == 0 and _cached(cache, first) == 0 and _cached(cache, others) >= 8
+
+
+class Killed(BaseException):
+    """Raised at a deletion's step: nothing after it runs (no handler catches a BaseException)."""
+
+
+async def test_a_kafka_delete_killed_after_the_store_forgot_distils_the_shared_topics_when_run_again(
+    tmp_path, tansu_broker, redis_wm_url, minilm
+):
+    """The store trims the topics Mara shared and forgets their summaries and titles in one step; a run
+    killed right after it leaves nothing but the ledger topic's record of which topics to distil again, and
+    the deletion asked again distils them."""
+    data, hosts = tmp_path / "data", tansu_broker.hosts
+    later = {"chat_id": HIKE, "message_id": "h99", "sender": "tobias", "ts": "2024-05-09T08:00:00Z",
+             "text": "Photos from the ridge are in the shared album now."}  # fmt: skip
+    # minutes apart: topics Mara shares with the others, closed by a later one
+    _processed(tmp_path, tansu_broker, redis_wm_url, data, later, unit="minute", embedder="minilm")
+    settings = Settings(data_dir=data, log_url=tansu_broker.url, store_url=f"sqlite:///{data / 'memstream.db'}",
+                        working_memory_url=redis_wm_url, embedder="minilm")  # fmt: skip
+    hers = {f"h{i}" for i, (who, _) in enumerate(HIKE_LINES) if who == "mara"}
+    store = await open_store(settings, minilm.dim)
+    try:
+        shared = to_redistil(await store.list_topics(HIKE), hers)
+    finally:
+        await store.close()
+    assert shared  # closed topics where Mara spoke with others
+
+    def kill(step: str) -> None:
+        if step == "store_forgotten":
+            raise Killed(step)
+
+    with pytest.raises(Killed):
+        await delete_data(settings, HIKE, "mara", embedder=minilm, on_step=kill)
+    assert await LedgerLog(hosts).plan_redistil(HIKE, "mara", []) == set(shared)
+    await delete_data(settings, HIKE, "mara", embedder=minilm)  # asked again
+    store = await open_store(settings, minilm.dim)
+    try:
+        live = await store.list_memories(HIKE)
+        assert not [m for m in live if set(m.source_message_ids) & hers or m.speaker == "mara"]
+        distilled = {m.topic_id for m in live if m.kind in (MemoryKind.SUMMARY, MemoryKind.TITLE)}
+        assert set(shared) <= distilled, (shared, distilled)
+    finally:
+        await store.close()
+    assert await LedgerLog(hosts).plan_redistil(HIKE, "mara", []) == set()  # done: the plan is gone
+    assert read_ledger(hosts) == {(HIKE, "mara")}  # a plan is no deletion
+
+
+async def test_either_kafka_client_reads_and_ends_the_redistil_plan_the_other_recorded(tansu_broker):
+    from streams.kafka_log import KafkaLog
+
+    hosts = tansu_broker.hosts
+    bootstrap_topics(hosts)
+    ledger = LedgerLog(hosts)
+    await ledger.record_deletion("c", "u", "2024-06-01T12:00:00+00:00")
+    assert await ledger.plan_redistil("c", "u", ["t1", "t2"]) == {"t1", "t2"}
+    kafka = await KafkaLog(hosts).open()
+    try:
+        assert await kafka.plan_redistil("c", "u", ["t3"]) == {"t1", "t2", "t3"}  # a run after a killed one
+        assert await kafka.plan_redistil("c", "v", []) == set()  # another deletion's: none
+        assert await ledger.plan_redistil("c", "u", []) == {"t1", "t2", "t3"}
+        assert await kafka.deletions() == read_ledger(hosts) == {("c", "u")}
+        await ledger.end_redistil("c", "u")
+        assert await kafka.plan_redistil("c", "u", []) == set()
+        await kafka.plan_redistil("c", "u", ["t4"])
+        await kafka.end_redistil("c", "u")
+        assert await ledger.plan_redistil("c", "u", []) == set()
+    finally:
+        await kafka.close()

@@ -12,13 +12,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 from fastapi.testclient import TestClient
 
 from memstream.api import create_app
 from memstream.clients import DeletionPending, build_clients, pending_in, retrieve_as_served
-from memstream.deletion import deletion_id
+from memstream.deletion import STEPS, deletion_id
 from memstream.erasure_check import checked_erasure, needles, remnant_files
 from memstream.ops import delete_report, finish_deletions, ingest
 from memstream.settings import Settings
@@ -121,6 +122,56 @@ async def test_a_delete_killed_midway_leaves_nothing_after_the_next_start(tmp_pa
         assert (case.chat, case.user) in await clients.log.deletions()
         await finish_deletions(clients)  # what `serve`, `ingest`, `replay` and `delete` do first
         assert await pending_in(clients.log) == []
+        await check_retrieval(clients, case)
+        await check_stored(clients, case)
+        await check_others_kept(clients, case)
+        assert canary_files(data_dir, case) == {}
+    finally:
+        await clients.close()
+
+
+KILLED_AFTER = """
+import asyncio, os, signal, sys
+from memstream.clients import EMBEDDER_RECORD, build_clients, open_embedder
+from memstream.deletion import delete_data
+from memstream.settings import Settings
+
+async def main(data_dir, chat, user, step):
+    settings = Settings(data_dir=data_dir)
+    emb = open_embedder(settings) if (settings.data_dir / EMBEDDER_RECORD).exists() else None
+    clients = await build_clients(settings, embedder=emb)
+    def kill(name):
+        if name == step:
+            os.kill(os.getpid(), signal.SIGKILL)
+    await delete_data(clients, chat, user, on_step=kill)
+
+asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+def killed_after(data_dir: Path, chat: str, user: str, step: str) -> subprocess.CompletedProcess:
+    """Run a deletion in a process of its own that SIGKILLs itself once ``step`` (of
+    :data:`memstream.deletion.STEPS`) is done."""
+    env = {**os.environ, "MEMSTREAM_DATA_DIR": str(data_dir)}
+    return subprocess.run([sys.executable, "-c", KILLED_AFTER, str(data_dir), chat, user, step], env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+
+
+@pytest.mark.parametrize("step", STEPS)
+async def test_a_delete_killed_after_any_step_is_finished_by_the_next_start(tmp_path, minilm, step):
+    """The kill lands at a chosen point: after the store has trimmed the shared topics, nothing but the
+    deletion's own record says which of them to distil again."""
+    case, data_dir = ENGLISH, tmp_path / "d"
+    clients = await _ingested(data_dir, tmp_path, case, minilm)
+    await clients.close()
+    done = killed_after(data_dir, case.chat, case.user, step)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    clients = await build_clients(Settings(data_dir=data_dir), embedder=minilm)
+    try:
+        assert await pending_in(clients.log) == [(case.chat, case.user, ANY)]
+        assert [r.user for r in await finish_deletions(clients)] == [case.user]
+        assert await pending_in(clients.log) == []
+        assert await clients.log.plan_redistil(case.chat, case.user, []) == set()  # its plan went with it
         await check_retrieval(clients, case)
         await check_stored(clients, case)
         await check_others_kept(clients, case)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from retrieval.deletion import affected_topics, doomed_memories, reopened, trim_topic
+from retrieval.deletion import affected_topics, doomed_memories, reopened, to_redistil, trim_topic
 from schemas import MemoryKind, MemoryRecord, TopicSummary
 
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
@@ -59,3 +59,13 @@ def test_topics_lose_their_messages_and_name_or_go():
     assert trimmed.message_ids == ["b1", "b2"] and trimmed.participants == ["Bob"] and trimmed.title is None
     assert trim_topic(topic, {"b1", "u1", "b2"}, set()) is None
     assert trim_topic(topic, {"zz"}, {"Carol"}) is topic
+
+
+def test_closed_topics_that_lose_messages_and_keep_others_are_distilled_again():
+    def topic(tid: str, ids: list[str], state: str = "closed") -> TopicSummary:
+        return TopicSummary(chat_id="c", topic_id=tid, state=state, message_ids=ids, participants=[],
+                            started_at=T0, last_active_at=T0)  # fmt: skip
+
+    topics = [topic("shared", ["b1", "u1"]), topic("theirs", ["u2"]), topic("others", ["b2"]),
+              topic("open", ["b3", "u3"], state="active"), topic("merged", ["b4", "u4"], state="merged")]  # fmt: skip
+    assert to_redistil(topics, {"u1", "u2", "u3", "u4"}) == ["shared"]

@@ -44,6 +44,19 @@ async def test_reset_derived_keeps_source_topics_and_ledger(tmp_path):
     await log.close()
 
 
+async def test_a_deletions_redistil_plan_grows_survives_reopen_and_ends(tmp_path):
+    path = tmp_path / "log.db"
+    log = await FileLog(path).open()
+    assert await log.plan_redistil("chat", "u", ["t1", "t2"]) == {"t1", "t2"}
+    await log.close()
+    log = await FileLog(path).open()  # a killed run's plan, read by the next
+    assert await log.plan_redistil("chat", "u", ["t3"]) == {"t1", "t2", "t3"}
+    assert await log.plan_redistil("chat", "v", []) == set()
+    await log.end_redistil("chat", "u")
+    assert await log.plan_redistil("chat", "u", []) == set()
+    await log.close()
+
+
 async def test_state_parts_are_written_only_when_given_and_dropped_with_none(tmp_path):
     log = await FileLog(tmp_path / "log.db").open()
     await log.commit("g", {}, [], state={"a": "1", "b": "1"})
