@@ -131,8 +131,7 @@ class EmbeddedRunner:
         """In the background of a run: embed raw messages ahead of the segmenter, so the model (in its
         threads) works while the stages' Python runs. :attr:`AHEAD_BATCHES` batches are queued at once: with
         one, the next batch went to the model only when this loop came back to this task, after the
-        segmenter's Python that had waited for the batch before, and the two took turns (IRC lines: the model
-        busy ~55% of the time). Only the embedder's cache is filled; a stage asking for a text being embedded
+        segmenter's Python that had waited for the batch before, and the two took turns. Only the embedder's cache is filled; a stage asking for a text being embedded
         here waits for it (:class:`backends.embed.embedder.CachedEmbedder`). The
         consolidator's candidates are not embedded here but by its own prefetch, right after the distiller
         in each round (:meth:`_prefetch`): taken here as they came, which texts shared a forward would vary
@@ -260,7 +259,7 @@ class EmbeddedRunner:
         """Of each derived topic, drop the records every stage reading it has committed past, all but the
         newest ``log_keep_derived`` (a topic no stage reads here, the topic events for outside readers, counts
         as read). Replay makes them again from the raw messages; kept for ever they were most of a long
-        chat's log (a decision carries its whole record: 36 of 73 MB at 12,000 turns were profiles')."""
+        chat's log (a decision carries its whole record)."""
         dropped = 0
         for spec in DERIVED_TOPICS:
             end = await self.log.end_offset(spec.name)

@@ -60,8 +60,8 @@ CREATE TABLE IF NOT EXISTS chat_versions (
     rewrites INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
 """
 # A memory doc's record is read from its ``memories`` row: ``docs.memory`` is NULL in what this code writes (it
-# held a second copy of every record's JSON, ~25% of a long chat's file; files written before keep theirs, unread,
-# until the version is closed). Joined after ``docs d``, keyed by the doc's id within its chat.
+# held a second copy of every record's JSON, a large part of a long chat's file; files written before keep
+# theirs, unread, until the version is closed). Joined after ``docs d``, keyed by the doc's id within its chat.
 RECORD = "CROSS JOIN memories m ON m.memory_id = d.doc_id AND m.chat_id = d.chat_id"
 DOC_COLS = "rid, doc_id, chat_id, kind, text, speaker, ts, valid_to, topic_id, source_message_ids, entities"
 INSERT_DOC = (

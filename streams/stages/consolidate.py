@@ -85,7 +85,7 @@ class ConsolidateStage:
     def prefetch_texts(self, records: list[Record]) -> list[str]:
         """The texts :meth:`process` will embed for these results (their candidates are kept for it)."""
         todo = {c.text: c for c in self._candidates_of(records)}
-        # composed (a fact from its sentence, almost always found: ~1% is embedded when asked): no model
+        # composed (a fact from its sentence, almost always found; the rest is embedded when asked): no model
         mode, emb = self.derived_vectors, self.clients.embedder
         return [c.text for c in todo.values() if not (composed(c, mode) or sentence_composed(c, mode, emb))]
 
