@@ -12,12 +12,12 @@ messages — is invalidated (DELETE). History is kept: invalidation sets ``valid
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 from agents.consolidate.records import norm_text, update_decision, value_changed, value_in
 from language.extract.slots import states_replacement
+from language.extract.text import split_sentences
 from language.text import tokenize
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord, stable_id
 
@@ -29,7 +29,6 @@ __all__ = [
     "stale_statements",
 ]
 
-_SENTENCE_END = re.compile(r"(?<=[。！？!?；;])\s*|(?<=[.])\s+|\n+")
 _DERIVED = (MemoryKind.SUMMARY, MemoryKind.TITLE, MemoryKind.QA, MemoryKind.TASK, MemoryKind.DECISION)
 
 
@@ -133,7 +132,8 @@ def stale_statements(
 
 
 def _sentences(text: str) -> list[str]:
-    return [s for s in _SENTENCE_END.split(text) if s and s.strip()]
+    """The summary's sentences, abbreviations kept whole ("at St. Brendan's hall" is one sentence)."""
+    return [s for s in split_sentences(text) if s.strip()]
 
 
 def _rewrite_summary(r: MemoryRecord, stale: Sequence[Staleness]) -> str | None:

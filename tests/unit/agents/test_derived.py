@@ -113,3 +113,13 @@ def test_restating_needs_the_same_person_and_enough_of_the_fact():
     assert restates("小王: 我最近在学吉他。", wang)
     assert not restates("小李最近也在学吉他", wang)
     assert not restates("小王: 吉他学不下去了，现在改练钢琴。", wang, "小王说：吉他学不下去了，现在改练钢琴")
+
+
+def test_a_rewritten_summary_keeps_an_abbreviation_inside_its_sentence():
+    old = rec("f5", "Wiebke lives in Leeds", attribute="lives_in", value="Leeds")
+    new = rec("f6", "Wiebke moved to York", sources=("m9",), attribute="lives_in", value="York", days=10, topic="t2")
+    [st] = stale_statements([update(old, new)], {"f5": old})
+    summary = rec("s5", "Wiebke: my flat is on St. Aidan's Road in Leeds. Jonas: the quiz is on friday.",
+                  MemoryKind.SUMMARY, ("m1", "m2"))  # fmt: skip
+    [d] = derived_invalidations([st], [summary])
+    assert d.record.text == "Jonas: the quiz is on friday."  # no "…on St." left of the stale sentence
