@@ -126,9 +126,10 @@ ANTECEDENT_CHARS = 60  # a longer sentence before is a statement of its own, not
 def _with_antecedent(s: Sentence, raw: str) -> str:
     """A sentence that opens with a pronoun, with the message's sentence before it ("Febe's in! she'll play
     piano for us"): the summary would otherwise say what someone does without saying who."""
-    if not _OPENS_WITH_PRONOUN.match(s.raw):
+    text = s.msg.text.replace("\u2019", "'")  # as split_sentences reads it
+    if not _OPENS_WITH_PRONOUN.match(s.raw) or s.raw not in text:
         return raw
-    before = [x for x in split_sentences(s.msg.text.split(s.raw, 1)[0]) if x.strip()]
+    before = [x for x in split_sentences(text.split(s.raw, 1)[0]) if x.strip()]
     if not before or len(before[-1]) > ANTECEDENT_CHARS:
         return raw
     head = before[-1].strip()
