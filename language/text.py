@@ -368,12 +368,34 @@ def _keywords(text: str) -> frozenset[str]:
     for m in _TOKEN_RE.finditer(unicodedata.normalize("NFKC", text)):
         run = m.group("cjk")
         if run is not None:
-            keywords.update(w for w in jieba().cut(run) if len(w) >= 2 and w not in CHINESE_STOPWORDS)
+            words = jieba().cut(run)
+            keywords.update(w for w in words if len(w) >= 2 and w not in CHINESE_STOPWORDS)
+            keywords.update(unknown_pairs(words))
             continue
         word = _word_keyword(m.group("word"))
         if word is not None:
             keywords.add(word)
     return frozenset(keywords)
+
+
+# lone characters that end such a pair rather than belong to it: prepositions, modal and motion verbs
+_LONE_FUNCTION = frozenset("从到向对跟比往为由于说要会能想去来有没不很太再才只等让叫")
+
+
+def unknown_pairs(words: list[str]) -> list[str]:
+    """Two-character words jieba's dictionary does not know, which it cuts into two lone characters: a shop's
+    name (知行 -> 知/行), a coined noun (月卡 -> 月/卡). Exactly two content characters between other words;
+    a longer run of lone characters is more often a clause of short verbs than one word."""
+    out: list[str] = []
+    run: list[str] = []
+    for w in [*words, ""]:
+        if len(w) == 1 and w not in CHINESE_STOPWORDS and w not in _LONE_FUNCTION and _CJK_RE.match(w):
+            run.append(w)
+            continue
+        if len(run) == 2:
+            out.append("".join(run))
+        run = []
+    return out
 
 
 @text_cache(1 << 16)

@@ -139,6 +139,14 @@ def test_extract_keywords():
     assert extract_keywords("it is on") == set()
 
 
+def test_extract_keywords_joins_a_two_character_word_jieba_cuts_apart():
+    # jieba's dictionary does not know the café's name and cuts it into two lone characters
+    assert "禾木" in extract_keywords("楼下新开的那家禾木咖啡不错")
+    # lone characters that are a clause of short words, not one word
+    assert extract_keywords("他说会来") == set()
+    assert extract_keywords("我们从这里走") == {"这里"}
+
+
 @pytest.mark.parametrize(
     "text",
     [
