@@ -38,7 +38,7 @@ from retrieval.router.abstain_calib import Component
 from retrieval.router.currency import PREVIOUSLY
 
 __all__ = ["FEATURES", "Frame", "Item", "Link", "SupersedeModel", "asks_past", "load_model", "pair_features", "related",
-           "restates",
+           "only_asks", "restates",
            "reorder"]
 
 PACKAGED = Path(__file__).with_name("supersede_weights.json")
@@ -223,6 +223,13 @@ def other_subject(old: Item, new: Item, asked: Collection[str]) -> bool:
     liking fish says nothing new about what the asked person likes to eat)."""
     return bool(asked) and bool(old.about & set(asked)) and bool(new.about) and not new.about & set(asked)
 
+def only_asks(new: Item) -> bool:
+    """``new`` is a chat line that asks and says no change ("what day are we thinking?"): it states no value,
+    so it replaces none, however close it sits to one. A question that proposes a change ("wednesday
+    instead?") still may."""
+    return new.kind == "turn" and new.question and not new.change
+
+
 def restates(old: Item, new: Item) -> bool:
     """``new`` holds a message ``old`` was drawn from (a summary of the topic a turn is in, a fact from it):
     the later record retells that message, it does not replace what it said."""
@@ -311,6 +318,7 @@ def reorder(items: Sequence[Item], question: str, model: SupersedeModel, *, name
         old = order[pos]
         newer = [j for j in order[pos + 1 :] if items[j].ts > items[old].ts and (old, j) not in tried
                  and not restates(items[old], items[j]) and not other_subject(items[old], items[j], asked)
+                 and not only_asks(items[j])
                  and (items[old].doc_id, items[j].doc_id) not in blocked]  # fmt: skip
         best, best_p = None, t
         for j in newer:

@@ -162,3 +162,20 @@ def test_a_record_never_replaces_the_message_it_was_drawn_from():
     assert order == [0, 1] and links == []
     assert [(x.old, x.new) for x in reorder([turn, ITEMS[1]], "Where does the book club meet?", _model(),
                                              names=["Priya"])[1]] == [("d0", "d1")]  # fmt: skip
+
+
+def _always_model() -> SupersedeModel:
+    """A model that would link any related pair: only the gates can keep one apart."""
+    comp = Component(name="supersedes", features=FEATURES, mean=tuple(0.0 for _ in FEATURES),
+                     scale=tuple(1.0 for _ in FEATURES), weights=tuple(0.0 for _ in FEATURES), bias=5.0)  # fmt: skip
+    return SupersedeModel(comp, 0.5, {})
+
+
+def test_a_chat_line_that_only_asks_replaces_nothing_but_one_proposing_a_change_may():
+    venue = _item(0, "Ravi: the choir rehearses in the church hall on Mondays", 0, 0.7, kind="turn")
+    asks = _item(1, "great, which Monday do we start in the church hall?", 0.01, 0.5, kind="turn")
+    order, links = reorder([venue, asks], "Where does the choir rehearse now?", _always_model())
+    assert order == [0, 1] and links == []
+    proposes = _item(2, "the church hall is booked all spring, the school gym instead?", 3, 0.5, kind="turn")
+    _, links = reorder([venue, proposes], "Where does the choir rehearse now?", _always_model())
+    assert [(x.old, x.new) for x in links] == [("d0", "d2")]
