@@ -12,9 +12,8 @@ from __future__ import annotations
 from datetime import datetime
 from functools import cache
 
-from language.text import tokenize
+from language.text import extract_keywords, has_cjk, tokenize
 from retrieval.protocols import Doc, MemoryFilter, MemoryStore
-from retrieval.router.answer_type import states_kind
 from retrieval.router.candidates import Cand
 from retrieval.router.currency import Succession, doc_from_record
 from retrieval.router.slot_query import (
@@ -85,11 +84,12 @@ def _recency(
 
 
 def _newer_time_said(head: Statement, top: list[tuple[Cand, float]], stale: set[str], query: str) -> bool:
-    """A later, live item among the question's top ones says a clock time or a date in the question's words
-    ("leaving 5pm instead of 6 so we beat traffic?" - "ok 5pm it is", after "we leave at 6pm"): the head is
-    then not known to be the latest statement of the time, and a stale value labelled latest is worse than
-    none."""
-    words = set(tokenize(query)) - _time_words()
+    """A later, live item among the question's top ones speaks of the thing asked, in the question's words: with
+    a clock time or a date ("leaving 5pm instead of 6 so we beat traffic?" - "ok 5pm it is", after "we leave at
+    6pm"), or without one, as the thing done or called off ("the boiler's in, works great" after "the boiler
+    is pushed to next friday"). The head is then not known to be the latest statement of the time, and a
+    stale value labelled latest is worse than none."""
+    words = _words(query) - _time_words()
     if not words:
         return False
     quoted = set(head.doc.source_message_ids)
@@ -99,9 +99,15 @@ def _newer_time_said(head: Statement, top: list[tuple[Cand, float]], stale: set[
         text = c.doc.text
         if set(c.doc.source_message_ids) & quoted or any(v in text.casefold() for v in head.values):
             continue  # the head itself again (a summary quoting it), or its value
-        if states_kind(text, "time") and len(words & set(tokenize(text))) >= _SHARE * len(words):
+        if len(words & _words(text)) >= _SHARE * len(words):
             return True
     return False
+
+
+def _words(text: str) -> set[str]:
+    """The words two lines share when they speak of one thing: Chinese by its jieba words (character
+    bigrams would count half-words such as 器什 of 热水器什么时候), other text by its tokens."""
+    return extract_keywords(text) if has_cjk(text) else set(tokenize(text))
 
 
 @cache
