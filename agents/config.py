@@ -30,6 +30,8 @@ class SegmenterConfig(BaseModel):
     threshold: float = 0.85
     max_active_topics: int = 12
     idle_close_s: float = 900.0
+    # a two-person chat answers at its own pace: a reply an hour later still continues the exchange
+    idle_close_private_s: float = 10800.0
     recent_k: int = 5
     # reply-chain shades: addressing someone who spoke in the topic but last spoke elsewhere; answering after
     # being addressed in the topic

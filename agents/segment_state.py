@@ -154,6 +154,7 @@ class ChatPool(BaseModel):
     window_vectors: list[str] = Field(default_factory=list)  # their vectors, base64 float16 ("" = none)
     gaps: list[float] = Field(default_factory=list)  # seconds between recent messages (the chat's pace)
     last_closing: bool = False  # the latest message closed an exchange (agents/segment_shift.closing_cue)
+    private: bool = False  # a two-person chat (its latest message said so): topics close after a longer silence
     pending_shift: PendingShift | None = None  # the latest turn's shift, open to revision by the next turn
     segmentation_version: int = 1
     last_at: datetime | None = None

@@ -2,7 +2,8 @@
 
 Each chat keeps a :class:`ChatPool` of active topics. For every message, in event time:
 
-1. topics idle for more than ``idle_close_s`` (relative to the message time) are closed;
+1. topics idle for more than ``idle_close_s`` (``idle_close_private_s`` in a two-person chat; relative to the
+   message time) are closed;
 2. the message is scored against every active topic (:func:`affinity`); it joins the best one if the score
    clears its join threshold (EXTENDED), else it opens a new topic (OPENED); an explicit ``reply_to`` into an
    active topic always joins it. A runner-up that also clears the threshold and scores close to the best gets
@@ -82,6 +83,7 @@ def step(
         return pool, []
     pool = pool.fork()
     at = msg.ts
+    pool.private = msg.chat_type == "private"
     events = _close_idle(pool, at, cfg)
     f = features(msg, vector, pool, cfg)
     lm = link_msg(msg, f)
@@ -257,7 +259,7 @@ def _closed(pool: ChatPool, topic: ActiveTopic, at: datetime, reason: str) -> To
 
 
 def _close_idle(pool: ChatPool, now: datetime, cfg: SegmenterConfig) -> list[TopicEvent]:
-    cutoff = now.timestamp() - cfg.idle_close_s
+    cutoff = now.timestamp() - (cfg.idle_close_private_s if pool.private else cfg.idle_close_s)
     idle = [t for t in pool.topics if t.last_ts < cutoff]
     pool.topics = [t for t in pool.topics if t.last_ts >= cutoff]
     return [_closed(pool, t, now, "idle") for t in idle]

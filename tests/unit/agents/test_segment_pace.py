@@ -96,3 +96,19 @@ def test_a_revision_refers_back_to_the_conversation_a_plain_new_subject_does_not
     assert plain[unrelated.message_id] != plain[base[0].message_id]  # a real change of subject still splits
     assert features(revision, None, ChatPool(chat_id="club"), SegmenterConfig(dyadic_shift=False)).revision
     assert not features(revision, None, ChatPool(chat_id="club"), OFF).revision
+
+
+def test_a_two_person_chat_keeps_its_exchange_open_across_an_hour_a_group_chat_does_not():
+    lines = [("ana", "can the plumber come on friday instead of thursday?", 0),
+             ("ben", "friday works, he'll be there at nine", 50),  # answered 50 minutes later
+             ("ana", "great, thanks", 52)]  # fmt: skip
+    for chat_type, one_topic in (("private", True), ("group", False)):
+        msgs = [msg(i, p, t, m, chat="flat").model_copy(update={"chat_type": chat_type})
+                for i, (p, t, m) in enumerate(lines)]  # fmt: skip
+        pool, topics = run(msgs, SegmenterConfig())
+        assert (topics["flat-0"] == topics["flat-1"]) is one_topic, (chat_type, topics)
+    # a private chat silent for longer than its idle time still closes its topic
+    pool, _ = run(msgs[:1], SegmenterConfig())
+    quiet = msgs[1].model_copy(update={"chat_type": "private", "ts": T0 + timedelta(hours=4)})
+    _, events = step(pool.model_copy(update={"private": True}), quiet, None, SegmenterConfig())
+    assert any(e.kind.value == "closed" and e.reason == "idle" for e in events)
