@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bench.locomo_router import QUESTIONS, cross_validate, locomo_rows, own_rows
+from bench.locomo_router import GRID, QUESTIONS, cross_validate, locomo_rows, log_loss, own_rows
 from retrieval.router.classifier import QUERY_TYPES
 from retrieval.router.learned import PACKAGED, features, fit, load_model, rule_features, word_features
 
@@ -85,3 +85,17 @@ def test_cross_validation_holds_each_conversation_out():
 @pytest.mark.parametrize("too_few", [1, 2])
 def test_cross_validation_needs_three_conversations(too_few):
     assert "note" in cross_validate(_toy_conversations()[:too_few])
+
+
+def test_regularisation_is_chosen_by_held_out_log_loss():
+    rows = [{"type": "multi_hop", "category": "1"}, {"type": "temporal_reasoning", "category": "2"},
+            {"type": "factual_extraction", "category": "3"}]  # fmt: skip
+    sure = [{"multi_hop": 9.0, "temporal_reasoning": 0.0}, {"multi_hop": 0.0, "temporal_reasoning": 9.0},
+            {"multi_hop": 9.0, "factual_extraction": 0.0}]  # fmt: skip
+    assert log_loss(rows, sure) < 0.001  # category 3 is not scored
+    unsure = [{"multi_hop": 0.0, "temporal_reasoning": 0.0}] * 3
+    assert log_loss(rows, unsure) == round(__import__("math").log(2), 4)
+    report = cross_validate(_toy_conversations())
+    scores = report["loco_scores_by_c"]
+    assert set(scores) == {str(c) for c in GRID}
+    assert scores[str(report["c_all"])]["log_loss"] == min(v["log_loss"] for v in scores.values())
