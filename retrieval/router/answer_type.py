@@ -18,7 +18,7 @@ Kind = Literal["quantity", "time"]
 
 _QUANTITY = lazy(r"(?i)\bhow (?:much|many|long|far|old|big|often)\b|\bwhat(?:'s| is| are)? the (?:price|cost|fee|rent|"
                  r"total|budget|number|amount)\b|多少|几[个岁号天年月次位块元级本张人]|多大|多久|多长|多远|价格|费用")
-_TIME = lazy(r"(?i)\bwhen\b|\bwhat time\b|\b(?:which|what) (?:day|date|evening|night|morning|weekday)\b|什么时候|几点|"
+_TIME = lazy(r"(?i)\bwhen\b|\bwhat time\b|\bdeadline\b|截止|\b(?:which|what) (?:day|date|evening|night|morning|weekday)\b|什么时候|几点|"
              r"哪天|几号|星期几|周几|哪一天")
 _NUMBER = lazy(r"(?i)\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
                r"fifty|hundred|thousand|dozen|half|a couple)\b|[一二两三四五六七八九十百千万半$€£¥￥]")
