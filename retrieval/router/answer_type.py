@@ -10,7 +10,7 @@ from typing import Literal
 
 from language.lazy_re import lazy
 from language.time.clock import find_clocks
-from retrieval.router.scoring import mentions_time
+from retrieval.router.scoring import time_mention_spans
 
 __all__ = ["asked_kind", "states_kind"]
 
@@ -27,6 +27,9 @@ _DAY = lazy(r"(?i)\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(?:jan|feb|
             r"周[一二三四五六日天末]|星期[一二三四五六日天]|[上下]午|晚上|早上|中午")
 
 
+_WORD = lazy(r"[A-Za-z]+|\d+")  # words a question names; Chinese keeps its time words (几号, 周六) apart anyway
+
+
 def asked_kind(question: str) -> Kind | None:
     """The kind of value the question asks for (None: another, or it cannot tell)."""
     if _TIME.search(question):
@@ -36,8 +39,17 @@ def asked_kind(question: str) -> Kind | None:
     return None
 
 
-def states_kind(text: str, kind: Kind) -> bool:
-    """Whether ``text`` states a value of ``kind`` (a number; a clock time, a date or a day)."""
+def states_kind(text: str, kind: Kind, asked: str = "") -> bool:
+    """Whether ``text`` states a value of ``kind`` (a number; a clock time, a date or a day), other than what
+    the question ``asked`` itself names: "april book is Piranesi" states no time of "When is the April
+    meeting?", "push april to the 8th" does."""
     if kind == "quantity":
-        return _NUMBER.search(text) is not None
-    return bool(find_clocks(text)) or mentions_time(text) or _DAY.search(text) is not None
+        spans = [m.span() for m in _NUMBER.finditer(text)]
+    else:
+        spans = [(c.start, c.end) for c in find_clocks(text)] + time_mention_spans(text) + [
+            m.span() for m in _DAY.finditer(text)]
+    if not asked:
+        return bool(spans)
+    named = {w.casefold() for w in _WORD.findall(asked)}
+    said = ({w.casefold() for w in _WORD.findall(text[a:b])} for a, b in spans)
+    return any(not words or not words <= named for words in said)  # a Chinese or symbol value always counts

@@ -110,7 +110,7 @@ def no_asked_value(items: Sequence[supersede.Item], question: str) -> set[tuple[
     kind = asked_kind(question)
     if kind is None:
         return set()
-    has = {x.doc_id: states_kind(x.text, kind) for x in items}
+    has = {x.doc_id: states_kind(x.text, kind, question) for x in items}
     return {(a.doc_id, b.doc_id) for a in items if has[a.doc_id] for b in items if not has[b.doc_id]}
 
 

@@ -52,6 +52,10 @@ def mentions_time(text: str) -> bool:
     return _TIME_MENTION.search(text) is not None
 
 
+def time_mention_spans(text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in _TIME_MENTION.finditer(text)]
+
+
 def in_window(ts: datetime, window: TimeWindow | None) -> bool:
     return window is not None and window.since <= ts <= window.until
 

@@ -33,3 +33,11 @@ def test_a_line_states_a_value_of_the_kind_or_not():
     assert states_kind("boiler guy rescheduled, now next Tuesday morning", "time")
     assert states_kind("leaving 5pm instead", "time") and states_kind("改到周六下午", "time")
     assert not states_kind("the curry got cancelled, I'll do pasta instead", "time")
+
+
+def test_a_line_naming_only_the_asked_time_states_no_new_time_of_it():
+    asked = "When is the June recital?"
+    assert not states_kind("june recital programme is printed, looks great", "time", asked)
+    assert states_kind("recital moved from june 14 to june 21", "time", asked)
+    assert states_kind("june recital programme is printed, looks great", "time")  # without the question
+    assert states_kind("学费涨到四千五", "quantity", "学费现在多少？") and states_kind("改到明天", "time", "几号考试？")
