@@ -223,6 +223,7 @@ def other_subject(old: Item, new: Item, asked: Collection[str]) -> bool:
     liking fish says nothing new about what the asked person likes to eat)."""
     return bool(asked) and bool(old.about & set(asked)) and bool(new.about) and not new.about & set(asked)
 
+
 def only_asks(new: Item) -> bool:
     """``new`` is a chat line that asks and says no change ("what day are we thinking?"): it states no value,
     so it replaces none, however close it sits to one. A question that proposes a change ("wednesday
