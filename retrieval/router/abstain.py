@@ -41,7 +41,7 @@ from retrieval.router.abstain_names import (
     named_people,
     names_in_line,
 )
-from retrieval.router.abstain_parts import about, distinct, is_question, parts, parts_memo, said_by
+from retrieval.router.abstain_parts import EVERYONE, about, distinct, is_question, parts, parts_memo, said_by
 from retrieval.router.candidates import Cand
 from retrieval.router.recipes import AbstentionConfig
 from retrieval.router.scoring import coverage
@@ -145,6 +145,8 @@ def evidence(
     seen: set[str] = set().union(*(tokens.get(c.doc_id, set()) for c in top)) if top else set()
     named_set = {n.casefold() for n in names}
     n_people = len(distinct(participants))
+    # a part about both people of a two-person chat (``EVERYONE``) is about the one asked, when they are one
+    shared = named_set & {p.casefold() for p in participants} and EVERYONE or None
     ev = Evidence(features={})
     named_best = other_best = 0.0
     named_cos = other_cos = 0.0
@@ -164,7 +166,7 @@ def evidence(
                     ev.by_other[who] = ev.by_other.get(who, 0.0) + covs[c.doc_id] / decay
             for person, cov in [(who, coverage(keys, t) * share) for who, t, share in spans(c)]:  # ``about``
                 cos = c.scores.get("cosine", 0.0)
-                if person.casefold() in named_set:
+                if person == shared or person.casefold() in named_set:
                     named_tokens |= tokens.get(c.doc_id, set())
                     ev.about_named += cov / decay
                     named_best = max(named_best, cov)
@@ -177,7 +179,7 @@ def evidence(
                     other_cos = max(other_cos, cos)
                     other_rank = min(other_rank, rank) if cov > 0 else other_rank
                 if cov > lead_cov:
-                    lead, lead_cov = (1.0 if person.casefold() in named_set else -1.0), cov
+                    lead, lead_cov = (1.0 if person == shared or person.casefold() in named_set else -1.0), cov
     entities = named_entities(query, participants) if query else []
     head = top[:5]
     total = sum(keys.values())

@@ -4,7 +4,7 @@ abstention check (:mod:`retrieval.router.abstain`, ``COMPONENTS["other_subject"]
 from __future__ import annotations
 
 from retrieval.router.abstain_names import GENERIC
-from retrieval.router.abstain_parts import Spans, distinct, parts_memo
+from retrieval.router.abstain_parts import EVERYONE, Spans, distinct, parts_memo
 from retrieval.router.candidates import Cand
 from retrieval.router.scoring import coverage
 
@@ -32,13 +32,14 @@ def focus_sides(
     named_set = {n.casefold() for n in names}
     attributed = bool(named_set) and len(distinct(participants)) >= 2
     spans_of = spans or parts_memo(participants, tokens)
+    shared = named_set & {p.casefold() for p in participants} and EVERYONE or None  # both people's part
 
     def sides(cands: list[Cand]) -> tuple[set[str], set[str], float, float]:
         named, other = set(), set()
         best = [0.0, 0.0]
         for c in cands:
             for who, t, share in spans_of(c) if attributed else [("", tokens.get(c.doc_id, set()), 1.0)]:
-                side = 0 if not attributed or who.casefold() in named_set else 1
+                side = 0 if not attributed or who == shared or who.casefold() in named_set else 1
                 (named if side == 0 else other).update(t)
                 best[side] = max(best[side], coverage(focus, t) * share)
         return named, other, best[0], best[1]

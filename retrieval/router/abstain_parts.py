@@ -1,6 +1,7 @@
 """Whom an item of the ranking is about (pure), read by the abstention check (:mod:`retrieval.router.abstain`):
 who said it (a Q&A pair: the one who answers), its labelled parts (``Name: ...`` in summaries and Q&A pairs),
-its sentences (a question states nothing; a compliment in the second person is about the other person)."""
+its sentences (a question states nothing; a compliment in the second person is about the other person; in a
+two-person chat a line naming nobody, in no person, is about both: ``EVERYONE``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from language.text import has_cjk, text_cache, tokenize
 from retrieval.router.candidates import Cand
 from retrieval.router.scoring import coverage
 
-__all__ = ["about", "distinct", "is_question", "parts", "parts_memo", "said_by"]
+__all__ = ["EVERYONE", "about", "distinct", "is_question", "parts", "parts_memo", "said_by"]
+
+
+EVERYONE = "*"  # a part about both people of a two-person chat: their shared affairs, whoever wrote it
 
 
 _TRAILING_NOTE = re.compile(r"\s*\[[^\]]*\]\s*$")
@@ -77,7 +81,10 @@ def parts(c: Cand, participants: list[str], toks: set[str]) -> list[tuple[str, s
     - a turn that asks states nothing; a turn in the first person is about its speaker; one in the second
       person only, in a two-person chat, about the other participant (``your new hair colour``);
     - a memory record (fact, task...) naming other participants is read clause by clause: the words after a
-      participant's name are about them, the words before any name about its speaker."""
+      participant's name are about them, the words before any name about its speaker;
+    - in a two-person chat a turn, or a record, in no person that names neither participant is about both
+      (``EVERYONE``): "Reminder moved to Friday." from an assistant bot, "The boiler service is booked for the
+      3rd." from a landlord state the two's shared affairs, not the writer's own."""
     text, kind = c.doc.text, c.doc.kind
     people, label = _people(tuple(participants))
     if kind in ("summary", "qa"):
@@ -102,6 +109,8 @@ def parts(c: Cand, participants: list[str], toks: set[str]) -> list[tuple[str, s
     named = [p for p in sorted(people) if p.casefold() != who.casefold() and _mentions(text, p)]
     if named:
         return _record_parts(text, who, people)
+    if len(people) == 2 and not (_mentions(text, who) or _FIRST.search(text) or _SECOND.search(text)):
+        return [(EVERYONE, toks, 1.0)]  # a record naming no one, in no person ("Reminder moved to Friday")
     return [(who, toks, 1.0)]
 
 
@@ -150,14 +159,19 @@ _SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
 def _turn_parts(text: str, who: str, people: frozenset[str], toks: set[str]) -> list[tuple[str, set[str], float]]:
     """A turn read sentence by sentence: a sentence that asks states nothing, one in the second person only
     or calling the other by name (in a two-person chat) is about the other participant ("Wow, your new hair
-    colour looks amazing!", "That charity race sounds great, Mel!"), the rest about the speaker.
+    colour looks amazing!", "That charity race sounds great, Mel!"), the rest about the speaker. In a
+    two-person chat a turn with no person in any of its statements (no first or second person, neither
+    participant named) is about both (``EVERYONE``): "Saved: dentist on Friday at 10." from a bot; one sharing
+    a photo stays the writer's.
     One sentence (or one side): the turn's own tokens."""
     others = sorted(p for p in people if p.casefold() != who.casefold())
     sides: dict[str, list[str]] = {}
-    for m in _SENTENCE.finditer(text):
-        sent = m[0].strip()
-        if not sent or sent.endswith(("?", "？")):
-            continue
+    sents = [s for m in _SENTENCE.finditer(text) if (s := m[0].strip()) and not s.endswith(("?", "？"))]
+    # (a turn sharing a photo, "[shares a photo of ...]", shows the writer's own things: theirs)
+    if len(others) == 1 and sents and not _TRAILING_NOTE.search(text) and not any(
+            _FIRST.search(s) or _SECOND.search(s) or _addressed(s, others[0]) or _mentions(s, who) for s in sents):
+        return [(EVERYONE, toks, 1.0)]
+    for sent in sents:
         # in a two-person chat a sentence not in the first person that says "you" or calls the other by name
         # ("That charity race sounds great, Mel!") is about them
         you = len(others) == 1 and not _FIRST.search(sent)

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from language.text import count_tokens
 from retrieval.protocols import MemoryFilter
 from retrieval.router import abstain, supersede
-from retrieval.router.abstain_parts import parts_memo
+from retrieval.router.abstain_parts import EVERYONE, parts_memo, said_by
 from retrieval.router.answer_type import asked_kind, states_kind
 from retrieval.router.asker import has_first_person, own_words_answer
 from retrieval.router.currency import is_current_version
@@ -57,7 +57,7 @@ async def newest_statements(store, run: Run, ranking: Ranking, update: float = 0
     spans = parts_memo(run.participants, tokens or {})
     items = [supersede.Item.of(c.doc, c.scores, c.fused, None if unreadable(c.doc.text) else
                                supersede.source_vector(c.doc.source_message_ids, vectors),
-                               {who for who, toks, _ in spans(c) if toks}) for c in cands]  # fmt: skip
+                               _about(c, spans, run.participants)) for c in cands]  # fmt: skip
     detail: dict = ({"inputs": [x.to_json() for x in items], "names": run.participants, "update": update}
                     if cfg.record_inputs else {})  # fmt: skip
     if model is None or len(items) < 2:
@@ -127,6 +127,16 @@ def to_items(ranking: Ranking, k: int, layer: str) -> list[RetrievedItem]:
                                    note=ranking.notes.get(d.doc_id),
                                    scores={**c.scores, "fused": round(c.fused, 6)}))  # fmt: skip
     return items
+
+
+def _about(c, spans, participants: list[str]) -> set[str]:
+    """Whom an item states something about, for supersession: a part about both people of a two-person chat
+    (``EVERYONE``) counts as its writer's, as supersession was fitted."""
+    out = set()
+    for who, toks, _ in spans(c):
+        if toks:
+            out.add((said_by(c, participants) or who) if who == EVERYONE else who)
+    return out - {EVERYONE}
 
 
 async def related_items(graph, run: Run, label: str, items: list[RetrievedItem]) -> list[RetrievedItem]:

@@ -1,0 +1,65 @@
+"""Whom an item is about in a two-person chat: a line in no person that names neither participant is about
+both (``EVERYONE``): evidence for whichever of the two is asked about, never against them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from language.text import tokenize
+from retrieval.protocols import Doc
+from retrieval.router import abstain
+from retrieval.router.abstain_parts import EVERYONE
+from retrieval.router.candidates import Cand
+from retrieval.router.query import keywords
+from retrieval.router.scoring import keyword_weights
+
+T = datetime(2024, 5, 1, tzinfo=UTC)
+PAIR = ["Odile", "Remy"]
+
+
+def cand(i: str, text: str, speaker: str | None, kind: str = "turn") -> Cand:
+    return Cand(doc=Doc(doc_id=i, chat_id="c", kind=kind, text=text, speaker=speaker, ts=T, source_message_ids=[i]))
+
+
+def whom(c: Cand, people: list[str] = PAIR) -> list[str]:
+    return [who for who, _, _ in abstain.parts(c, people, set(tokenize(c.doc.text)))]
+
+
+def test_a_line_in_no_person_naming_no_one_is_about_both_people_of_a_two_person_chat():
+    # a helper's confirmation, a landlord's notice: the two's shared affairs, whoever wrote them
+    assert whom(cand("a", "Noted. Piano lesson moved to Saturday at 4.", "Remy")) == [EVERYONE]
+    assert whom(cand("b", "The chimney sweep is booked for the 9th, morning.", "Remy")) == [EVERYONE]
+    # a record distilled from such a line reads the same; one naming its writer is the writer's
+    assert whom(cand("c", "Piano lesson moved to Saturday at 4.", "Remy", kind="fact")) == [EVERYONE]
+    assert whom(cand("d", "Remy moved the piano lesson to Saturday.", "Remy", kind="fact")) == ["Remy"]
+    # in the first person it stays the writer's; in the second person only, the other's
+    assert whom(cand("e", "I sold my old kayak. It went fast.", "Remy")) == ["Remy"]
+    assert whom(cand("f", "Your kayak looks brand new!", "Remy")) == ["Odile"]
+    # a group chat keeps the writer
+    assert whom(cand("g", "Noted. Piano lesson moved to Saturday at 4.", "Remy"), [*PAIR, "Zoe"]) == ["Remy"]
+
+
+def _features(question: str, cands: list[Cand], names: list[str]) -> dict[str, float]:
+    toks = {c.doc_id: set(tokenize(c.doc.text)) for c in cands}
+    keys = keyword_weights(keywords(question, PAIR), toks)
+    return abstain.evidence(cands, names, PAIR, toks, keys, 0.5, question).features
+
+
+def test_a_shared_line_is_evidence_about_the_one_asked_and_a_first_person_one_is_not():
+    shared = [cand("s", "Noted. Piano lesson moved to Saturday at 4.", "Remy")]
+    f = _features("When is Odile's piano lesson now?", shared, ["Odile"])
+    assert f["named_best_coverage"] > 0 and f["other_best_coverage"] == 0 and f["attribution"] < 0
+    # the wrong-person question still finds the words only in the other person's own line
+    own = [cand("o", "I adopted a greyhound from the shelter.", "Remy")]
+    f = _features("What did Odile adopt from the shelter?", own, ["Odile"])
+    assert f["named_best_coverage"] == 0 and f["other_best_coverage"] > 0 and f["attribution"] == 1.0
+    assert f["rarest_other_only"] == 1.0
+
+
+def test_supersession_reads_a_shared_line_as_its_writer_s():
+    from retrieval.router.abstain_parts import parts_memo
+    from retrieval.router.respond import _about
+
+    c = cand("s", "Noted. Piano lesson moved to Saturday at 4.", "Remy")
+    spans = parts_memo(PAIR, {"s": set(tokenize(c.doc.text))})
+    assert _about(c, spans, PAIR) == {"Remy"}
