@@ -92,7 +92,8 @@ def distill_message(ctx: TopicContext, m: ChatMessage, question: ChatMessage | N
             question is not None
         )
         if not slots and (len(_content_tokens(sent)) < 2 or (score < 2.5 and not (
-                rewrite.first_person or _changed(sent) or (dates and moves_plan(sent))))):  # "Thursday moved to Friday"
+                rewrite.first_person or _changed(sent) or (dates and moves_plan(sent))  # "Thursday moved to Friday"
+                or _named_subject(sent, ctx.names) is not None))):  # news about someone: "Jo left the firm"
             continue
         out.sentences.append(Sentence(m, speaker, sent, set(tokenize(sent)), 0.3 * score))
         for draft in _fact_drafts(sent, original, rewrite, slots, speaker, addressee, ctx.names, entities):

@@ -24,7 +24,7 @@ import re
 
 from language.extract.screen import screened
 from language.extract.slots import SlotMatch
-from language.extract.subject import relative_subject
+from language.extract.subject import looks_like_name, relative_subject
 
 __all__ = ["cue_slots"]
 
@@ -91,6 +91,9 @@ def _reported(pattern: re.Pattern[str], head: str, speaker: str) -> str | None:
     return name if name and name != speaker and name.lower() not in _EN_FILLER else None
 
 
+_EN_MINE = re.compile(r"(?i)\b(?:i|i'm|me|my|we|our)\b")  # "Kombucha is my favourite drink": the speaker's
+
+
 def _en_subject(sentence: str, end: int, speaker: str, names: frozenset[str]) -> str:
     """A member named before the value ("Heard Ivan joined X", "Wendy told me they live in X"), else the speaker."""
     head = sentence[:end]
@@ -102,6 +105,10 @@ def _en_subject(sentence: str, end: int, speaker: str, names: frozenset[str]) ->
     for name in sorted(names, key=len, reverse=True):
         if name and name != speaker and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", head):
             return name
+    first = re.sub(r"['\u2019]s$", "", head.split()[0].strip(",.!?:")) if head.split() else ""
+    if first != speaker and looks_like_name(first) and not _EN_MINE.search(head) and re.match(
+            rf"\s*{re.escape(first)}(?:['\u2019]s\b|\s+(?:is|was|has)\b)", head):  # fmt: skip
+        return first  # "Tomasz is at the Gdańsk office these days": news about Tomasz, told by the speaker
     return _reported(_EN_REPORTED, head, speaker) or speaker
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from functools import cache
 
+from language.extract.text import split_sentences
 from language.text import extract_keywords, has_cjk, tokenize
 from retrieval.protocols import Doc, MemoryFilter, MemoryStore
 from retrieval.router.candidates import Cand
@@ -100,7 +101,7 @@ def _newer_time_said(head: Statement, top: list[tuple[Cand, float]], stale: set[
         text = c.doc.text
         exchange = set(c.doc.source_message_ids) & quoted or (c.doc.topic_id and c.doc.topic_id == head.doc.topic_id)
         if exchange:  # a later line or record of the head's own exchange ("…31号早上8点的。 …改签了，30号晚上7点半")
-            if stated_times(c.doc) - head.values:  # another time said there may be the newer one
+            if _time_after(c.doc, head):  # another time said after the head's may be the newer one
                 return True
             continue
         if any(v in text.casefold() for v in head.values):
@@ -108,6 +109,14 @@ def _newer_time_said(head: Statement, top: list[tuple[Cand, float]], stale: set[
         if len(words & _words(text)) >= _SHARE * len(words):
             return True
     return False
+
+
+def _time_after(doc: Doc, head: Statement) -> bool:
+    """``doc`` names a time other than the head's after its last sentence naming the head's (all of them when
+    none does): the old value said before it ("Thursday instead of Saturday") is no newer time."""
+    said = [stated_times(doc.model_copy(update={"text": s})) for s in split_sentences(doc.text)]
+    last = max((i for i, t in enumerate(said) if t & head.values), default=-1)
+    return any(t - head.values for t in said[last + 1 :])
 
 
 def _words(text: str) -> set[str]:

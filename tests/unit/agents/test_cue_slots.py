@@ -72,6 +72,9 @@ def test_the_old_value_of_a_change_is_not_the_new_one():
         ("我老婆在协和医院当护士。", "小王", ("works_at", "小王的老婆", "协和医院")),
         ("我妹妹现在在字节，加班好多", "小王", ("works_at", "小王的妹妹", "字节")),  # the cue slots' subject
         ("Bob said he moved to Oslo.", "Alice", ("lives_in", "Bob", "Oslo")),
+        # a person the sentence opens with, not in the chat: news about them, told by the speaker
+        ("Tomasz is at the Gdańsk office these days.", "Bob", ("works_at", "Tomasz", "Gdańsk")),
+        ("Marta's at the Leeds office now.", "Alice", ("works_at", "Marta", "Leeds")),
     ],
 )
 def test_relatives_and_pronouns_are_the_subject(text, speaker, want):

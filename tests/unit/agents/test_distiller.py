@@ -258,3 +258,10 @@ def test_a_summary_sentence_opening_with_a_pronoun_keeps_who_it_is(rows, who):
     summary = distill_extractive(_job(rows, MONDAY), CFG).summary
     assert who in summary, summary
     assert summary.count("run the cake stall") <= 1 and summary.count("周六上午") <= 1  # said once
+
+
+def test_news_about_a_named_member_is_a_fact_however_plain():
+    rows = [("Ben", "morning all"), ("Ola", "Ben looks after the allotment keys"), ("Ola", "nice weather")]
+    result = distill_extractive(_job(rows, MONDAY), CFG)
+    assert _fact(result, "allotment keys").subject == "Ben"
+    assert not [f for f in result.facts if "weather" in f.text]  # a plain line about no one stays out

@@ -38,3 +38,11 @@ def test_the_same_record_restating_the_time_keeps_it():
 def test_a_later_line_of_another_exchange_needs_the_questions_words():
     other = _doc("t9", "turn", "dentist moved to june 20 at 4pm", 60, ["m9"], topic="t2")
     assert not _newer_time_said(_head(), [(Cand(doc=other), 1.0)], set(), "When does the ferry sail?")
+
+
+def test_the_old_time_said_before_the_head_in_its_exchange_is_no_newer_time():
+    head_doc = _doc("f2", "fact", "the ferry sails june 13 at 6pm instead", 10, ["m3"])
+    head = Statement(doc=head_doc, values=frozenset(stated_times(head_doc)))
+    record = _doc("s2", "summary", "Ida: got the ferry tickets, june 14 at 9am. Ida: ugh, rebooked it, the ferry "
+                  "sails june 13 at 6pm instead.", 20, ["m1", "m3"])  # fmt: skip
+    assert not _newer_time_said(head, [(Cand(doc=record), 1.0)], set(), "When does the ferry sail?")
