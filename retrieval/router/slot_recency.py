@@ -26,8 +26,7 @@ from retrieval.protocols import Doc
 from retrieval.router import slot_cues as cue
 from retrieval.router.slot_query import SlotQuery, subject_in_text
 
-__all__ = ["Statement", "asks_current", "newest_statement", "query_subject", "slot_statements", "statement_values",
-           "stated_times"]
+__all__ = ["Statement", "asks_current", "newest_statement", "query_subject", "slot_statements", "statement_values"]
 
 
 def query_subject(query: str) -> str | None:
@@ -137,9 +136,6 @@ def _dates(doc: Doc) -> set[str]:
                       if not (cue.FROM_BEFORE.search(clause[: c.start]) and cue.TO_AFTER.search(clause[c.end :]))]  # fmt: skip
     targets = {v for start, v in found if cue.CHANGE_TO.search(text[max(0, start - 10) : start])}
     return targets or {v for _, v in found}
-
-
-stated_times = _dates  # the days and times a record names, as statements' values are compared
 
 
 def _weekday(said: str) -> int | None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from datetime import datetime
 from functools import cache
 
-from language.extract.text import split_sentences
 from language.text import extract_keywords, has_cjk, tokenize
 from retrieval.protocols import Doc, MemoryFilter, MemoryStore
 from retrieval.router.candidates import Cand
@@ -31,7 +30,6 @@ from retrieval.router.slot_recency import (
     newest_statement,
     query_subject,
     slot_statements,
-    stated_times,
 )
 from retrieval.router.strategies import Ranking
 from schemas import MemoryRecord
@@ -89,8 +87,8 @@ def _newer_time_said(head: Statement, top: list[tuple[Cand, float]], stale: set[
     """A later, live item among the question's top ones speaks of the thing asked, in the question's words: with
     a clock time or a date ("leaving 5pm instead of 6 so we beat traffic?" - "ok 5pm it is", after "we leave at
     6pm"), or without one, as the thing done or called off ("the boiler's in, works great" after "the boiler
-    is pushed to next friday"), or a record of the head's own exchange names another time. The head is then
-    not known to be the latest statement of the time, and a stale value labelled latest is worse than none."""
+    is pushed to next friday"). The head is then not known to be the latest statement of the time, and a
+    stale value labelled latest is worse than none."""
     words = _words(query) - _time_words()
     if not words:
         return False
@@ -99,24 +97,11 @@ def _newer_time_said(head: Statement, top: list[tuple[Cand, float]], stale: set[
         if c.doc.ts <= head.doc.ts or c.doc_id in stale or c.doc_id == head.doc.doc_id:
             continue
         text = c.doc.text
-        exchange = set(c.doc.source_message_ids) & quoted or (c.doc.topic_id and c.doc.topic_id == head.doc.topic_id)
-        if exchange:  # a later line or record of the head's own exchange ("…31号早上8点的。 …改签了，30号晚上7点半")
-            if _time_after(c.doc, head):  # another time said after the head's may be the newer one
-                return True
-            continue
-        if any(v in text.casefold() for v in head.values):
-            continue  # its value again
+        if set(c.doc.source_message_ids) & quoted or any(v in text.casefold() for v in head.values):
+            continue  # the head itself again (a summary quoting it), or its value
         if len(words & _words(text)) >= _SHARE * len(words):
             return True
     return False
-
-
-def _time_after(doc: Doc, head: Statement) -> bool:
-    """``doc`` names a time other than the head's after its last sentence naming the head's (all of them when
-    none does): the old value said before it ("Thursday instead of Saturday") is no newer time."""
-    said = [stated_times(doc.model_copy(update={"text": s})) for s in split_sentences(doc.text)]
-    last = max((i for i, t in enumerate(said) if t & head.values), default=-1)
-    return any(t - head.values for t in said[last + 1 :])
 
 
 def _words(text: str) -> set[str]:
