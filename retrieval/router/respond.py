@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from language.text import count_tokens
 from retrieval.protocols import MemoryFilter
@@ -12,6 +13,7 @@ from retrieval.router import abstain, supersede
 from retrieval.router.abstain_parts import EVERYONE, parts_memo, said_by
 from retrieval.router.answer_type import asked_kind, states_kind
 from retrieval.router.asker import has_first_person, own_words_answer
+from retrieval.router.candidates import Cand
 from retrieval.router.currency import is_current_version
 from retrieval.router.layers import render_layers
 from retrieval.router.state import Run
@@ -36,6 +38,32 @@ def uncovered(ranking: Ranking, n: int) -> list[int]:
         seen |= sources
         kept.append(i)
     return kept
+
+
+def answered_questions(ranking: Ranking) -> Ranking:
+    """The ranking with each asking turn's place taken by the Q&A pair that answers it (a ``qa`` item whose
+    first source is that turn), when the pair ranks lower: the turn states nothing ("still on for feb 2?"),
+    and shown alone it reads as the value asked about; the pair carries the answer ("let's say Feb 16").
+    The turn follows right after its pair, where ``uncovered`` drops it."""
+    asked = {c.doc.source_message_ids[0]: i for i, (c, _) in enumerate(ranking.scored)
+             if c.doc.kind == "qa" and c.doc.source_message_ids}  # fmt: skip
+    moves: dict[int, int] = {}  # the turn's position -> its pair's
+    for i, (c, _) in enumerate(ranking.scored):
+        ids = c.doc.source_message_ids
+        j = asked.get(ids[0]) if c.doc.kind == "turn" and len(ids) == 1 else None
+        if j is not None and j > i and j not in moves.values():
+            moves[i] = j
+    if not moves:
+        return ranking
+    moved = set(moves.values())
+    scored: list[tuple[Cand, float]] = []
+    for i, (c, s) in enumerate(ranking.scored):
+        if i in moved:
+            continue
+        if i in moves:
+            scored.append((ranking.scored[moves[i]][0], s))
+        scored.append((c, s))
+    return replace(ranking, scored=scored)
 
 
 async def newest_statements(store, run: Run, ranking: Ranking, update: float = 0.0, asked: Sequence[str] = (),
@@ -173,6 +201,7 @@ async def finish(store, run: Run, graph, qa, classification, ranking: Ranking, c
         verdict = verdict.model_copy(update={"abstain": True, "reason": "no_match", "decided_by": "empty_window"})
     run.step("abstain", t0, **verdict.model_dump())
     if not verdict.abstain:  # after the check, which reads the candidates in relevance order
+        ranking = answered_questions(ranking)
         ranking = await newest_statements(store, run, ranking, classification.probs.get("knowledge_update", 0.0),
                                           [*qa.names, *([run.asker_name] if run.asker_name else [])], ctx.tokens)
     if run.profile and not verdict.abstain:  # after the check, which reads the searches' evidence only

@@ -96,3 +96,25 @@ def test_a_current_version_is_kept_beside_another_fact_of_its_message():
     assert "h3" in kept and "h2" in kept  # both facts of m5
     plain = Ranking("factual", [(Cand(doc=doc_from_record(aside)), 3.0), (Cand(doc=doc_from_record(new)), 2.0)])
     assert [plain.scored[i][0].doc_id for i in uncovered(plain, 5)] == ["h2"]  # a mere neighbour stays covered
+
+
+def test_an_asking_turn_gives_its_place_to_the_pair_that_answers_it():
+    """"Is the dinner still at Lupa?" shown alone reads as the answer; its Q&A pair, which ranked lower, carries
+    what was said back ("no, we moved it to Ferro"), and the bare question then drops out as covered."""
+    from retrieval.router.respond import answered_questions, uncovered
+
+    asked = turn("m2", "is the dinner still at Lupa?", days=1)
+    pair = Cand(doc=Doc(doc_id="qa:c:1", chat_id="c", kind="qa", ts=T0 + timedelta(days=1),
+                        text="Q: Bob: is the dinner still at Lupa? A: Ann: no, we moved it to Ferro",
+                        source_message_ids=["m2", "m3"]))  # fmt: skip
+    other = turn("m7", "Lupa does great pasta")
+    ranking = Ranking("knowledge_update", [(asked, 3.0), (other, 2.5), (pair, 2.0)])
+    out = answered_questions(ranking)
+    assert [c.doc_id for c, _ in out.scored] == ["qa:c:1", "turn:c:m2", "turn:c:m7"]
+    assert [out.scored[i][0].doc_id for i in uncovered(out, 5)] == ["qa:c:1", "turn:c:m7"]
+    # the answering turn of a pair, or a pair already above its question, is left where it is
+    answer = turn("m3", "no, we moved it to Ferro", days=1)
+    kept = Ranking("knowledge_update", [(answer, 3.0), (pair, 2.0)])
+    assert answered_questions(kept).scored == kept.scored
+    above = Ranking("knowledge_update", [(pair, 3.0), (asked, 2.0)])
+    assert answered_questions(above).scored == above.scored
