@@ -27,16 +27,19 @@ the probability exceeds the model's F1-best threshold, for the more likely compo
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from language.text import has_cjk
 from retrieval.router.abstain_focus import focus_sides
 from retrieval.router.abstain_names import (
     GENERIC,
     asks_person,
     mentioned,
+    named_as_possessor,
     named_entities,
     named_people,
     names_in_line,
@@ -47,7 +50,7 @@ from retrieval.router.recipes import AbstentionConfig
 from retrieval.router.scoring import coverage
 
 __all__ = ["COMPONENTS", "FEATURES", "Evidence", "Verdict", "about", "asks_person", "check", "distinct", "evidence",
-           "focus_sides", "forced", "is_question", "named_in_others", "names_in_line", "parts", "rules", "said_by"]
+           "focus_sides", "forced", "is_question", "named_in_others", "names_in_line", "parts", "rules", "said_by", "told_of"]
 
 
 class Verdict(BaseModel):
@@ -260,6 +263,27 @@ def named_in_others(top: list[Cand], names: list[str], participants: list[str]) 
     return False
 
 
+_OWN = re.compile(r"(?i)\b(?:my|our|mine|ours)\b|我的|我们的")
+
+
+def told_of(top: list[Cand], names: list[str], participants: list[str]) -> bool:
+    """Another participant's line speaks of or to the one named (by first name, or as "you" in a two-person
+    chat) and of nothing of their own ("my", "our"): for "Who approves Marisol's designs?", "priya approved
+    everything, thanks marisol" is about Marisol's designs; "Hey Priya, I water my plants" is about Omar's."""
+    named = {n.casefold() for n in names}
+    firsts = [n.split()[0] for n in names if n.split()]
+    two = len(distinct(participants)) == 2
+    for c in top:
+        who = said_by(c, participants)
+        if who is None or who.casefold() in named or c.doc.kind != "turn" or _OWN.search(c.doc.text):
+            continue
+        if any(re.search(re.escape(f) if has_cjk(f) else rf"(?i)\b{re.escape(f)}\b", c.doc.text) for f in firsts):
+            return True
+        if two and re.search(r"(?i)\b(?:you|your|yours)\b|你|您", c.doc.text):
+            return True
+    return False
+
+
 def check(
     ranked: list[Cand],
     names: list[str],
@@ -287,7 +311,8 @@ def check(
     model = model_for(cfg)
     if model is not None:
         parts = model.parts(f)
-        if asks_person(query) and named_in_others(top[:5], names, participants):
+        if asks_person(query) and (named_in_others(top[:5], names, participants)
+                                   or (named_as_possessor(query, names) and told_of(top[:5], names, participants))):
             parts.pop("other_subject", None)  # "who covers Tomek's shifts": another's line about him answers it
         p = 1.0 - math.prod(1.0 - q for q in parts.values())
         # the reason is the more likely component's, when something matching is about someone else (their

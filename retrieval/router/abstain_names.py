@@ -46,6 +46,15 @@ def asks_person(query: str) -> bool:
     return bool(_ASKS_PERSON.search(query))
 
 
+def named_as_possessor(query: str, names: list[str]) -> bool:
+    """Every participant the question names stands as an owner ("Who approves Marisol's designs?",
+    "谁管小美的猫？"): a question for a person about someone's thing is answered by another person's part in
+    it, not by what the owner said of themself."""
+    firsts = [n.split()[0] for n in names if n.split()]
+    return bool(firsts) and all(re.search(rf"{re.escape(f)}的" if has_cjk(f) else rf"(?i)\b{re.escape(f)}(?:\s+\w+)*?['’]s\b",
+                                          query) for f in firsts)  # fmt: skip
+
+
 # kin by rank or side, formed the same way for every relative: 大舅, 二姨, 小姨, 三叔, 大伯, 大嫂, 表舅, 堂叔
 _RANKED_KIN = re.compile(r"[大二三四五六小表堂][舅姨叔伯姑婶嫂][妈父母夫子]?")  # not 大哥/小妹/大爷: said to anyone
 

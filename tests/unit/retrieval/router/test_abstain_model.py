@@ -406,3 +406,22 @@ def test_spoken_of_or_addressed_in_both_languages():
     assert not abstain.names_in_line("小雅，你的快递到了", "小雅")
     assert abstain.asks_person("小雅出差的时候谁帮她喂猫？") and abstain.asks_person("Whose bike is in the hall?")
     assert not abstain.asks_person("When does Omar's van get fixed?")
+
+
+def test_a_who_question_about_someones_thing_is_answered_by_the_one_told(tmp_path):
+    """"Who signs off Jonas's invoices now?" in a chat where Greta tells Jonas "Femke approves your invoices from
+    May": the line is about Jonas's invoices though Greta wrote it. A line about the writer's own ("I sign my
+    invoices") still declines; so does the same line for a question that is not for a person."""
+    cfg = AbstentionConfig(model=weights_file(tmp_path), embedder="minilm")
+    people = ["Jonas", "Greta"]
+    question = "Who signs off Jonas's invoices now?"
+    keys = {t: 1.0 for t in tokenize(question)}
+    keys.pop("jonas", None)
+    told = cand("g1", "from may Femke signs off your invoices, thanks Jonas", speaker="Greta")
+    assert abstain.named_as_possessor(question, ["Jonas"]) and abstain.told_of([told], ["Jonas"], people)
+    assert not abstain.check([told], ["Jonas"], people, toks(told), keys, cfg, query=question).abstain
+    own = cand("g2", "Jonas, I sign off my invoices on fridays now", speaker="Greta")
+    assert not abstain.told_of([own], ["Jonas"], people)
+    assert abstain.named_as_possessor("谁负责小周的报销？", ["小周"]) and not abstain.named_as_possessor(
+        "小周负责什么？", ["小周"])  # fmt: skip
+    assert not abstain.named_as_possessor("Who did Jonas meet in May?", ["Jonas"])
