@@ -10,6 +10,7 @@ and the next (shorter) ones tried. The related layer gets at most ``related_shar
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from retrieval.render import NO_MEMORY, render_line
@@ -47,31 +48,71 @@ def body_line(item: RetrievedItem) -> str:
     return line[len("[YYYY-MM-DD] ") :]
 
 
+_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
+_LABEL = re.compile(r"^\W*(?:(?:Q|A|previously|superseded[^:]*?by|replaced)\s*:\s*)*(?:[^\s:][^:]{0,30}:\s+)?")
+_NOT_WORD = re.compile(r"\W+")
+SHOWN = "…"  # stands for a sentence a higher-ranked line of the context already shows
+MIN_REPEAT = 6  # tokens a sentence needs to be elided as a repeat: short ones ("ok!", "same date") stay
+
+
+def _key(sentence: str) -> str:
+    """A sentence as compared for repeats: without its labels (``Q: Mel:``, ``Caroline:``) and punctuation."""
+    return _NOT_WORD.sub(" ", _LABEL.sub("", sentence.strip()).casefold()).strip()
+
+
+def compact(line: str, shown: set[str], count: Callable[[str], int]) -> tuple[str, set[str]]:
+    """``line`` with each sentence a higher-ranked line showed replaced by ``SHOWN``, and its sentences' keys.
+    A fact, its Q&A pair and its topic's summary often retell one message: shown once, the budget holds more
+    items (recall is unchanged: the items stay, each with its sources). Pure."""
+    out, keys, last = [], set(), 0
+    for m in _SENTENCE.finditer(line):
+        key = _key(m.group())
+        if key and key in shown and count(m.group()) >= MIN_REPEAT:
+            label = _LABEL.match(m.group().lstrip())
+            lead = m.group()[: len(m.group()) - len(m.group().lstrip()) + (label.end() if label else 0)]
+            out.append(line[last : m.start()] + lead + SHOWN)
+        else:
+            out.append(line[last : m.end()])
+            keys.add(key)
+        last = m.end()
+    out.append(line[last:])
+    return "".join(out), keys
+
+
 def pack_dated(
     items: list[RetrievedItem], budget: int, count: Callable[[str], int]
-) -> tuple[list[RetrievedItem], int]:
-    """The items (rank order) that fit ``budget``: each costs its body line, the first of a day also the
-    day's header; an item that does not fit is skipped and the next ones are tried. Pure."""
+) -> tuple[list[RetrievedItem], int, dict[str, str]]:
+    """The items (rank order) that fit ``budget``, their cost and their body lines (``compact``, in rank order):
+    each costs its body line, the first of a day also the day's header; an item that does not fit is skipped
+    and the next ones are tried. Pure."""
     chosen: list[RetrievedItem] = []
+    lines: dict[str, str] = {}
     days: set[str] = set()
+    shown: set[str] = set()
     used = 0
     for it in items:
         day = _day(it)
-        cost = count(body_line(it)) + 1 + (0 if day in days else count(day) + 1)
+        line, keys = compact(body_line(it.model_copy(update={"note": None}) if it.note else it), shown, count)
+        if it.note:  # a note quotes the other side of a change: elided where shown above, never shown for later
+            line += f" ({compact(it.note, shown | keys, count)[0]})"
+        cost = count(line) + 1 + (0 if day in days else count(day) + 1)
         if used + cost > budget:
             continue
         chosen.append(it)
+        lines[it.item_id] = line
         days.add(day)
+        shown |= keys
         used += cost
-    return chosen, used
+    return chosen, used, lines
 
 
-def dated_text(chosen: list[RetrievedItem], chronological: bool) -> str:
+def dated_text(chosen: list[RetrievedItem], chronological: bool, lines: dict[str, str] | None = None) -> str:
     """One header line per day, then that day's body lines (see the module docstring for the order). Pure."""
     groups: dict[str, list[RetrievedItem]] = {}
     for it in sorted(chosen, key=lambda x: x.timestamp) if chronological else chosen:
         groups.setdefault(_day(it), []).append(it)
-    return "\n".join("\n".join([day, *(body_line(it) for it in group)]) for day, group in groups.items())
+    body = (lambda it: lines.get(it.item_id) or body_line(it)) if lines else body_line
+    return "\n".join("\n".join([day, *(body(it) for it in group)]) for day, group in groups.items())
 
 
 def _fill(
@@ -113,9 +154,9 @@ def render_layers(
         remaining -= cost
     related_budget = int(budget * related_share) if direct else remaining
     direct_budget = max(0, remaining - (related_budget if related else 0))
-    chosen, used = pack_dated(direct, direct_budget, count)
+    chosen, used, lines = pack_dated(direct, direct_budget, count)
     if chosen:
-        text = dated_text(chosen, chronological)
+        text = dated_text(chosen, chronological, lines)
         layers.append(ContextLayer(name="direct", description=DESCRIPTIONS["direct"],
                                    item_ids=[it.item_id for it in chosen], text=text, tokens=used))  # fmt: skip
         used_items.extend(chosen)

@@ -190,5 +190,27 @@ def test_a_day_is_dated_once_and_a_budget_holds_more_items():
                          timestamp=T.replace(hour=9, minute=5))  # fmt: skip
     assert body_line(turn) == "09:05 Bo: hi"
     long, short = item("long", 1, "word " * 80), item("short", 2, "brief")
-    chosen, cost = pack_dated([long, short], 30, count_tokens)
+    chosen, cost, _ = pack_dated([long, short], 30, count_tokens)
     assert [it.item_id for it in chosen] == ["short"] and cost <= 30  # the long one is skipped, not the end
+
+
+def test_a_sentence_a_higher_line_shows_is_not_paid_for_again():
+    """A Q&A pair and its topic's summary often retell one message: the context shows it once, the later line
+    keeping its labels and what is new in it; a short sentence ("same date!") and a reworded fact stay."""
+    from retrieval.router.layers import SHOWN, compact
+
+    said = "I booked the ferry to Hydra for the 3rd of June."
+    fact = item("f", 0, "Ines booked the ferry to Hydra for the 3rd of June.")
+    pair = RetrievedItem(item_id="q", kind="qa", score=0.9, source_message_ids=["m1", "m2"], timestamp=T,
+                         text=f"Q: Tom: any news on the trip? A: Ines: {said}")  # fmt: skip
+    summary = RetrievedItem(item_id="s", kind="summary", score=0.8, source_message_ids=["m2", "m3"], timestamp=T,
+                            text=f"Ines: {said} Tom: same date! Tom: I will bring the snorkels.",
+                            note=f"superseded by: {said}")  # fmt: skip
+    text, tokens, _, used = render_layers([fact, pair, summary], [], [], 500, count_tokens)
+    assert [it.item_id for it in used] == ["f", "q", "s"]
+    lines = text.splitlines()
+    assert lines[1] == fact.text and lines[2].endswith(said)  # the fact is worded otherwise
+    assert lines[3] == f"(topic summary) Ines: {SHOWN} Tom: same date! Tom: I will bring the snorkels. " \
+                       f"(superseded by: {SHOWN})"  # fmt: skip
+    whole = sum(count_tokens(x) for x in (fact.text, pair.text, summary.text, summary.note or ""))
+    assert tokens < whole and compact(said, set(), count_tokens)[0] == said
