@@ -210,17 +210,12 @@ def pair_features(items: Sequence[Item], old: int, new: int, frame: Frame) -> di
 def related(feats: dict[str, float]) -> bool:
     """Only a pair that can be about one thing is weighed: it shares a content word other than the people's
     names, or the two items' own vectors are unusually close for this question's candidates while the newer
-    one is among the better answers to it; or the newer one is the same person's, says it changes something
-    and is closer than usual ("scrap that, going with Sungold instead" shares no word with "growing
-    Gardeners Delight this year"). Without these, the features cannot tell a new value of the same thing
-    from any later news (docs/BENCHMARKS.md, memory truth)."""
-    return (feats["shared_words"] > 0 or (feats["pair_cos"] >= PAIR_Z and feats["cos_new"] >= 0.5)
-            or (feats["new_says_change"] and feats["same_speaker"] and feats["pair_cos"] >= CHANGE_Z
-                and feats["cos_new"] >= 0.5))
+    one is among the better answers to it. Without either, the features cannot tell a new value of the same
+    thing from any later news (docs/BENCHMARKS.md, memory truth)."""
+    return feats["shared_words"] > 0 or (feats["pair_cos"] >= PAIR_Z and feats["cos_new"] >= 0.5)
 
 
 PAIR_Z = 1.5  # standard deviations above the question's mean pair cosine
-CHANGE_Z = 0.5  # ... for a newer line of the same person that says it changes something
 
 
 def other_subject(old: Item, new: Item, asked: Collection[str]) -> bool:

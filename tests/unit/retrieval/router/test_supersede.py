@@ -179,15 +179,3 @@ def test_a_chat_line_that_only_asks_replaces_nothing_but_one_proposing_a_change_
     proposes = _item(2, "the church hall is booked all spring, the school gym instead?", 3, 0.5, kind="turn")
     _, links = reorder([venue, proposes], "Where does the choir rehearse now?", _always_model())
     assert [(x.old, x.new) for x in links] == [("d0", "d2")]
-
-
-def test_a_change_said_by_the_same_person_is_weighed_without_a_shared_word():
-    """"scrap that, going with Sungold instead" shares no content word with "growing Gardeners Delight this year":
-    a newer line of the same person that says it changes something, and sits closer than usual, is weighed;
-    the same line from someone else, or without the change, is not."""
-    from retrieval.router.supersede import related
-
-    feats = {"shared_words": 0.0, "pair_cos": 0.8, "cos_new": 0.6, "new_says_change": 1.0, "same_speaker": 1.0}
-    assert related(feats)
-    assert not related(feats | {"same_speaker": 0.0}) and not related(feats | {"new_says_change": 0.0})
-    assert not related(feats | {"pair_cos": 0.1})
