@@ -51,7 +51,7 @@ def named_as_possessor(query: str, names: list[str]) -> bool:
     "谁管小美的猫？"): a question for a person about someone's thing is answered by another person's part in
     it, not by what the owner said of themself."""
     firsts = [n.split()[0] for n in names if n.split()]
-    return bool(firsts) and all(re.search(rf"{re.escape(f)}的" if has_cjk(f) else rf"(?i)\b{re.escape(f)}(?:\s+\w+)*?['’]s\b",
+    return bool(firsts) and all(re.search(rf"{re.escape(f)}的" if has_cjk(f) else rf"(?i)\b{re.escape(f)}(?:\s+(?:and|&)\s+\w+)?['’]s\b",
                                           query) for f in firsts)  # fmt: skip
 
 

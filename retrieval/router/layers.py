@@ -4,8 +4,10 @@ Direct items are grouped under one ``[YYYY-MM-DD]`` line per day (days in the or
 oldest first for temporal questions; items by rank, or by time) with the strategy's notes ("replaced: ...");
 derived lines (event order, aggregates) follow; the related layer (graph neighbours, or another person's
 memories after an attribution abstention) comes last. A day's date is paid for once, not on every line, so
-a budget holds more items. Items are taken in rank order while they fit; one that does not fit is skipped
-and the next (shorter) ones tried. The related layer gets at most ``related_share`` of the budget.
+a budget holds more items, and so does a sentence shown once: a line retelling what a higher-ranked line
+showed (a fact's Q&A pair, its topic's summary) gives "…" in its place, whichever order the day shows them
+in. Items are taken in rank order while they fit; one that does not fit is skipped and the next (shorter)
+ones tried. The related layer gets at most ``related_share`` of the budget.
 """
 
 from __future__ import annotations

@@ -425,3 +425,5 @@ def test_a_who_question_about_someones_thing_is_answered_by_the_one_told(tmp_pat
     assert abstain.named_as_possessor("谁负责小周的报销？", ["小周"]) and not abstain.named_as_possessor(
         "小周负责什么？", ["小周"])  # fmt: skip
     assert not abstain.named_as_possessor("Who did Jonas meet in May?", ["Jonas"])
+    assert not abstain.named_as_possessor("Who did Jonas say was Mia's coach?", ["Jonas"])
+    assert abstain.named_as_possessor("Who fixed Jonas and Greta's boiler?", ["Jonas", "Greta"])
