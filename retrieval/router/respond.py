@@ -66,6 +66,17 @@ def answered_questions(ranking: Ranking) -> Ranking:
     return replace(ranking, scored=scored)
 
 
+async def record_messages(store, chat_id: str, cands: Sequence[Cand]) -> dict[str, str]:
+    """The text of the one message each memory record (a fact, a task; not a turn, summary or Q&A pair) among
+    ``cands`` was drawn from, by doc id."""
+    ids = {c.doc_id: c.doc.source_message_ids[0] for c in cands
+           if c.doc.kind not in ("turn", "summary", "qa") and len(c.doc.source_message_ids) == 1}  # fmt: skip
+    if not ids or store is None:
+        return {}
+    text = {m.message_id: m.text for m in await store.get_messages(chat_id, list(dict.fromkeys(ids.values())))}
+    return {doc_id: text[m] for doc_id, m in ids.items() if m in text}
+
+
 async def newest_statements(store, run: Run, ranking: Ranking, update: float = 0.0, asked: Sequence[str] = (),
                             tokens: Mapping[str, set[str]] | None = None) -> Ranking:  # fmt: skip
     """The ranking with each statement a newer candidate replaced right below its replacement, both noted
@@ -83,9 +94,10 @@ async def newest_statements(store, run: Run, ranking: Ranking, update: float = 0
     vectors = await store.turn_vectors(run.req.chat_id, sources) if sources and store is not None else {}
     unreadable = supersede.unreadable_by(run.cfg.abstention.embedder)
     spans = parts_memo(run.participants, tokens or {})
+    said = await record_messages(store, run.req.chat_id, cands)
     items = [supersede.Item.of(c.doc, c.scores, c.fused, None if unreadable(c.doc.text) else
                                supersede.source_vector(c.doc.source_message_ids, vectors),
-                               _about(c, spans, run.participants)) for c in cands]  # fmt: skip
+                               _about(c, spans, run.participants), said.get(c.doc_id, "")) for c in cands]  # fmt: skip
     detail: dict = ({"inputs": [x.to_json() for x in items], "names": run.participants, "update": update}
                     if cfg.record_inputs else {})  # fmt: skip
     if model is None or len(items) < 2:

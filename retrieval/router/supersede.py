@@ -72,6 +72,14 @@ def _reading(text: str) -> tuple[tuple[str, Any], ...]:
             ("change", states_replacement(text) or moves_plan(text)), ("now", _NOW.search(text) is not None))
 
 
+def _read_with(text: str, message: str) -> dict[str, Any]:
+    """``_read(text)``, its words with those of the message it was drawn from (when that is another text)."""
+    read = _read(text)
+    if message and message != text:
+        read["words"] = read["words"] | _read(message)["words"]
+    return read
+
+
 @dataclass(frozen=True)
 class Item:
     """What the decision reads of one retrieved item."""
@@ -94,13 +102,16 @@ class Item:
     # items are compares what they say, where the question's cosine only says both answer it
     vector: tuple[float, ...] | None = None
     about: frozenset[str] = frozenset()  # the participants it states something about (abstain_parts.parts)
+    message: str = ""  # a memory record's one source message, whose words it shares (``of``)
 
     @classmethod
     def of(cls, doc: Any, scores: dict[str, float], fused: float, vector: Sequence[float] | None = None,
-           about: Collection[str] = ()) -> Item:  # fmt: skip
-        """From a document (``Doc`` or anything with its fields), its search scores and its sources' vector."""
+           about: Collection[str] = (), message: str = "") -> Item:  # fmt: skip
+        """From a document (``Doc`` or anything with its fields), its search scores and its sources' vector.
+        ``message``: the one message a memory record was drawn from, whose words it shares too (the fact
+        "the company covers relocation up to 10k" left its message's "forget what I said about the budget")."""
         return cls(doc_id=doc.doc_id, text=doc.text, kind=str(doc.kind), ts=doc.ts, topic_id=doc.topic_id,
-                   **_read(doc.text), cosine=float(scores.get("cosine") or 0.0), bm25=float(scores.get("bm25") or 0.0),
+                   **_read_with(doc.text, message), message=message, cosine=float(scores.get("cosine") or 0.0), bm25=float(scores.get("bm25") or 0.0),
                    fused=float(fused), sources=tuple(doc.source_message_ids), speaker=getattr(doc, "speaker", None),
                    vector=None if vector is None else tuple(np.asarray(vector, dtype=float).tolist()),
                    about=frozenset(about))  # fmt: skip
@@ -109,12 +120,14 @@ class Item:
         return {"doc_id": self.doc_id, "text": self.text, "kind": self.kind, "ts": self.ts.isoformat(),
                 "topic_id": self.topic_id, "cosine": self.cosine, "bm25": self.bm25, "fused": self.fused,
                 "sources": list(self.sources), "speaker": self.speaker, "about": sorted(self.about),
+                **({"message": self.message} if self.message else {}),
                 "vector": None if self.vector is None else [round(v, 5) for v in self.vector]}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Item:
         return cls(doc_id=d["doc_id"], text=d["text"], kind=d["kind"], ts=datetime.fromisoformat(d["ts"]),
-                   topic_id=d.get("topic_id"), **_read(d["text"]), cosine=d.get("cosine", 0.0),
+                   topic_id=d.get("topic_id"), **_read_with(d["text"], d.get("message", "")),
+                   message=d.get("message", ""), cosine=d.get("cosine", 0.0),
                    bm25=d.get("bm25", 0.0), fused=d.get("fused", 0.0),
                    sources=tuple(d.get("sources", ())), speaker=d.get("speaker"),
                    vector=None if d.get("vector") is None else tuple(d["vector"]), about=frozenset(d.get("about", ())))  # fmt: skip

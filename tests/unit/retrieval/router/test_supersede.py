@@ -179,3 +179,16 @@ def test_a_chat_line_that_only_asks_replaces_nothing_but_one_proposing_a_change_
     proposes = _item(2, "the church hall is booked all spring, the school gym instead?", 3, 0.5, kind="turn")
     _, links = reorder([venue, proposes], "Where does the choir rehearse now?", _always_model())
     assert [(x.old, x.new) for x in links] == [("d0", "d2")]
+
+
+def test_a_record_shares_the_words_of_the_message_it_was_drawn_from():
+    """"forget what I said about the movers' budget. work pays for the relocation, up to 8k" gives the fact "work
+    pays for the relocation, up to 8k": it still shares "budget" with the older "movers budget is 5000 max", and
+    a refit reads the same words from the recorded inputs."""
+    message = "ok forget what I said about the movers' budget. work pays for the relocation, up to 8k"
+    doc = type("Doc", (), {"doc_id": "f1", "text": "Work pays for the relocation, up to 8k", "kind": "fact",
+                           "ts": T0, "topic_id": None, "source_message_ids": ["m1"]})()  # fmt: skip
+    fact = Item.of(doc, {"cosine": 0.5}, 0.1, message=message)
+    alone = Item.of(doc, {"cosine": 0.5}, 0.1)
+    assert "budget" in fact.words and "budget" not in alone.words
+    assert Item.from_json(fact.to_json()).words == fact.words and "message" not in alone.to_json()
