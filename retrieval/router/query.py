@@ -15,8 +15,8 @@ _QUESTION_TOKENS = LazyTokens(
     "ever tell told mention mentioned say said talk talked know remember kind kinds type types sort "
     "thing things anything something happen happened get got go went make made many much often time times "
     "currently current now still latest new recently first last before after since ago year years month "
-    "months week weeks day days 什么 怎么 哪里 哪儿 哪些 多少 几个 有没有 是不是 现在 目前 最近 之前 之后 以前 "
-    "以后 时候 说过 提过 知道 记得 一下 先 后 到 啥 咋 哪 啥时候 说了 聊了 聊过 聊"
+    "months week weeks day days moment moments nowadays lately anymore 什么 怎么 哪里 哪儿 哪些 多少 几个 有没有 是不是 现在 目前 最近 之前 之后 以前 "
+    "以后 如今 眼下 最后 时候 说过 提过 知道 记得 一下 先 后 到 啥 咋 哪 啥时候 说了 聊了 聊过 聊"
 )
 _SUFFIXES = ("ation", "ion", "ment", "or", "er", "ive")
 

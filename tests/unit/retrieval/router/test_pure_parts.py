@@ -214,3 +214,13 @@ def test_a_sentence_a_higher_line_shows_is_not_paid_for_again():
                        f"(superseded by: {SHOWN})"  # fmt: skip
     whole = sum(count_tokens(x) for x in (fact.text, pair.text, summary.text, summary.note or ""))
     assert tokens < whole and compact(said, set(), count_tokens)[0] == said
+
+
+def test_the_words_that_frame_a_question_in_time_are_no_content():
+    """"at the moment", "these days", "nowadays", "最后", "如今" say when the answer should hold, not what it is
+    about: a chat that only says "we train at Larkfield on thursdays" has none of them."""
+    now = datetime(2025, 3, 1, tzinfo=UTC)
+    assert analyse("Where does the choir rehearse at the moment?", [], now).keywords == ["choir", "rehears"]
+    assert analyse("What car does Omar have nowadays, lately?", ["Omar"], now).keywords == ["car"]
+    assert "最后" not in analyse("车最后买的是哪个牌子？", [], now).keywords
+    assert "如今" not in analyse("他如今住在哪个城市？", [], now).keywords
