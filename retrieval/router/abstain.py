@@ -266,16 +266,20 @@ def named_in_others(top: list[Cand], names: list[str], participants: list[str]) 
 _OWN = re.compile(r"(?i)\b(?:my|our|mine|ours)\b|我的|我们的")
 
 
-def told_of(top: list[Cand], names: list[str], participants: list[str]) -> bool:
+def told_of(top: list[Cand], names: list[str], participants: list[str], tokens: dict[str, set[str]] | None = None,
+            keys: dict[str, float] | None = None) -> bool:
     """Another participant's line speaks of or to the one named (by first name, or as "you" in a two-person
-    chat) and of nothing of their own ("my", "our"): for "Who approves Marisol's designs?", "priya approved
-    everything, thanks marisol" is about Marisol's designs; "Hey Priya, I water my plants" is about Omar's."""
+    chat), of what the question asks (one of its ``keys``, when given) and of nothing of their own ("my",
+    "our"): for "Who approves Marisol's designs?", "priya approved everything, thanks marisol" is about
+    Marisol's designs; "Hey Priya, I water my plants" is about Omar's, "thank you gwen!!" about nothing asked."""
     named = {n.casefold() for n in names}
     firsts = [n.split()[0] for n in names if n.split()]
     two = len(distinct(participants)) == 2
     for c in top:
         who = said_by(c, participants)
         if who is None or who.casefold() in named or c.doc.kind != "turn" or _OWN.search(c.doc.text):
+            continue
+        if keys and tokens is not None and not set(keys) & tokens.get(c.doc_id, set()):
             continue
         if any(re.search(re.escape(f) if has_cjk(f) else rf"(?i)\b{re.escape(f)}\b", c.doc.text) for f in firsts):
             return True
@@ -312,7 +316,7 @@ def check(
     if model is not None:
         parts = model.parts(f)
         if asks_person(query) and (named_in_others(top[:5], names, participants)
-                                   or (named_as_possessor(query, names) and told_of(top[:5], names, participants))):
+                                   or (named_as_possessor(query, names) and told_of(top[:5], names, participants, tokens, keys))):
             parts.pop("other_subject", None)  # "who covers Tomek's shifts": another's line about him answers it
         p = 1.0 - math.prod(1.0 - q for q in parts.values())
         # the reason is the more likely component's, when something matching is about someone else (their

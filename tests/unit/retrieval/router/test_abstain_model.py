@@ -414,14 +414,19 @@ def test_a_who_question_about_someones_thing_is_answered_by_the_one_told(tmp_pat
     invoices") still declines; so does the same line for a question that is not for a person."""
     cfg = AbstentionConfig(model=weights_file(tmp_path), embedder="minilm")
     people = ["Jonas", "Greta"]
+    from retrieval.router.query import keywords
+
     question = "Who signs off Jonas's invoices now?"
-    keys = {t: 1.0 for t in tokenize(question)}
-    keys.pop("jonas", None)
+    keys = {t: 1.0 for t in keywords(question, ["Jonas"])}  # "sign", "invoic": the name and "now" are no keys
     told = cand("g1", "from may Femke signs off your invoices, thanks Jonas", speaker="Greta")
     assert abstain.named_as_possessor(question, ["Jonas"]) and abstain.told_of([told], ["Jonas"], people)
     assert not abstain.check([told], ["Jonas"], people, toks(told), keys, cfg, query=question).abstain
     own = cand("g2", "Jonas, I sign off my invoices on fridays now", speaker="Greta")
     assert not abstain.told_of([own], ["Jonas"], people)
+    thanks = cand("g3", "thanks Jonas!! see you friday", speaker="Greta")  # names him, says nothing asked
+    assert abstain.told_of([told], ["Jonas"], people, toks(told), keys)
+    assert not abstain.told_of([thanks], ["Jonas"], people, toks(thanks), keys)
+    assert abstain.check([thanks], ["Jonas"], people, toks(thanks), keys, cfg, query=question).abstain
     assert abstain.named_as_possessor("谁负责小周的报销？", ["小周"]) and not abstain.named_as_possessor(
         "小周负责什么？", ["小周"])  # fmt: skip
     assert not abstain.named_as_possessor("Who did Jonas meet in May?", ["Jonas"])
