@@ -27,13 +27,11 @@ the probability exceeds the model's F1-best threshold, for the more likely compo
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from language.text import has_cjk
 from retrieval.router.abstain_focus import focus_sides
 from retrieval.router.abstain_names import (
     GENERIC,
@@ -44,7 +42,16 @@ from retrieval.router.abstain_names import (
     named_people,
     names_in_line,
 )
-from retrieval.router.abstain_parts import EVERYONE, about, distinct, is_question, parts, parts_memo, said_by
+from retrieval.router.abstain_parts import (
+    EVERYONE,
+    about,
+    distinct,
+    is_question,
+    parts,
+    parts_memo,
+    said_by,
+    told_of,
+)
 from retrieval.router.candidates import Cand
 from retrieval.router.recipes import AbstentionConfig
 from retrieval.router.scoring import coverage
@@ -260,31 +267,6 @@ def named_in_others(top: list[Cand], names: list[str], participants: list[str]) 
         who = said_by(c, participants)
         if who is not None and who.casefold() not in named and any(names_in_line(c.doc.text, f) for f in firsts):
             return True  # fmt: skip
-    return False
-
-
-_OWN = re.compile(r"(?i)\b(?:my|our|mine|ours)\b|我的|我们的")
-
-
-def told_of(top: list[Cand], names: list[str], participants: list[str], tokens: dict[str, set[str]] | None = None,
-            keys: dict[str, float] | None = None) -> bool:
-    """Another participant's line speaks of or to the one named (by first name, or as "you" in a two-person
-    chat), of what the question asks (one of its ``keys``, when given) and of nothing of their own ("my",
-    "our"): for "Who approves Marisol's designs?", "priya approved everything, thanks marisol" is about
-    Marisol's designs; "Hey Priya, I water my plants" is about Omar's, "thank you gwen!!" about nothing asked."""
-    named = {n.casefold() for n in names}
-    firsts = [n.split()[0] for n in names if n.split()]
-    two = len(distinct(participants)) == 2
-    for c in top:
-        who = said_by(c, participants)
-        if who is None or who.casefold() in named or c.doc.kind != "turn" or _OWN.search(c.doc.text):
-            continue
-        if keys and tokens is not None and not set(keys) & tokens.get(c.doc_id, set()):
-            continue
-        if any(re.search(re.escape(f) if has_cjk(f) else rf"(?i)\b{re.escape(f)}\b", c.doc.text) for f in firsts):
-            return True
-        if two and re.search(r"(?i)\b(?:you|your|yours)\b|你|您", c.doc.text):
-            return True
     return False
 
 

@@ -12,7 +12,7 @@ from language.text import has_cjk, text_cache, tokenize
 from retrieval.router.candidates import Cand
 from retrieval.router.scoring import coverage
 
-__all__ = ["EVERYONE", "about", "distinct", "is_question", "parts", "parts_memo", "said_by"]
+__all__ = ["EVERYONE", "about", "distinct", "is_question", "parts", "parts_memo", "said_by", "told_of"]
 
 
 EVERYONE = "*"  # a part about both people of a two-person chat: their shared affairs, whoever wrote it
@@ -217,3 +217,27 @@ def parts_memo(participants: list[str], tokens: Mapping[str, set[str]]) -> Spans
 
     return spans
 
+
+_OWN = re.compile(r"(?i)\b(?:my|our|mine|ours)\b|我的|我们的")
+
+
+def told_of(top: list[Cand], names: list[str], participants: list[str], tokens: dict[str, set[str]] | None = None,
+            keys: Mapping[str, float] | None = None) -> bool:
+    """Another participant's line speaks of or to the one named (by first name, or as "you" in a two-person
+    chat), of what the question asks (one of its ``keys``, when given) and of nothing of their own ("my",
+    "our"): for "Who approves Marisol's designs?", "priya approved everything, thanks marisol" is about
+    Marisol's designs; "Hey Priya, I water my plants" is about Omar's, "thank you gwen!!" about nothing asked."""
+    named = {n.casefold() for n in names}
+    firsts = [n.split()[0] for n in names if n.split()]
+    two = len(distinct(participants)) == 2
+    for c in top:
+        who = said_by(c, participants)
+        if who is None or who.casefold() in named or c.doc.kind != "turn" or _OWN.search(c.doc.text):
+            continue
+        if keys and tokens is not None and not set(keys) & tokens.get(c.doc_id, set()):
+            continue
+        if any(re.search(re.escape(f) if has_cjk(f) else rf"(?i)\b{re.escape(f)}\b", c.doc.text) for f in firsts):
+            return True
+        if two and _SECOND.search(c.doc.text):
+            return True
+    return False
