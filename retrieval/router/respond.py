@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 
 from language.text import count_tokens
 from retrieval.protocols import MemoryFilter
@@ -66,15 +67,23 @@ def answered_questions(ranking: Ranking) -> Ranking:
     return replace(ranking, scored=scored)
 
 
-async def record_messages(store, chat_id: str, cands: Sequence[Cand]) -> dict[str, str]:
-    """The text of the one message each memory record (a fact, a task; not a turn, summary or Q&A pair) among
-    ``cands`` was drawn from, by doc id."""
-    ids = {c.doc_id: c.doc.source_message_ids[0] for c in cands
-           if c.doc.kind not in ("turn", "summary", "qa") and len(c.doc.source_message_ids) == 1}  # fmt: skip
-    if not ids or store is None:
-        return {}
-    text = {m.message_id: m.text for m in await store.get_messages(chat_id, list(dict.fromkeys(ids.values())))}
-    return {doc_id: text[m] for doc_id, m in ids.items() if m in text}
+async def source_messages(store, chat_id: str, cands: Sequence[Cand]) -> tuple[dict[str, str], dict[str, datetime]]:
+    """What the candidates' source messages tell supersession, by doc id: the text of the one message a memory
+    record (a fact, a task; not a turn, summary or Q&A pair) was drawn from, and when the newest source was
+    said. A summary is stamped when its topic closed, which may be after a correction of the line it retells
+    ("leaving at 9" summarised at 11:02, "make it 8:30" said at 11:00); what it states was said at its sources."""
+    wanted = list(dict.fromkeys(m for c in cands for m in c.doc.source_message_ids))
+    if not wanted or store is None:
+        return {}, {}
+    msgs = {m.message_id: m for m in await store.get_messages(chat_id, wanted)}
+    text, said = {}, {}
+    for c in cands:
+        ids = c.doc.source_message_ids
+        if c.doc.kind not in ("turn", "summary", "qa") and len(ids) == 1 and ids[0] in msgs:
+            text[c.doc_id] = msgs[ids[0]].text
+        if stamps := [msgs[m].ts for m in ids if m in msgs]:
+            said[c.doc_id] = max(stamps)
+    return text, said
 
 
 async def newest_statements(store, run: Run, ranking: Ranking, update: float = 0.0, asked: Sequence[str] = (),
@@ -94,10 +103,11 @@ async def newest_statements(store, run: Run, ranking: Ranking, update: float = 0
     vectors = await store.turn_vectors(run.req.chat_id, sources) if sources and store is not None else {}
     unreadable = supersede.unreadable_by(run.cfg.abstention.embedder)
     spans = parts_memo(run.participants, tokens or {})
-    said = await record_messages(store, run.req.chat_id, cands)
+    said, said_at = await source_messages(store, run.req.chat_id, cands)
     items = [supersede.Item.of(c.doc, c.scores, c.fused, None if unreadable(c.doc.text) else
                                supersede.source_vector(c.doc.source_message_ids, vectors),
-                               _about(c, spans, run.participants), said.get(c.doc_id, "")) for c in cands]  # fmt: skip
+                               _about(c, spans, run.participants), said.get(c.doc_id, ""),
+                               said_at.get(c.doc_id)) for c in cands]  # fmt: skip
     detail: dict = ({"inputs": [x.to_json() for x in items], "names": run.participants, "update": update}
                     if cfg.record_inputs else {})  # fmt: skip
     if model is None or len(items) < 2:

@@ -26,7 +26,8 @@ from retrieval.protocols import Doc
 from retrieval.router import slot_cues as cue
 from retrieval.router.slot_query import SlotQuery, subject_in_text
 
-__all__ = ["Statement", "asks_current", "newest_statement", "query_subject", "slot_statements", "statement_values"]
+__all__ = ["Statement", "asks_current", "newest_statement", "query_subject", "same_subject", "slot_statements",
+           "statement_values"]
 
 
 def query_subject(query: str) -> str | None:
@@ -313,6 +314,15 @@ def _restates(s: Statement, head: Statement, distinct: frozenset[str]) -> bool:
         return bool(s.values & head.values)
     quoted = str(s.doc.kind) not in cue.STATEMENT_KINDS and bool(distinct)
     return quoted and len(s.core & distinct) >= 0.5 * len(distinct)
+
+
+def same_subject(doc: Doc, head: Doc, subjects: Sequence[str]) -> bool:
+    """``doc`` names one of the asked ``subjects`` that ``head`` names: when a question names two ("When is
+    lunch after the demo?"), the demo's start time is no older time of lunch."""
+    if len(subjects) < 2:
+        return True
+    named = {s for s in subjects if subject_in_text(s, head.text)}
+    return not named or any(subject_in_text(s, doc.text) for s in named)
 
 
 def newest_statement(statements: Sequence[Statement]) -> tuple[Statement | None, list[Statement]]:

@@ -29,6 +29,7 @@ from retrieval.router.slot_recency import (
     asks_current,
     newest_statement,
     query_subject,
+    same_subject,
     slot_statements,
 )
 from retrieval.router.strategies import Ranking
@@ -79,8 +80,9 @@ def _recency(
                 continue  # only the live facts themselves: this subject's wording found no statement
             head, older = newest_statement(found)
             if head is not None:
-                return attr, head, older
+                return attr, head, [s for s in older if same_subject(s.doc, head.doc, subjects)]
     return "", None, []
+
 
 
 def _newer_time_said(head: Statement, top: list[tuple[Cand, float]], stale: set[str], query: str) -> bool:

@@ -106,11 +106,12 @@ class Item:
 
     @classmethod
     def of(cls, doc: Any, scores: dict[str, float], fused: float, vector: Sequence[float] | None = None,
-           about: Collection[str] = (), message: str = "") -> Item:  # fmt: skip
+           about: Collection[str] = (), message: str = "", said_at: datetime | None = None) -> Item:  # fmt: skip
         """From a document (``Doc`` or anything with its fields), its search scores and its sources' vector.
         ``message``: the one message a memory record was drawn from, whose words it shares too (the fact
-        "the company covers relocation up to 10k" left its message's "forget what I said about the budget")."""
-        return cls(doc_id=doc.doc_id, text=doc.text, kind=str(doc.kind), ts=doc.ts, topic_id=doc.topic_id,
+        "the company covers relocation up to 10k" left its message's "forget what I said about the budget");
+        ``said_at``: when its newest source message was said (else the document's own time)."""
+        return cls(doc_id=doc.doc_id, text=doc.text, kind=str(doc.kind), ts=said_at or doc.ts, topic_id=doc.topic_id,
                    **_read_with(doc.text, message), message=message, cosine=float(scores.get("cosine") or 0.0), bm25=float(scores.get("bm25") or 0.0),
                    fused=float(fused), sources=tuple(doc.source_message_ids), speaker=getattr(doc, "speaker", None),
                    vector=None if vector is None else tuple(np.asarray(vector, dtype=float).tolist()),

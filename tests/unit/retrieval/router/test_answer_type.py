@@ -41,3 +41,11 @@ def test_a_line_naming_only_the_asked_time_states_no_new_time_of_it():
     assert states_kind("recital moved from june 14 to june 21", "time", asked)
     assert states_kind("june recital programme is printed, looks great", "time")  # without the question
     assert states_kind("学费涨到四千五", "quantity", "学费现在多少？") and states_kind("改到明天", "time", "几号考试？")
+
+
+def test_an_ordinal_is_a_day_only_where_the_date_reader_reads_one():
+    # "the 3rd floor" made a room reminder a newer time of the demo it was asked about
+    assert not states_kind("reminder the room is C4 on the 3rd floor", "time")
+    assert not states_kind("that's her 2nd try at the exam", "time")
+    assert states_kind("can we push it to the 9th?", "time") and states_kind("June 3rd suits me", "time")
+    assert states_kind("see you on the 21st", "time", "When is the tasting?")

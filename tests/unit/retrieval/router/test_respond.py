@@ -9,12 +9,13 @@ from retrieval.render import drop_covered
 from retrieval.router.candidates import Cand
 from retrieval.router.query import analyse
 from retrieval.router.recipes import RouterConfig
-from retrieval.router.respond import to_items
+from retrieval.router.respond import source_messages, to_items
 from retrieval.router.state import Run
 from retrieval.router.strategies import Ranking
 from schemas import RetrievedItem, RetrieveRequest
 
 T = datetime(2024, 3, 1, tzinfo=UTC)
+T0 = datetime(2024, 1, 5, 9, 0, tzinfo=UTC)  # the conftest chat's start
 
 
 def cand(i: int, sources: list[str]) -> Cand:
@@ -47,3 +48,20 @@ def test_the_question_is_analysed_once_per_distinct_participants():
     assert first == analyse(query, ["Anna", "Boris"], now, T)
     other = run.analyse([], None)
     assert other == analyse(query, [], now) and other.names == [] and sorted(first.names) == ["Anna", "Boris"]
+
+
+async def test_a_record_is_dated_by_its_sources_for_supersession(store, chat):
+    # a topic summary is stamped when its topic closed, after a correction of the line it retells
+    said = await chat.say("bo", "me, I'll bring the kit at 9", days=0.0)
+    fixed = await chat.say("ines", "9 is tight, bring it by 8:30 bo", days=0.01)
+    done = await chat.say("bo", "8:30 then", days=0.02)
+    summary = Doc(doc_id="s1", chat_id="c1", kind="summary", text="Bo: me, I'll bring the kit at 9.",
+                  ts=T0 + timedelta(days=0.02), source_message_ids=[said])  # fmt: skip
+    fact = Doc(doc_id="f1", chat_id="c1", kind="fact", text="Ines said bring it by 8:30", ts=T0 + timedelta(days=1),
+               source_message_ids=[fixed])  # fmt: skip
+    turn = Doc(doc_id="t1", chat_id="c1", kind="turn", text="8:30 then", ts=T0 + timedelta(days=0.02),
+               source_message_ids=[done, "gone"])  # fmt: skip
+    text, said_at = await source_messages(store, "c1", [Cand(doc=d, scores={}) for d in (summary, fact, turn)])
+    assert said_at == {"s1": T0, "f1": T0 + timedelta(days=0.01), "t1": T0 + timedelta(days=0.02)}
+    assert text == {"f1": "9 is tight, bring it by 8:30 bo"}  # a memory record's one message
+    assert await source_messages(None, "c1", [Cand(doc=summary, scores={})]) == ({}, {})

@@ -80,3 +80,15 @@ def test_a_clock_time_is_no_speaker_label():
     old = superseded_values(sq, q, now, [fact("a", "standup", "when", "9:30", 1, live=False), *now])
     assert states_superseded("Standup moved from 9:30 to 10:00 from Monday.", old) is None  # states the change
     assert states_superseded("Standup is at 9:30 as usual.", old).memory_id == "b"
+
+
+def test_the_time_of_another_thing_the_question_names_is_no_earlier_value():
+    # "When is dinner after the match?": the match's kick-off is not an old time of dinner
+    q = "When is dinner after the match now?"
+    sq = parse(q, ["Tove"])
+    now = [fact("b", "dinner", "when", "20:30", 5)]
+    old = superseded_values(sq, q, now, [fact("a", "match", "when", "18:00", 1), fact("c", "dinner", "when", "20:00", 2),
+                                         *now])  # fmt: skip
+    assert set(old) == {"20:00"}
+    assert states_superseded("kick-off is 18:00 sharp", old) is None
+    assert states_superseded("dinner booked for 20:00", old).memory_id == "b"

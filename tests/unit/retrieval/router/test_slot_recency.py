@@ -4,7 +4,13 @@ from datetime import UTC, datetime, timedelta
 
 from retrieval.protocols import Doc
 from retrieval.router.slot_query import parse
-from retrieval.router.slot_recency import asks_current, newest_statement, query_subject, slot_statements
+from retrieval.router.slot_recency import (
+    asks_current,
+    newest_statement,
+    query_subject,
+    same_subject,
+    slot_statements,
+)
 
 T0 = datetime(2024, 5, 6, 9, tzinfo=UTC)  # a Monday
 
@@ -203,3 +209,18 @@ def test_a_relative_of_the_asked_person_is_not_the_asked_person():
     en = [doc("a", "I live in Lyon.", 0, "Mia"), doc("b", "My sister Ana lives in Valencia.", 3, "Mia"),
           doc("c", "Mia's brother moved to Porto.", 4, "Bo")]  # fmt: skip
     assert resolve("Where does Mia live now?", en, ["Mia", "Bo"], "lives_in") == ("a", [])
+
+
+def test_a_second_thing_the_question_names_keeps_its_own_times():
+    q = "When is the picnic after the parade now?"
+    docs = [doc("a", "Parade kicks off at 10:00 by the bridge.", 0),
+            doc("b", "Picnic is at 13:00 in the park.", 1),
+            doc("c", "Picnic moved to 14:00, the grass is still wet.", 2)]  # fmt: skip
+    head, older = resolve(q, docs, ["Amy"], "when", ["picnic", "parade"])
+    assert head == "c" and older == ["a", "b"]  # read together, the parade's time looks like an older picnic time
+    by_id = {d.doc_id: d for d in docs}
+    kept = [i for i in older if same_subject(by_id[i], by_id[head], ["picnic", "parade"])]
+    assert kept == ["b"]
+    assert same_subject(by_id["a"], by_id["c"], ["picnic"])  # one subject asked: nothing to tell apart
+    zh = [doc("x", "游行上午十点开始", 0), doc("y", "野餐改到下午两点", 2)]
+    assert not same_subject(zh[0], zh[1], ["野餐", "游行"])

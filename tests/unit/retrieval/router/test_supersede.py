@@ -192,3 +192,18 @@ def test_a_record_shares_the_words_of_the_message_it_was_drawn_from():
     alone = Item.of(doc, {"cosine": 0.5}, 0.1)
     assert "budget" in fact.words and "budget" not in alone.words
     assert Item.from_json(fact.to_json()).words == fact.words and "message" not in alone.to_json()
+
+
+def test_a_summary_stamped_after_a_correction_is_paired_before_it():
+    """A summary is stamped when its topic closed; dated by its source it is the older of the two, so the
+    correction said before the topic closed may replace it (and not the other way round)."""
+    summary = type("Doc", (), {"doc_id": "s1", "text": "Bo: I'll bring the kit at 9.", "kind": "summary",
+                               "ts": T0 + timedelta(minutes=40), "topic_id": "t", "source_message_ids": ["m1"]})()  # fmt: skip
+    fix = type("Doc", (), {"doc_id": "t2", "text": "kit by 8:30 instead bo", "kind": "turn",
+                           "ts": T0 + timedelta(minutes=20), "topic_id": "t", "source_message_ids": ["m2"]})()  # fmt: skip
+    stamped = [Item.of(summary, {"cosine": 0.6}, 0.1), Item.of(fix, {"cosine": 0.5}, 0.05)]
+    dated = [Item.of(summary, {"cosine": 0.6}, 0.1, said_at=T0), stamped[1]]
+    assert dated[0].ts == T0 and Item.from_json(dated[0].to_json()).ts == T0
+    assert reorder(stamped, "When is the kit coming?", _always_model())[1] == []
+    _, links = reorder(dated, "When is the kit coming?", _always_model())
+    assert [(x.old, x.new) for x in links] == [("s1", "t2")]
