@@ -43,12 +43,14 @@ _EN_EVENTS = (
     r"session|ceremony|recital|tournament|checkup|check-up|rollout|freeze|handover"
 )
 _EN_EVENT = screened(lazy(rf"(?i)\b(?P<ev>{_EN_EVENTS})s?\b"))
+_EN_EVENT_BEFORE = screened(lazy(rf"(?i)\b(?P<ev>{_EN_EVENTS})s?\s+$"))  # an event right before a preposition
 _EN_ACTIVITY = lazy(r"\b[A-Z][a-z]+(?:'s|s') (?P<ev>[a-z]{3,}ing)\b(?! (?:\w+ )?(?:is|was) (?:fine|good|great))")
 _ZH_EVENT = lazy(
     r"(?P<ev>(?<![邮当结格布饭])[\u4e00-\u9fffA-Za-z]{1,2}局(?![长面势])|周例会|周会|例会|晨会|站会|早会|电话会|视频会|评审会|复盘会|发布会|评审|复盘|开会|会议|上线|发版|发布|迁移|"
     r"截止日期|截止|聚餐|团建|晚饭|午饭|饭局|派对|聚会|面试|体检|培训|比赛|演出|婚礼|演唱会|考试|部署|答辩|约会|"
     r"分享会|读书会|年会|旅行|出差|航班|课)"
 )
+_ZH_MODIFIES = lazy(r"(?:后面|之后|以后|结束后|后|前面|之前|以前|前|上|里|中|当天)?的")  # N1(位置)的 N2: N2 is the head
 _ZH_CANON = {"开会": "会议", "周例会": "周会", "截止日期": "截止", "发版": "发布"}
 
 _TIME_WORD = lazy(rf"(?i)(?:{MONTHS}|(?:{DAYS})s?|noon|midnight|tomorrow|tonight|today|next|this|\d)\b")
@@ -119,12 +121,20 @@ def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _pick(text: str, spans: list[tuple[int, int]], target: re.Pattern[str]) -> tuple[int, int] | None:
-    """The value: the time right after a target cue ("to", "改到"), else the last one stated."""
+_CLAUSE_END = lazy(r"[，。；！？,;!?]|\.(?:\s|$)")
+
+
+def _pick(text: str, spans: list[tuple[int, int]], target: re.Pattern[str], at: int = 0) -> tuple[int, int] | None:
+    """The value: the time right after a target cue ("to", "改到"), else the last one stated in the clause that
+    names the event (``at``: where it is named; "读书会九点半开始，九点太赶了，八点半送到吧": 八点半 is
+    another matter), else the last one stated."""
     for s, e in spans:
         if target.search(text[max(0, s - 14) : s]):
             return s, e
-    return spans[-1] if spans else None
+    start = max((m.end() for m in _CLAUSE_END.finditer(text, 0, at)), default=0)
+    end = next((m.start() for m in _CLAUSE_END.finditer(text, at)), len(text))
+    own = [(s, e) for s, e in spans if start <= s and e <= end]
+    return own[-1] if own else spans[-1] if spans else None
 
 
 _EN_SUBJECT = lazy(r"\b(?i:the|our|my|this|that|next|a) (?P<ev>[a-z][a-z-]+(?: [a-z][a-z-]+){0,2})\b")
@@ -166,11 +176,22 @@ def _event(sentence: str, cjk: bool) -> re.Match[str] | None:
     """The event a sentence is about: the one a thing is done for ("booked the room for the office move",
     "9月20日机房搬迁的作战室"), else a known event noun, else an open-ended noun phrase with a plan verb."""
     purpose = (_ZH_DATED_EVENT if cjk else _EN_PURPOSE).search(sentence)
+    if purpose is not None and not cjk:
+        # "the dinner after the match is at 8": an English noun phrase starts with its head, the event after
+        # the preposition only places it
+        head = _EN_EVENT_BEFORE.search(sentence, 0, purpose.start())
+        if head is not None:
+            return head
     if purpose is not None:
         head = purpose["ev"] if cjk else _np_head(purpose["ev"])
         if head and head.lower() not in _NOT_EVENTS and not _TIME_WORD.match(head):
             return _Found(head, purpose.start("ev"), purpose.start("ev") + len(head))
     found = (_ZH_EVENT if cjk else _EN_EVENT).search(sentence)
+    if found is not None and cjk:
+        # "读书会后面的聚餐十二点": a Chinese noun phrase ends in its head, the event before 的 only places it
+        nxt = _ZH_EVENT.search(sentence, found.end())
+        if nxt is not None and _ZH_MODIFIES.fullmatch(sentence, found.end(), nxt.start()):
+            found = nxt
     if found is not None:
         return found
     if not cjk and (activity := _EN_ACTIVITY.search(sentence)) is not None and moves_plan(sentence):
@@ -249,7 +270,7 @@ def find_plan_slots(
         for s, e in _spans(ZH_TIME if cjk else EN_TIME, sentence)
         if not (s < ev.end() and ev.start() < e) and not (old and s < old[1] and old[0] < e)
     ]
-    picked = _pick(sentence, spans, _ZH_TARGET if cjk else _EN_TARGET)
+    picked = _pick(sentence, spans, _ZH_TARGET if cjk else _EN_TARGET, ev.start())
     if picked is not None and moved_elsewhere(sentence, spans, cjk):
         picked = None  # "评审材料改成小刘准备吧，我这周要请假": the change is an owner, "这周" is another matter
     if picked is not None:

@@ -132,8 +132,9 @@ async def newest_statements(store, run: Run, ranking: Ranking, update: float = 0
 
 async def other_attribute(store, run: Run, items: Sequence[supersede.Item]) -> set[tuple[str, str]]:
     """``(answer, newer)`` doc ids where ``answer`` is a live value of the asked slot and ``newer`` stated
-    another attribute of the same subject, and not this one, as the facts distilled from its messages say
-    (the meeting's new time is no new room). A newer line no fact was read from may still replace the answer:
+    another attribute of the same subject, and not this one, or this attribute of another subject only, as
+    the facts distilled from its messages say (the meeting's new time is no new room; the dinner's is no new
+    time of the talk before it). A newer line no fact was read from may still replace the answer:
     the slot may have missed a change said without its subject."""
     if not run.slot_answers or store is None:
         return set()
@@ -147,10 +148,13 @@ async def other_attribute(store, run: Run, items: Sequence[supersede.Item]) -> s
             stated.setdefault(m, set()).add(((r.subject or "").casefold(), r.attribute))
     out = set()
     for a in answers:
+        subject = (a.subject or "").casefold()
         for x in items:
-            said = {attr for m in x.sources for subj, attr in stated.get(m, ()) if subj == (a.subject or "").casefold()}
-            if said and a.attribute not in said:
-                out.add((a.memory_id, x.doc_id))
+            facts = {f for m in x.sources for f in stated.get(m, ())}
+            said = {attr for subj, attr in facts if subj == subject}
+            elsewhere = any(attr == a.attribute and subj != subject for subj, attr in facts)
+            if (said and a.attribute not in said) or (not said and elsewhere):
+                out.add((a.memory_id, x.doc_id))  # its new time is another thing's ("读书会后面的聚餐十二点")
     return out
 
 

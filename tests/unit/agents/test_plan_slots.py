@@ -89,3 +89,17 @@ def test_plans_called_off_are_retractions(text, retracts):
     from language.extract.slots import is_retraction
 
     assert is_retraction(text) is retracts
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a noun phrase's head: last in Chinese, first in English; the other event only places it
+    ("比赛之后的聚餐定在七点", ("聚餐", "when", "七点")),
+    ("婚礼上的演出改到下午两点", ("演出", "when", "下午两点")),
+    ("The dinner after the match is at 8pm", ("dinner", "when", "8pm")),
+    ("The party after the wedding moved to 10pm", ("party", "when", "10pm")),
+    ("Booked the room for the office move on May 3", ("move", "when", "May 3")),  # a purpose is still the event
+    # without a change cue the value is in the clause that names the event, not a later aside
+    ("面试九点开始，八点半先到前台签到", ("面试", "when", "九点")),
+])  # fmt: skip
+def test_the_event_is_the_head_of_its_phrase_and_the_time_is_in_its_clause(text, expected):
+    assert [(m.subject, m.attribute, m.value) for m in find_plan_slots(text, "小王", NAMES)][:1] == [expected]

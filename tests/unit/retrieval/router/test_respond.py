@@ -65,3 +65,29 @@ async def test_a_record_is_dated_by_its_sources_for_supersession(store, chat):
     assert said_at == {"s1": T0, "f1": T0 + timedelta(days=0.01), "t1": T0 + timedelta(days=0.02)}
     assert text == {"f1": "9 is tight, bring it by 8:30 bo"}  # a memory record's one message
     assert await source_messages(None, "c1", [Cand(doc=summary, scores={})]) == ({}, {})
+
+
+async def test_a_newer_line_stating_only_another_things_time_replaces_no_slot_answer(store, chat):
+    # "When does the quiz start?": a later line gives the time of the dinner after it, and nothing of the quiz
+    from retrieval.router.respond import other_attribute
+    from retrieval.router.supersede import Item
+
+    q = await chat.say("mo", "quiz starts at 7", days=0.0)
+    dinner = await chat.say("mo", "the dinner after the quiz is at 9", days=1.0)
+    both = await chat.say("mo", "quiz moved to 7:30 and dinner to 9:30", days=2.0)
+    recs = [chat.record("f1", "Quiz starts at 7", "Mo", 0.0, [q], subject="quiz", attribute="when"),
+            chat.record("f2", "Dinner after the quiz is at 9", "Mo", 1.0, [dinner], subject="dinner", attribute="when"),
+            chat.record("f3", "Quiz moved to 7:30", "Mo", 2.0, [both], subject="quiz", attribute="when"),
+            chat.record("f4", "Dinner moved to 9:30", "Mo", 2.0, [both], subject="dinner", attribute="when")]  # fmt: skip
+    for r in recs:
+        await chat.remember(r)
+    now = T0 + timedelta(days=3)
+    run = Run(req=RetrieveRequest(chat_id="c1", query="When does the quiz start?", k=10, now=now), cfg=RouterConfig(),
+              now=now, slot_answers=["f1"])  # fmt: skip
+
+    def item(i: str, mid: str, days: float) -> Item:
+        doc = Doc(doc_id=i, chat_id="c1", kind="turn", text=i, ts=T0 + timedelta(days=days), source_message_ids=[mid])
+        return Item.of(doc, {}, 0.0)
+
+    blocked = await other_attribute(store, run, [item("t1", q, 0), item("t2", dinner, 1), item("t3", both, 2)])
+    assert blocked == {("f1", "t2")}  # the line that also moves the quiz may still replace it
