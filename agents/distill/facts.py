@@ -75,6 +75,9 @@ def distill_message(ctx: TopicContext, m: ChatMessage, question: ChatMessage | N
         if event is None and moves_plan(sent):
             event = ctx.event_context(m) or ""
         slots = all_slots(sent, speaker, ctx.names, event=event or None)
+        if _FIRST_PERSON.search(sent) is None and asks_of_someone_else(question, m):
+            # "is she still in Leeds?" - "nope, moved to York": the dropped subject is hers, not the speaker's
+            slots = [s for s in slots if s.subject != speaker]
         out.relations.extend(
             Relation(
                 subject=s.subject,
@@ -224,6 +227,18 @@ def _changed(sent: str) -> bool:
     return states_change(sent) or is_retraction(sent)
 
 
+_FIRST_PERSON = re.compile(r"(?i)\b(?:i|i'm|im|i've|i'll|i'd|me|my|mine|we|we're|our|us)\b|我|咱")
+_THIRD_PERSON = re.compile(r"(?i)\b(?:she|he|her|him|his|they|them|their)\b|[他她]")
+_SECOND_PERSON = re.compile(r"(?i)\b(?:you|your|u|ur)\b|你|您")
+
+
+def asks_of_someone_else(question: ChatMessage | None, answer: ChatMessage) -> bool:
+    """``question`` (another person's, answered by ``answer``) asks about a third person ("is she still in
+    Leeds?", "他还在杭州吗？"), not about the one answering."""
+    return (question is not None and question.sender != answer.sender
+            and _THIRD_PERSON.search(question.text) is not None and _SECOND_PERSON.search(question.text) is None)  # fmt: skip
+
+
 def _informativeness(sent: str, rewrite: Rewrite, slot: bool, dated: bool, has_entities: bool) -> float:
     n_tokens = len(_content_tokens(sent))
     score = 3.0 * slot + 1.5 * (rewrite.first_person or _changed(sent)) + 1.5 * dated + 1.0 * has_entities
@@ -235,7 +250,7 @@ def _informativeness(sent: str, rewrite: Rewrite, slot: bool, dated: bool, has_e
 def answer_slot_fact(ctx: TopicContext, answer: ChatMessage, question: ChatMessage, out: Collected) -> None:
     """``Where do you live now?`` — ``Hangzhou.`` becomes the fact ``Bob lives in Hangzhou``."""
     asked = question_slot(question_part(question, ctx.names))
-    if asked is None or find_slots(answer.text, answer.display_name, ctx.names):
+    if asked is None or asks_of_someone_else(question, answer) or find_slots(answer.text, answer.display_name, ctx.names):
         return
     value = short_answer_value(answer_part(answer, ctx.names))
     if value is None:

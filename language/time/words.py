@@ -144,7 +144,10 @@ _EN_FUTURE = lazy(
 _EN_PAST = lazy(
     r"\b(was|were|did|didn't|had|went|got|saw|met|took|came|made|ate|ran|found|bought|left|spent|"
     r"gave|felt|thought|began|won|lost|sent|brought|wrote|caught|taught|flew|drove|rode|swam|sang|slept|"
-    r"kept|held|heard|paid|sat|stood|wore|chose|broke|fell|forgot|built|ago|yesterday|last|earlier|already)\b",
+    r"kept|held|heard|paid|stood|wore|chose|broke|fell|forgot|built|ago|yesterday|last|earlier|already)\b|"
+    # "sat" is also Saturday: "rain all sat", "on sat morning"
+    r"(?<!\bon )(?<!\ball )(?<!\bthis )(?<!\bnext )(?<!\bby )(?<!\btill )(?<!\buntil )(?<!\bfrom )"
+    r"\bsat\b(?!\s*(?:morning|night|afternoon|evening|arvo|\d))",
     re.I,
 )
 _EN_ED = lazy(r"\b(?P<prev>[\w']+\s+)?(?P<word>[a-z]{2,}ed)\b", re.I)
@@ -234,8 +237,8 @@ _EN_BOOKED = lazy(
 )
 # a plan moved to (or from) a day: both days are ahead, whatever the verb's tense ("Thursday moved to Friday",
 # "the dentist pushed it to June 14", "Friday's dinner is postponed until Sunday")
-_EN_MOVE = (r"(?:moved|moves|moving|pushed|postponed|rescheduled|changed|shifted|bumped|delayed|brought forward|"
-            r"put off)")  # fmt: skip
+_EN_MOVE = (r"(?:mov(?:ed|es|ing)|push(?:ed|es|ing)|postpon(?:ed|es|ing)|reschedul(?:ed|es|ing)|chang(?:ed|es|ing)|"
+            r"shift(?:ed|s|ing)|bump(?:ed|s|ing)|delay(?:ed|s|ing)|br(?:ought|inging) forward|put(?:ting)? off)")  # fmt: skip
 _EN_MOVED_TO = lazy(
     rf"(?i)\b{_EN_MOVE}(?: (?:it|them|this|that|back|forward|out))* (?:to|until|till|til) (?:the |this |next )?$"
 )

@@ -265,3 +265,20 @@ def test_news_about_a_named_member_is_a_fact_however_plain():
     result = distill_extractive(_job(rows, MONDAY), CFG)
     assert _fact(result, "allotment keys").subject == "Ben"
     assert not [f for f in result.facts if "weather" in f.text]  # a plain line about no one stays out
+
+
+@pytest.mark.parametrize("rows", [
+    [("Ola", "my cousin Fen got the lab job"), ("Rui", "is she still living in Porto?"),
+     ("Ola", "nah, moved to Braga in march")],
+    [("小周", "我表姐换工作了"), ("小陈", "她还在苏州吗？"), ("小周", "没有，搬到无锡了")],
+])  # fmt: skip
+def test_an_answer_to_a_question_about_someone_else_is_not_the_speakers_own(rows):
+    """"is she still living in Porto?" - "nah, moved to Braga": no home of the one answering."""
+    result = distill_extractive(_job(rows, MONDAY), CFG)
+    answerer = rows[-1][0]
+    assert not [f for f in result.facts if f.attribute == "lives_in" and f.subject == answerer]
+    kept = [f.text for f in result.facts] + [f"{q.question} {q.answer}" for q in result.qa_pairs]
+    assert any("Braga" in t or "无锡" in t for t in kept)  # what was said is kept
+    asked_me = [rows[0], (rows[1][0], "are you still living in Porto?"), (answerer, "nah, moved to Braga in march")]
+    own = distill_extractive(_job(asked_me, MONDAY), CFG)
+    assert [f.value for f in own.facts if f.attribute == "lives_in" and f.subject == answerer] == ["Braga"]

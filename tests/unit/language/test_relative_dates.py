@@ -352,3 +352,13 @@ def test_public_names_still_importable():
     assert DateMention(0, 5, date(2024, 3, 9), "day").label(cjk=True) == "(2024-03-09)"
     assert find_dates("Friday", FRI)[0].clock is None
     assert ZH_DATE_WORD.search("下周三")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a plan being moved is ahead, in any form of the verb; "sat" for Saturday is no past tense
+    ("rain all sat, pushing it to sunday same time", date(2024, 3, 10)),
+    ("postponing the call to thursday", date(2024, 3, 7)),
+    ("we sat by the canal on sunday", date(2024, 3, 3)),  # a past "sat" still is one
+])  # fmt: skip
+def test_a_weekday_a_plan_moves_to_is_never_before_the_message(text, expected):
+    assert [d.day for d in find_dates(text, WED)] == [expected]
