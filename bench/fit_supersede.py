@@ -177,7 +177,7 @@ def pairs(row: dict[str, Any]) -> tuple[list[dict[str, float]], list[float]]:
             if j == i or items[j].ts <= items[i].ts or lab[i] == lab[j] == "E":
                 continue
             f = pair_features(items, i, j, frame)
-            if not related(f):
+            if not related(f, items[j]):
                 continue  # never weighed at read time
             feats.append(f)
             ys.append(1.0 if lab[i] == "S" and lab[j] == "E" else 0.0)

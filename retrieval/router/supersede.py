@@ -221,12 +221,17 @@ def pair_features(items: Sequence[Item], old: int, new: int, frame: Frame) -> di
     }  # fmt: skip
 
 
-def related(feats: dict[str, float]) -> bool:
+def related(feats: dict[str, float], new: Item | None = None) -> bool:
     """Only a pair that can be about one thing is weighed: it shares a content word other than the people's
     names, or the two items' own vectors are unusually close for this question's candidates while the newer
     one is among the better answers to it. Without either, the features cannot tell a new value of the same
-    thing from any later news (docs/BENCHMARKS.md, memory truth)."""
-    return feats["shared_words"] > 0 or (feats["pair_cos"] >= PAIR_Z and feats["cos_new"] >= 0.5)
+    thing from any later news (docs/BENCHMARKS.md, memory truth). The vectors speak only for a ``new`` item
+    that states one thing: a summary of several messages has the mean of their vectors, close to much that
+    none of them says (a meeting point's correction and a remark on coworkers read as a friend's new job)."""
+    if feats["shared_words"] > 0:
+        return True
+    several = new is not None and new.kind == "summary" and len(new.sources) > 1
+    return feats["pair_cos"] >= PAIR_Z and feats["cos_new"] >= 0.5 and not several
 
 
 PAIR_Z = 1.5  # standard deviations above the question's mean pair cosine
@@ -339,7 +344,7 @@ def reorder(items: Sequence[Item], question: str, model: SupersedeModel, *, name
         for j in newer:
             tried.add((old, j))
             feats = pair_features(items, old, j, frame)
-            p = model.probability(feats) if related(feats) else 0.0
+            p = model.probability(feats) if related(feats, items[j]) else 0.0
             if p >= best_p:
                 best, best_p = j, p
         if best is None:

@@ -16,6 +16,7 @@ from retrieval.router.supersede import (
     load_model,
     notes_for,
     pair_features,
+    related,
     reorder,
     unreadable_by,
 )
@@ -207,3 +208,17 @@ def test_a_summary_stamped_after_a_correction_is_paired_before_it():
     assert reorder(stamped, "When is the kit coming?", _always_model())[1] == []
     _, links = reorder(dated, "When is the kit coming?", _always_model())
     assert [(x.old, x.new) for x in links] == [("s1", "t2")]
+
+
+def test_a_summary_of_several_messages_is_not_paired_by_its_blended_vector():
+    """No shared word: only the vectors could pair them, and a summary of two messages has their mean."""
+    feats = {"shared_words": 0.0, "pair_cos": 2.0, "cos_new": 0.8}
+
+    def summary(sources: tuple[str, ...]) -> Item:
+        doc = type("Doc", (), {"doc_id": "s", "text": "Tam: pickup point is the east gate now. Tam: two of us only.",
+                               "kind": "summary", "ts": T0, "topic_id": None, "source_message_ids": sources})()  # fmt: skip
+        return Item.of(doc, {"cosine": 0.5}, 0.1)
+
+    assert related(feats) and related(feats, summary(("m1",)))  # one message: its own vector
+    assert not related(feats, summary(("m1", "m2")))
+    assert related({**feats, "shared_words": 0.5}, summary(("m1", "m2")))  # a shared word still pairs them
