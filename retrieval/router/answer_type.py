@@ -14,7 +14,7 @@ from language.time.clock import find_clocks
 from language.time.dates import find_dates
 from retrieval.router.scoring import time_mention_spans
 
-__all__ = ["asked_kind", "states_kind"]
+__all__ = ["asked_kind", "states_kind", "time_spans"]
 
 Kind = Literal["quantity", "time"]
 _REF = datetime(2000, 1, 1, tzinfo=UTC)  # where a date is said is all that is read, not which day it is
@@ -54,15 +54,17 @@ def asked_kind(question: str) -> Kind | None:
     return None
 
 
+def time_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` names a clock time, a date or a day."""
+    return [(c.start, c.end) for c in find_clocks(text)] + time_mention_spans(text) + [
+        m.span() for m in _DAY.finditer(text)] + _ordinal_dates(text)
+
+
 def states_kind(text: str, kind: Kind, asked: str = "") -> bool:
     """Whether ``text`` states a value of ``kind`` (a number; a clock time, a date or a day), other than what
     the question ``asked`` itself names: "april book is Piranesi" states no time of "When is the April
     meeting?", "push april to the 8th" does."""
-    if kind == "quantity":
-        spans = [m.span() for m in _NUMBER.finditer(text)]
-    else:
-        spans = [(c.start, c.end) for c in find_clocks(text)] + time_mention_spans(text) + [
-            m.span() for m in _DAY.finditer(text)] + _ordinal_dates(text)
+    spans = [m.span() for m in _NUMBER.finditer(text)] if kind == "quantity" else time_spans(text)
     if not asked:
         return bool(spans)
     named = {w.casefold() for w in _WORD.findall(asked)}

@@ -16,18 +16,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
-from language.extract.event_slots import EN_TIME, ZH_TIME
+from language.extract.event_slots import EN_TIME, ZH_TIME, is_plan_change
 from language.extract.subject import looks_like_name
 from language.text import ENGLISH_STOPWORDS, has_cjk, jieba, text_cache, tokenize
 from language.time.clock import find_clocks
 from language.time.dates import find_dates
 from retrieval.protocols import Doc
 from retrieval.router import slot_cues as cue
+from retrieval.router.answer_type import time_spans
 from retrieval.router.slot_query import SlotQuery, subject_in_text
 
-__all__ = ["Statement", "asks_current", "newest_statement", "query_subject", "same_subject", "slot_statements",
-           "statement_values"]
+__all__ = ["Statement", "asks_current", "newest_statement", "query_subject", "revises", "same_subject",
+           "slot_statements", "statement_values"]
 
 
 def query_subject(query: str) -> str | None:
@@ -314,6 +316,41 @@ def _restates(s: Statement, head: Statement, distinct: frozenset[str]) -> bool:
         return bool(s.values & head.values)
     quoted = str(s.doc.kind) not in cue.STATEMENT_KINDS and bool(distinct)
     return quoted and len(s.core & distinct) >= 0.5 * len(distinct)
+
+
+Revision = Literal["replaces", "unsure"]
+
+
+def revises(head: Statement, text: str) -> Revision | None:
+    """How a later line reads against the newest statement of a time: it names a time the statement names and
+    states another, saying the old one is off ("not monday, he texted me, it's wednesday 10am now",
+    "不是周一了，改周三上午") -> ``"replaces"``; naming it and another time without saying so ("周一上午我去
+    健身到十点") -> ``"unsure"`` (the head is then not known to be the latest); else None."""
+    said = _time_words_of(cue.ANNOTATION.sub("", head.doc.text))
+    low = text.casefold()
+    old = [(a, b) for w in said for a, b in _find_all(low, w)]
+    if not old or cue.QUESTION.search(text):
+        return None
+    if not any(low[a:b] not in said for a, b in time_spans(low) if not any(a < y and x < b for x, y in old)):
+        return None  # no other time than the old one
+    if any(_negated(low, a, b) for a, b in old) or is_plan_change(text):
+        return "replaces"
+    return "unsure"
+
+
+def _time_words_of(text: str) -> set[str]:
+    """The times a text names, in lower case, but for a part of the day alone, which any line may say
+    ("the plumber is coming monday morning" -> monday)."""
+    low = text.casefold()
+    return {w for a, b in time_spans(low) if len(w := low[a:b].strip()) >= 2 and w not in _PART_OF_DAY}
+
+
+_PART_OF_DAY = frozenset("morning afternoon evening night tonight noon midnight weekend 上午 下午 晚上 早上 中午".split())
+
+
+def _find_all(text: str, word: str) -> list[tuple[int, int]]:
+    pattern = re.escape(word) if has_cjk(word) else rf"(?<!\w){re.escape(word)}(?!\w)"
+    return [m.span() for m in re.finditer(pattern, text)]
 
 
 def same_subject(doc: Doc, head: Doc, subjects: Sequence[str]) -> bool:

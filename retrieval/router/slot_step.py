@@ -9,11 +9,11 @@ Items stating an earlier value are kept in view below the current ones, marked s
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cache
 
 from language.text import extract_keywords, has_cjk, tokenize
-from retrieval.protocols import Doc, MemoryFilter, MemoryStore
+from retrieval.protocols import Doc, MemoryFilter, MemoryStore, SearchQuery
 from retrieval.router.candidates import Cand
 from retrieval.router.currency import Succession, doc_from_record
 from retrieval.router.slot_query import (
@@ -29,11 +29,12 @@ from retrieval.router.slot_recency import (
     asks_current,
     newest_statement,
     query_subject,
+    revises,
     same_subject,
     slot_statements,
 )
 from retrieval.router.strategies import Ranking
-from schemas import MemoryRecord
+from schemas import ChatMessage, MemoryRecord
 
 __all__ = ["slot_answers", "slot_noun"]
 
@@ -83,6 +84,44 @@ def _recency(
                 return attr, head, [s for s in older if same_subject(s.doc, head.doc, subjects)]
     return "", None, []
 
+
+
+REVISION_WINDOW = timedelta(days=3)  # how long after a time is stated a line that names it may revise it
+
+
+async def _revised(store: MemoryStore, chat_id: str, head: Statement, older: list[Statement],
+                   by_id: dict[str, Cand]) -> tuple[Statement | None, list[Statement], Cand | None]:  # fmt: skip
+    """The newest statement of a time, checked against the chat's next messages, whatever they share with the
+    question: one that names its value and says it is off ("the plumber is coming monday morning" - "not
+    monday, he texted me, it's wednesday 10am now") is the newest instead (its turn, the candidate returned);
+    one that names it with another time and says nothing of a change leaves no statement known to be the
+    latest (no label)."""
+    quoted = set(head.doc.source_message_ids)
+    later = await store.list_messages(chat_id, since=head.doc.ts, until=head.doc.ts + REVISION_WINDOW)
+    verdict, by = None, None
+    for m in later:
+        if m.message_id in quoted or m.ts <= head.doc.ts:
+            continue
+        r = revises(head, m.text)
+        if r == "replaces":
+            verdict, by = r, m
+        elif r == "unsure" and verdict is None:
+            verdict = r
+    if verdict is None:
+        return head, older, None
+    if by is not None:
+        cand = next((c for c in by_id.values() if c.doc.kind == "turn" and by.message_id in c.doc.source_message_ids),
+                    None) or await _turn(store, chat_id, by)  # fmt: skip
+        if cand is not None:
+            return Statement(cand.doc, frozenset()), [head, *older], cand
+    return None, [], None
+
+
+async def _turn(store: MemoryStore, chat_id: str, m: ChatMessage) -> Cand | None:
+    """The stored turn of a message (looked up by its words: turn ids are the store's)."""
+    hits = await store.search(SearchQuery(chat_id=chat_id, text=m.text, mode="bm25", k=5, kinds=["turn"]))
+    hit = next((h for h in hits if m.message_id in h.doc.source_message_ids), None)
+    return None if hit is None else Cand(doc=hit.doc, scores=dict(hit.scores), found_by=["revision"])
 
 
 def _newer_time_said(head: Statement, top: list[tuple[Cand, float]], stale: set[str], query: str) -> bool:
@@ -150,6 +189,11 @@ async def slot_answers(
         attr, head, older = _recency(sq, query, [*records, *succ.records.values()], docs, participants, live)
     if head is not None and attr == "when" and _newer_time_said(head, scored[: max(k, 10)], stale_now, query):
         head, older = None, []  # a later line names a time for it in words the slot reading missed
+    if head is not None and attr == "when":
+        head, older, revision = await _revised(store, chat_id, head, older, by_id)
+        if revision is not None and revision.doc_id not in by_id:
+            by_id[revision.doc_id] = revision
+            scored.append((revision, 0.0))
     if not found and head is None:
         return ranking, []
     lead_ids: list[str] = []

@@ -5,9 +5,11 @@ from datetime import UTC, datetime, timedelta
 from retrieval.protocols import Doc
 from retrieval.router.slot_query import parse
 from retrieval.router.slot_recency import (
+    Statement,
     asks_current,
     newest_statement,
     query_subject,
+    revises,
     same_subject,
     slot_statements,
 )
@@ -224,3 +226,16 @@ def test_a_second_thing_the_question_names_keeps_its_own_times():
     assert same_subject(by_id["a"], by_id["c"], ["picnic"])  # one subject asked: nothing to tell apart
     zh = [doc("x", "游行上午十点开始", 0), doc("y", "野餐改到下午两点", 2)]
     assert not same_subject(zh[0], zh[1], ["野餐", "游行"])
+
+
+def test_a_later_line_revises_a_time_only_when_it_names_it_and_says_it_is_off():
+    en = Statement(doc("h", "the piano tuner comes thursday afternoon", 0), frozenset())
+    assert revises(en, "not thursday, she moved it, it's saturday 11am now") == "replaces"
+    assert revises(en, "thursday is out, saturday at 11 instead") == "replaces"
+    assert revises(en, "thursday I'm out till 6pm anyway") == "unsure"  # names it and another time, says no change
+    assert revises(en, "ok thursday it is") is None and revises(en, "is thursday still ok?") is None
+    assert revises(en, "afternoon tea at 4pm?") is None  # a part of the day is no named time
+    zh = Statement(doc("z", "调音师周四下午来", 0), frozenset())
+    assert revises(zh, "不是周四了，她改到周六上午十一点") == "replaces"
+    assert revises(zh, "周四我六点前都不在家") == "unsure"
+    assert revises(zh, "周四没问题") is None

@@ -243,3 +243,22 @@ async def test_a_follow_up_of_missing_keywords_runs_on_bm25_alone_and_finds_the_
     assert "crowd" in round1["follow_up"] and f"turn:c1:{rome}" in round1["added"]
     assert round1["follow_up"] not in embedder.texts and query in embedder.texts
     await vec_store.close()
+
+
+# ---- a time corrected in the next messages, in words the question does not use ---------------------
+
+
+async def test_a_later_line_that_calls_the_stated_time_off_is_the_newest_statement(chat, store):
+    for zh in (False, True):
+        old = await chat.say("ana", "锅炉保养定在周五上午九点" if zh else "the boiler service is friday at 9", days=10 * zh,
+                             name="Ana")  # fmt: skip
+        await chat.say("cai", "备用钥匙在谁那？" if zh else "who has the spare key?", days=10 * zh + 0.05, name="Cai")
+        fix = await chat.say("ben", "不是周五了，师傅打电话说改到下周二下午两点" if zh else
+                             "not friday, the engineer called, it's next tuesday 2pm now", days=10 * zh + 0.1, name="Ben")  # fmt: skip
+        query = "锅炉保养现在是哪天？" if zh else "When is the boiler service now?"
+        got = await retrieve_routed(store, None, RetrieveRequest(chat_id="c1", query=query, k=4,
+                                                                 now=T0 + timedelta(days=10 * zh + 1)))
+        ids = [it.source_message_ids for it in got.items]
+        assert ids[0] == [fix], (zh, [it.text for it in got.items])
+        stale = next(it for it in got.items if it.source_message_ids == [old])
+        assert "superseded" in (stale.note or "")
