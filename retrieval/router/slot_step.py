@@ -85,8 +85,8 @@ def _recency(
     return "", None, []
 
 
-
 REVISION_WINDOW = timedelta(days=3)  # how long after a time is stated a line that names it may revise it
+REVISION_MESSAGES = 300  # the most of the chat's next messages read for one (a busy group's three days)
 
 
 async def _revised(store: MemoryStore, chat_id: str, head: Statement, older: list[Statement],
@@ -99,7 +99,7 @@ async def _revised(store: MemoryStore, chat_id: str, head: Statement, older: lis
     quoted = set(head.doc.source_message_ids)
     later = await store.list_messages(chat_id, since=head.doc.ts, until=head.doc.ts + REVISION_WINDOW)
     verdict, by = None, None
-    for m in later:
+    for m in later[:REVISION_MESSAGES]:
         if m.message_id in quoted or m.ts <= head.doc.ts:
             continue
         r = revises(head, m.text)
