@@ -16,13 +16,14 @@ from retrieval.router.scoring import time_mention_spans
 
 __all__ = ["asked_kind", "states_kind", "time_spans"]
 
-Kind = Literal["quantity", "time"]
+Kind = Literal["quantity", "time", "clock"]
 _REF = datetime(2000, 1, 1, tzinfo=UTC)  # where a date is said is all that is read, not which day it is
 
 _QUANTITY = lazy(r"(?i)\bhow (?:much|many|long|far|old|big|often)\b|\bwhat(?:'s| is| are)? the (?:price|cost|fee|rent|"
                  r"total|budget|number|amount)\b|多少|几[个岁号天年月次位块元级本张人]|多大|多久|多长|多远|价格|费用")
 _TIME = lazy(r"(?i)\bwhen\b|\bwhat time\b|\bdeadline\b|截止|\b(?:which|what) (?:day|date|evening|night|morning|weekday)\b|什么时候|几点|"
              r"哪天|几号|星期几|周几|哪一天")
+_CLOCK = lazy(r"(?i)\bwhat time\b|\bat what hour\b|几点|什么时间点|几时")
 _NUMBER = lazy(r"(?i)\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
                r"fifty|hundred|thousand|dozen|half|a couple)\b|[一二两三四五六七八九十百千万半$€£¥￥]")
 # a bare ordinal is left to the date reader ("the 8th" is a day, "the 3rd floor" is not)
@@ -46,7 +47,10 @@ _WORD = lazy(r"[A-Za-z]+|\d+")  # words a question names; Chinese keeps its time
 
 
 def asked_kind(question: str) -> Kind | None:
-    """The kind of value the question asks for (None: another, or it cannot tell)."""
+    """The kind of value the question asks for (None: another, or it cannot tell): a clock time ("what time",
+    "几点") is a kind of its own, since a new day of a meeting says nothing of its hour."""
+    if _CLOCK.search(question):
+        return "clock"
     if _TIME.search(question):
         return "time"
     if _QUANTITY.search(question):
@@ -64,7 +68,10 @@ def states_kind(text: str, kind: Kind, asked: str = "") -> bool:
     """Whether ``text`` states a value of ``kind`` (a number; a clock time, a date or a day), other than what
     the question ``asked`` itself names: "april book is Piranesi" states no time of "When is the April
     meeting?", "push april to the 8th" does."""
-    spans = [m.span() for m in _NUMBER.finditer(text)] if kind == "quantity" else time_spans(text)
+    if kind == "quantity":
+        spans = [m.span() for m in _NUMBER.finditer(text)]
+    else:
+        spans = [(c.start, c.end) for c in find_clocks(text)] if kind == "clock" else time_spans(text)
     if not asked:
         return bool(spans)
     named = {w.casefold() for w in _WORD.findall(asked)}

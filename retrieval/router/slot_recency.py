@@ -325,17 +325,17 @@ def revises(head: Statement, text: str) -> Revision | None:
     """How a later line reads against the newest statement of a time: it names a time the statement names and
     states another, saying the old one is off ("not monday, he texted me, it's wednesday 10am now",
     "不是周一了，改周三上午") -> ``"replaces"``; naming it and another time without saying so ("周一上午我去
-    健身到十点") -> ``"unsure"`` (the head is then not known to be the latest); else None."""
+    健身到十点"), or asking about another -> ``"unsure"`` (the head is then not known to be the latest); else None."""
     said = _time_words_of(cue.ANNOTATION.sub("", head.doc.text))
     low = text.casefold()
     old = [(a, b) for w in said for a, b in _find_all(low, w)]
-    if not old or cue.QUESTION.search(text):
+    if not old:
         return None
     if not any(low[a:b] not in said for a, b in time_spans(low) if not any(a < y and x < b for x, y in old)):
         return None  # no other time than the old one
-    if any(_negated(low, a, b) for a, b in old) or is_plan_change(text):
+    if cue.QUESTION.search(text) is None and (any(_negated(low, a, b) for a, b in old) or is_plan_change(text)):
         return "replaces"
-    return "unsure"
+    return "unsure"  # a question proposing another time ("thursdays are out for me. sundays maybe?") doubts it
 
 
 def _time_words_of(text: str) -> set[str]:

@@ -85,7 +85,8 @@ def _recency(
     return "", None, []
 
 
-REVISION_WINDOW = timedelta(days=3)  # how long after a time is stated a line that names it may revise it
+REVISION_WINDOW = timedelta(days=3)  # how long after a time is stated a line that names it may replace it
+DOUBT_WINDOW = timedelta(days=30)  # ... and may leave it unlabelled (no "current" on a time a later line doubts)
 REVISION_MESSAGES = 300  # the most of the chat's next messages read for one (a busy group's three days)
 
 
@@ -96,17 +97,7 @@ async def _revised(store: MemoryStore, chat_id: str, head: Statement, older: lis
     monday, he texted me, it's wednesday 10am now") is the newest instead (its turn, the candidate returned);
     one that names it with another time and says nothing of a change leaves no statement known to be the
     latest (no label)."""
-    quoted = set(head.doc.source_message_ids)
-    later = await store.list_messages(chat_id, since=head.doc.ts, until=head.doc.ts + REVISION_WINDOW)
-    verdict, by = None, None
-    for m in later[:REVISION_MESSAGES]:
-        if m.message_id in quoted or m.ts <= head.doc.ts:
-            continue
-        r = revises(head, m.text)
-        if r == "replaces":
-            verdict, by = r, m
-        elif r == "unsure" and verdict is None:
-            verdict = r
+    verdict, by = await _revision(store, chat_id, head.doc)
     if verdict is None:
         return head, older, None
     if by is not None:
@@ -115,6 +106,25 @@ async def _revised(store: MemoryStore, chat_id: str, head: Statement, older: lis
         if cand is not None:
             return Statement(cand.doc, frozenset()), [head, *older], cand
     return None, [], None
+
+
+async def _revision(store: MemoryStore, chat_id: str, doc: Doc,
+                    window: timedelta = REVISION_WINDOW) -> tuple[str | None, ChatMessage | None]:  # fmt: skip
+    """How the chat's next messages (within ``window``) read against a statement of a time (:func:`revises`):
+    ``"replaces"`` with the latest message that calls it off, ``"unsure"``, or None."""
+    quoted = set(doc.source_message_ids)
+    said = Statement(doc, frozenset())
+    later = await store.list_messages(chat_id, since=doc.ts, until=doc.ts + window)
+    verdict, by = None, None
+    for m in later[:REVISION_MESSAGES]:
+        if m.message_id in quoted or m.ts <= doc.ts:
+            continue
+        r = revises(said, m.text)
+        if r == "replaces":
+            verdict, by = r, m
+        elif r == "unsure" and verdict is None:
+            verdict = r
+    return verdict, by
 
 
 async def _turn(store: MemoryStore, chat_id: str, m: ChatMessage) -> Cand | None:
@@ -205,9 +215,12 @@ async def slot_answers(
                 lead_ids.append(r.memory_id)
     else:
         lead_ids = [r.memory_id for r in found]
+    said_at = {r.memory_id: doc for r, doc in await _said_at(store, chat_id, [r for r in found if r.attribute == "when"])}
     for r in found:
         if r.memory_id in lead_ids:
             by_id.setdefault(r.memory_id, Cand(doc=doc_from_record(r), found_by=["slot"]))
+            if r.memory_id in said_at and (await _revision(store, chat_id, said_at[r.memory_id], DOUBT_WINDOW))[0]:
+                continue  # a later line names its time with another: not known to be current
             value = f": {r.value}" if r.value else ""
             _note(notes, r.memory_id, f"current {slot_noun(r.attribute)} of {r.subject}{value} (since {_day(r.valid_from)})")
     top = max((s for _, s in scored), default=0.0)

@@ -33,6 +33,7 @@ class Chat:
     ) -> MemoryRecord:
         return MemoryRecord(memory_id=mid, chat_id=self.chat_id, kind=MemoryKind.FACT, text=text, speaker=speaker,
                             subject=kw.get("subject", speaker.lower()), attribute=kw.get("attribute"),
+                            value=kw.get("value"),
                             valid_from=T0 + timedelta(days=days), source_message_ids=sources,
                             source_event_id=f"ev-{mid}", version=kw.get("version", 1))  # fmt: skip
 

@@ -13,11 +13,11 @@ from retrieval.router.answer_type import asked_kind, states_kind
     ("房租现在每月多少？", "quantity"),
     ("朵朵钢琴考到几级了？", "quantity"),
     ("When is the boiler being fixed?", "time"),
-    ("What time do we leave?", "time"),
+    ("What time do we leave?", "clock"),
     ("Which evening is choir practice?", "time"),
     ("What's the deadline for the grant report?", "time"),
     ("报名截止到哪天？", "time"),
-    ("合唱排练几点开始？", "time"),
+    ("合唱排练几点开始？", "clock"),
     ("读书会是哪天？", "time"),
     ("Where does Kemal work now?", None),
     ("谁在教物理？", None),
@@ -49,3 +49,10 @@ def test_an_ordinal_is_a_day_only_where_the_date_reader_reads_one():
     assert not states_kind("that's her 2nd try at the exam", "time")
     assert states_kind("can we push it to the 9th?", "time") and states_kind("June 3rd suits me", "time")
     assert states_kind("see you on the 21st", "time", "When is the tasting?")
+
+
+def test_a_new_day_states_no_clock_time():
+    # "What time does quiz night start?": the night moved to another day, its hour did not
+    assert not states_kind("heads up, quiz night moves to thursdays from next week", "clock")
+    assert states_kind("quiz night moves to thursdays, 8pm start", "clock") and states_kind("改到周四晚上八点", "clock")
+    assert not states_kind("改到周四晚上", "clock") and states_kind("改到周四晚上", "time")

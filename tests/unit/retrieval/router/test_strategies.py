@@ -262,3 +262,18 @@ async def test_a_later_line_that_calls_the_stated_time_off_is_the_newest_stateme
         assert ids[0] == [fix], (zh, [it.text for it in got.items])
         stale = next(it for it in got.items if it.source_message_ids == [old])
         assert "superseded" in (stale.note or "")
+
+
+async def test_a_live_time_a_later_line_doubts_is_not_labelled_current(chat, store):
+    said = await chat.say("ana", "quiz night is thursdays at 8pm", days=0, name="Ana")
+    await chat.remember(chat.record("f-quiz", "Quiz night is thursdays at 8pm", "Ana", 0, [said], subject="quiz night",
+                                    attribute="when", value="thursdays at 8pm"))  # fmt: skip
+    query = RetrieveRequest(chat_id="c1", query="When is quiz night now?", k=4, now=T0 + timedelta(days=20))
+
+    def current(resp) -> list[str]:
+        return [it.note for it in resp.items if "current" in (it.note or "")]
+
+    assert current(await retrieve_routed(store, None, query))  # nothing said since: its time is current
+    await chat.say("cai", "thursdays are out for me from next month, night classes. sundays maybe?", days=12,
+                   name="Cai")  # fmt: skip
+    assert current(await retrieve_routed(store, None, query)) == []
