@@ -37,10 +37,11 @@ __all__ = [
 
 _DAY_GRAINS = ("day", "absolute", "weekend")
 # Every English, absolute and tail rule needs one of these (a digit, or a word the rule spells out: weekday
-# names end in "day", "weekend" holds "week"); case-insensitive like the rules. A sentence without any
+# names end in "day" and their short forms start with one of three letters, "weekend" holds "week");
+# case-insensitive like the rules. A sentence without any
 # (most chat lines) has no date, so its ~20 rule scans are skipped. ``tests/unit/agents/test_prechecks.py`` checks it.
 _DATE_WORDS = ("day", "week", "month", "year", "night", "tomorrow", "morning", "afternoon", "evening", "spring",
-               "summer", "fall", "autumn", "winter", *MONTHS)  # fmt: skip
+               "summer", "fall", "autumn", "winter", "tue", "thu", "fri", "wed", "mon", "sat", "sun", *MONTHS)  # fmt: skip
 _MAY_HAVE_DATE = re.compile(r"\d|" + "|".join(_DATE_WORDS) + "|号", re.I)
 _ASCII_DIGIT = re.compile(r"[0-9]")
 

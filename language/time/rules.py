@@ -59,6 +59,15 @@ _ZH_N = (
     r"(?<![\d一两二三四五六七八九十几])(?P<n>\d+|[一两二三四五六七八九十几]+)"  # from the start of a number
 )
 _WD = "|".join(WEEKDAYS)
+_WD_ABBR = r"tues?|thu(?:rs?)?|fri|weds"  # chat short forms that are no other word: "see you thurs", "next tues"
+_WD_SHORT = r"mon|wed|sat|sun"  # short forms that are also words ("sat down", "the sun"): only beside a day cue
+_WD_ANY = f"{_WD}|{_WD_ABBR}|{_WD_SHORT}"
+_TIME_AFTER = r"(?=\s*(?:\d|morning|afternoon|evening|night|noon|arvo|am\b|pm\b))"
+
+
+def weekday_index(name: str) -> int:
+    """Monday = 0 for a weekday's name or chat short form ("thurs", "sat")."""
+    return ("mo", "tu", "we", "th", "fr", "sa", "su").index(name[:2].lower())
 _MON_FULL = "|".join(MONTHS)
 _MON_ANY = f"{_MON_FULL}|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec"
 _SHIFT = {"last": -1, "past": -1, "previous": -1, "this": 0, "next": 1, "coming": 1}
@@ -77,7 +86,7 @@ EN_RULES: list[tuple[re.Pattern[str], str]] = [
     (lazy(r"\b(yesterday|last night)\b", re.I), "d-1"),
     (lazy(r"\b(today|tonight|this (morning|afternoon|evening))\b", re.I), "d+0"),
     (lazy(r"\btomorrow\b", re.I), "d+1"),
-    (lazy(rf"\b(?P<w>last|this|next|coming|past) (?P<wd>{_WD})\b", re.I), "weekday"),
+    (lazy(rf"\b(?P<w>last|this|next|coming|past) (?P<wd>{_WD_ANY})\b", re.I), "weekday"),
     (lazy(r"\b(?P<w>last|this|next|coming|past) weekend\b", re.I), "weekend"),
     (lazy(r"\b(?P<w>last|this|next|coming|past|previous) (?P<unit>week|month|year)\b", re.I), "unit"),
     (
@@ -98,7 +107,14 @@ EN_RULES: list[tuple[re.Pattern[str], str]] = [
     # the absolute rules instead of guessing a week from the tense.
     (
         lazy(
-            rf"(?<!every )(?<!each )\b(?:on )?(?P<wd>{_WD})\b(?!,?\s+(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+)?(?:{_MON_ANY})\b)(?!,?\s+\d{{1,2}}[/.-]\d)",
+            rf"(?<!every )(?<!each )\b(?:on )?(?P<wd>{_WD}|{_WD_ABBR})\b(?!,?\s+(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+)?(?:{_MON_ANY})\b)(?!,?\s+\d{{1,2}}[/.-]\d)",
+            re.I,
+        ),
+        "bare_weekday",
+    ),
+    (
+        lazy(
+            rf"(?<!every )(?<!each )\b(?:(?:on|by|till|til|until|from) (?P<wd>{_WD_SHORT})\b|(?P<wd2>{_WD_SHORT})\b{_TIME_AFTER})",
             re.I,
         ),
         "bare_weekday",
@@ -268,7 +284,7 @@ def _en(kind: str, m: re.Match[str], ctx: Context) -> Resolved | None:
             return Resolved(month_end(add_months(ref, k)), "day", True)
         return Resolved(date(ref.year + k, 12, 31), "day", True)
     if kind == "weekday":
-        return Resolved(_en_weekday(g["w"].lower(), WEEKDAYS.index(g["wd"].lower()), m, ctx), "day")
+        return Resolved(_en_weekday(g["w"].lower(), weekday_index(g["wd"]), m, ctx), "day")
     if kind == "weekend":
         which = g["w"].lower()
         offset = -2 if which in ("last", "past") else 5 + 7 * _SHIFT[which]
@@ -296,7 +312,7 @@ def _en(kind: str, m: re.Match[str], ctx: Context) -> Resolved | None:
     if kind in ("ago", "in"):
         return _offset(kind, g, ref)
     if kind == "bare_weekday":
-        return _bare_weekday(WEEKDAYS.index(g["wd"].lower()), m, ctx)
+        return _bare_weekday(weekday_index(g.get("wd") or g["wd2"]), m, ctx)
     return None
 
 

@@ -362,3 +362,17 @@ def test_public_names_still_importable():
 ])  # fmt: skip
 def test_a_weekday_a_plan_moves_to_is_never_before_the_message(text, expected):
     assert [d.day for d in find_dates(text, WED)] == [expected]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # chat short forms of weekdays; the ones that are also words need a day cue beside them
+    ("see you thurs", [date(2024, 3, 7)]),
+    ("next tues then", [date(2024, 3, 12)]),
+    ("weds is fine", [date(2024, 3, 6)]),
+    ("sun 10am?", [date(2024, 3, 10)]),
+    ("on sat we went bouldering", [date(2024, 3, 2)]),
+    ("we sat down and talked for hours", []),
+    ("the sun was out all day", []),
+])  # fmt: skip
+def test_weekday_short_forms(text, expected):
+    assert [d.day for d in find_dates(text, WED)] == expected
