@@ -198,14 +198,15 @@ def _takers(doc: Doc) -> set[str]:
     return {m[1].casefold() for m in cue.LABELLED.finditer(doc.text) if cue.TAKES_IT.search(m[2])}
 
 
-def _has_evidence(attr: str, doc: Doc, kind_word: str | None, known: Sequence[str], subjects: Sequence[str]) -> bool:
+def _has_evidence(attr: str, doc: Doc, kind_word: str | None, known: Sequence[str], subjects: Sequence[str],
+                  query: str = "") -> bool:  # fmt: skip
     text, cjk = doc.text, has_cjk(doc.text)
     if attr == "when":
         return bool(_dates(doc))
     if attr == "owner":  # a name, or the speaker taking it on ("周报我来写吧", "I'll take the notes")
         return bool(_names(text, known, doc.speaker) - {s.casefold() for s in subjects}) or bool(_takers(doc))
     if attr == "where":  # a cue, or (English) a name that is nobody's: "Golden Dragon has good parking"
-        return _place_cue(text, cjk) or (not cjk and bool(statement_values(attr, doc, known, [*subjects, *known])))
+        return _place_cue(text, cjk, query) or (not cjk and bool(statement_values(attr, doc, known, [*subjects, *known])))
     if attr == "lives_in":
         return bool((cue.ZH_LIVES if cjk else cue.EN_LIVES).search(text) or (not cjk and cue.EN_IN_PLACE.search(text)))
     if attr == "works_at":  # "at Canva", not "for Mike" (a person)
@@ -224,13 +225,20 @@ def _has_evidence(attr: str, doc: Doc, kind_word: str | None, known: Sequence[st
 _CUE_TAIL = re.compile(r"[到在成为至]+|(?i:\s*(?:the\s+|this\s+|next\s+)?)")
 
 
-def _place_cue(text: str, cjk: bool) -> bool:
-    """A place cue not leading to a time: "改到下周一下午两点", "moved to Friday" move the time, not the place."""
+def _place_cue(text: str, cjk: bool, query: str = "") -> bool:
+    """A place cue not leading to a time ("改到下周一下午两点", "moved to Friday" move the time, not the place),
+    nor, in Chinese, to the very kind of place the question asks which one of ("去医院复查" names no hospital
+    of "去哪家医院复查？")."""
     times = ZH_TIME if cjk else EN_TIME
+    asked = {w for w in jieba().cut(query) if len(w) >= 2} if cjk and query else set()
     for m in (cue.ZH_WHERE if cjk else cue.EN_WHERE).finditer(text):
         tail = _CUE_TAIL.match(text, m.end())
-        if not times.match(text, tail.end() if tail else m.end()):
-            return True
+        at = tail.end() if tail else m.end()
+        if times.match(text, at):
+            continue
+        if asked and next(iter(jieba().cut(text[at : at + 8])), "") in asked:
+            continue
+        return True
     return False
 
 
@@ -297,7 +305,7 @@ def slot_statements(
         about = _about(sq, attr, subjects, doc, participants)
         if not about:
             continue
-        if not _has_evidence(attr, doc, kind_word, [*known, *participants], subjects):
+        if not _has_evidence(attr, doc, kind_word, [*known, *participants], subjects, query):
             continue
         values = statement_values(attr, doc, [*known, *participants], ignore)
         if not values and attr in cue.NAMED_VALUES and not has_cjk(doc.text):

@@ -239,3 +239,12 @@ def test_a_later_line_revises_a_time_only_when_it_names_it_and_says_it_is_off():
     assert revises(zh, "不是周四了，她改到周六上午十一点") == "replaces"
     assert revises(zh, "周四我六点前都不在家") == "unsure"
     assert revises(zh, "周四没问题") is None
+
+
+def test_the_kind_of_place_a_question_asks_which_one_of_is_no_place_stated():
+    # "去诊所拿药" names no clinic of "去哪家诊所拿药？"; "在仁和诊所" does
+    docs = [doc("a", "奶奶明天上午要去诊所拿药", 0, speaker="小梅"), doc("b", "奶奶说就在仁和诊所拿药", 1, speaker="小梅")]
+    q = "奶奶去哪家诊所拿药？"
+    sq = parse(q, ["小梅"])
+    found = slot_statements(sq, "where", q, docs, subjects=["拿药"], participants=["小梅"])
+    assert [s.doc.doc_id for s in found] == ["b"]
