@@ -124,13 +124,15 @@ def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
 _CLAUSE_END = lazy(r"[，。；！？,;!?]|\.(?:\s|$)")
 
 
-def _pick(text: str, spans: list[tuple[int, int]], target: re.Pattern[str], at: int = 0) -> tuple[int, int] | None:
+def _pick(text: str, spans: list[tuple[int, int]], target: re.Pattern[str], at: int | None = None) -> tuple[int, int] | None:
     """The value: the time right after a target cue ("to", "改到"), else the last one stated in the clause that
     names the event (``at``: where it is named; "读书会九点半开始，九点太赶了，八点半送到吧": 八点半 is
     another matter), else the last one stated."""
     for s, e in spans:
         if target.search(text[max(0, s - 14) : s]):
             return s, e
+    if at is None:
+        return spans[-1] if spans else None
     start = max((m.end() for m in _CLAUSE_END.finditer(text, 0, at)), default=0)
     end = next((m.start() for m in _CLAUSE_END.finditer(text, at)), len(text))
     own = [(s, e) for s, e in spans if start <= s and e <= end]
@@ -270,7 +272,8 @@ def find_plan_slots(
         for s, e in _spans(ZH_TIME if cjk else EN_TIME, sentence)
         if not (s < ev.end() and ev.start() < e) and not (old and s < old[1] and old[0] < e)
     ]
-    picked = _pick(sentence, spans, _ZH_TARGET if cjk else _EN_TARGET, ev.start())
+    named_at = ev.start() if ev.end() > ev.start() else None  # an event of the conversation is named nowhere here
+    picked = _pick(sentence, spans, _ZH_TARGET if cjk else _EN_TARGET, named_at)
     if picked is not None and moved_elsewhere(sentence, spans, cjk):
         picked = None  # "评审材料改成小刘准备吧，我这周要请假": the change is an owner, "这周" is another matter
     if picked is not None:
