@@ -30,16 +30,24 @@ Conventions (all relative to the message's local date ``ref``; weeks run Monday.
 
 from __future__ import annotations
 
-import calendar
 import re
 from datetime import date, timedelta
 
 from language.lazy_re import lazy
-from language.time.anchors import ADJACENT, Context, Resolved, anchor, week_named_weekday
+from language.time.anchors import ADJACENT, Context, Resolved, anchor
 from language.time.stated import bare_dom, capped, day_alone, stated, yearless_day
+from language.time.weekdays import (
+    TIME_AFTER,
+    WD,
+    WD_ABBR,
+    WD_ANY,
+    WD_SHORT,
+    bare_weekday,
+    en_weekday,
+    weekday_index,
+)
 from language.time.words import (
     MONTHS,
-    WEEKDAYS,
     ZH_NUM,
     ZH_WEEKDAY,
     add_months,
@@ -58,16 +66,6 @@ _EN_NUM = r"(?P<n>\d+|a couple of|a couple|couple of|a few|few|several|an?|one|t
 _ZH_N = (
     r"(?<![\d一两二三四五六七八九十几])(?P<n>\d+|[一两二三四五六七八九十几]+)"  # from the start of a number
 )
-_WD = "|".join(WEEKDAYS)
-_WD_ABBR = r"tues?|thu(?:rs?)?|fri|weds"  # chat short forms that are no other word: "see you thurs", "next tues"
-_WD_SHORT = r"mon|wed|sat|sun"  # short forms that are also words ("sat down", "the sun"): only beside a day cue
-_WD_ANY = f"{_WD}|{_WD_ABBR}|{_WD_SHORT}"
-_TIME_AFTER = r"(?=\s*(?:\d|morning|afternoon|evening|night|noon|arvo|am\b|pm\b))"
-
-
-def weekday_index(name: str) -> int:
-    """Monday = 0 for a weekday's name or chat short form ("thurs", "sat")."""
-    return ("mo", "tu", "we", "th", "fr", "sa", "su").index(name[:2].lower())
 _MON_FULL = "|".join(MONTHS)
 _MON_ANY = f"{_MON_FULL}|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec"
 _SHIFT = {"last": -1, "past": -1, "previous": -1, "this": 0, "next": 1, "coming": 1}
@@ -86,7 +84,10 @@ EN_RULES: list[tuple[re.Pattern[str], str]] = [
     (lazy(r"\b(yesterday|last night)\b", re.I), "d-1"),
     (lazy(r"\b(today|tonight|this (morning|afternoon|evening))\b", re.I), "d+0"),
     (lazy(r"\btomorrow\b", re.I), "d+1"),
-    (lazy(rf"\b(?P<w>last|this|next|coming|past) (?P<wd>{_WD_ANY})\b", re.I), "weekday"),
+    (lazy(rf"\b(?P<w>last|this|next|coming|past) (?P<wd>{WD_ANY})\b", re.I), "weekday"),
+    # a week after the coming one: "the friday after next", "a week from friday", "friday week"
+    (lazy(rf"\b(?:the )?(?P<wd>{WD_ANY}) after next\b|\b(?:a|one) week (?:from|on) (?P<wd2>{WD_ANY})\b|"
+          rf"(?<!every )(?<!each )\b(?P<wd3>{WD}) week\b", re.I), "weekday_after_next"),
     (lazy(r"\b(?P<w>last|this|next|coming|past) weekend\b", re.I), "weekend"),
     (lazy(r"\b(?P<w>last|this|next|coming|past|previous) (?P<unit>week|month|year)\b", re.I), "unit"),
     (
@@ -107,14 +108,14 @@ EN_RULES: list[tuple[re.Pattern[str], str]] = [
     # the absolute rules instead of guessing a week from the tense.
     (
         lazy(
-            rf"(?<!every )(?<!each )\b(?:on )?(?P<wd>{_WD}|{_WD_ABBR})\b(?!,?\s+(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+)?(?:{_MON_ANY})\b)(?!,?\s+\d{{1,2}}[/.-]\d)",
+            rf"(?<!every )(?<!each )\b(?:on )?(?P<wd>{WD}|{WD_ABBR})\b(?!,?\s+(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+)?(?:{_MON_ANY})\b)(?!,?\s+\d{{1,2}}[/.-]\d)",
             re.I,
         ),
         "bare_weekday",
     ),
     (
         lazy(
-            rf"(?<!every )(?<!each )\b(?:(?:on|by|till|til|until|from) (?P<wd>{_WD_SHORT})\b|(?P<wd2>{_WD_SHORT})\b{_TIME_AFTER})",
+            rf"(?<!every )(?<!each )\b(?:(?:on|by|till|til|until|from) (?P<wd>{WD_SHORT})\b|(?P<wd2>{WD_SHORT})\b{TIME_AFTER})",
             re.I,
         ),
         "bare_weekday",
@@ -179,48 +180,6 @@ TAIL_RULES: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
-# the day of the month said next to a weekday: "Thursday the 15th", "Thursday, 15th", "周四15号", "15号周四"
-_EN_DOM_AFTER = lazy(r"(?i)^,?\s*(?:the\s+)?(?P<d>\d{1,2})(?:st|nd|rd|th)\b")
-_ZH_DOM_AFTER = lazy(r"^[，,]?\s*(?P<d>\d{1,2})[号日]")
-_ZH_DOM_BEFORE = lazy(r"(?<![月\d])(?P<d>\d{1,2})[号日][，,]?\s*$")
-
-
-def _weekday_with_day(wd: int, m: re.Match[str], ctx: Context) -> date | None:
-    """The date a weekday and a day of the month name together, the one nearest the message (a weekday
-    never outweighs the number: "Thursday the 15th" is the 15th, whatever the tense around it)."""
-    hit = (_ZH_DOM_AFTER if ctx.cjk else _EN_DOM_AFTER).match(ctx.sentence[m.end() :]) or (
-        _ZH_DOM_BEFORE.search(ctx.sentence[: m.start()]) if ctx.cjk else None)  # fmt: skip
-    if hit is None:
-        return None
-    dom, ref = int(hit["d"]), ctx.ref
-    months = [((ref.year * 12 + ref.month - 1 + k) // 12, (ref.month - 1 + k) % 12 + 1) for k in (-1, 0, 1)]
-    days = [date(y, mo, dom) for y, mo in months if 1 <= dom <= calendar.monthrange(y, mo)[1]]
-    return min(days, key=lambda d: (d.weekday() != wd, abs((d - ref).days), d < ref)) if days else None
-
-
-def _bare_weekday(wd: int, m: re.Match[str], ctx: Context) -> Resolved:
-    with_day = _weekday_with_day(wd, m, ctx)
-    if with_day is not None:
-        return Resolved(with_day, "day")
-    # a bare weekday goes back only when its own clause says so ("we climbed on Friday"), never for a past
-    # verb elsewhere in the sentence ("it got moved, Thursday now")
-    ref, tense = ctx.ref, tense_of(ctx.sentence, m.start(), m.end(), ctx.cjk, clause_only=True)
-    week = anchor(ctx, m, ("week",))
-    this_week = week_start(ref)
-    if week is not None and not (
-        (week.day < this_week and tense == "future") or (week.day > this_week and tense == "past")
-    ):
-        return Resolved(week.day + timedelta(days=wd), "day", False, week)
-    named = week_named_weekday(ctx, m)  # "下周三的聚餐改到周四": that week's Thursday, if the tense allows
-    week_of = named.day if named is not None else ctx.week_of  # else the week the conversation just named
-    day = week_start(week_of) + timedelta(days=wd) if week_of is not None else None
-    if day is not None and (day < ref if tense == "past" else day >= ref):
-        return Resolved(day, "day")
-    if tense == "past":
-        return Resolved(ref - timedelta(days=(ref.weekday() - wd) % 7 or 7), "day")
-    return Resolved(ref + timedelta(days=(wd - ref.weekday()) % 7), "day")
-
-
 def _month_by_tense(month: int, m: re.Match[str], ctx: Context) -> Resolved:
     """A month named without a year: of the anchoring year if any, else the nearest one in the tense."""
     year_anchor = anchor(ctx, m, ("year",))
@@ -233,19 +192,6 @@ def _month_by_tense(month: int, m: re.Match[str], ctx: Context) -> Resolved:
 
 
 # ----------------------------------------------------------------------------------------------- resolvers
-
-
-def _en_weekday(which: str, wd: int, m: re.Match[str], ctx: Context) -> date:
-    ref = ctx.ref
-    if which in ("last", "past"):
-        return ref - timedelta(days=(ref.weekday() - wd) % 7 or 7)
-    if which == "this":
-        day = week_start(ref) + timedelta(days=wd)
-        past = tense_of(ctx.sentence, m.start(), m.end(), ctx.cjk) == "past"
-        return day + timedelta(days=7) if day < ref and not past else day
-    if which == "next":
-        return week_start(ref) + timedelta(days=7 + wd)
-    return ref + timedelta(days=(wd - ref.weekday()) % 7 or 7)  # coming
 
 
 def _en_season(which: str, season: str, ref: date) -> date:
@@ -284,7 +230,10 @@ def _en(kind: str, m: re.Match[str], ctx: Context) -> Resolved | None:
             return Resolved(month_end(add_months(ref, k)), "day", True)
         return Resolved(date(ref.year + k, 12, 31), "day", True)
     if kind == "weekday":
-        return Resolved(_en_weekday(g["w"].lower(), weekday_index(g["wd"]), m, ctx), "day")
+        return Resolved(en_weekday(g["w"].lower(), weekday_index(g["wd"]), m, ctx), "day")
+    if kind == "weekday_after_next":
+        wd = weekday_index(g.get("wd") or g.get("wd2") or g["wd3"])
+        return Resolved(ref + timedelta(days=((wd - ref.weekday()) % 7 or 7) + 7), "day")
     if kind == "weekend":
         which = g["w"].lower()
         offset = -2 if which in ("last", "past") else 5 + 7 * _SHIFT[which]
@@ -312,7 +261,7 @@ def _en(kind: str, m: re.Match[str], ctx: Context) -> Resolved | None:
     if kind in ("ago", "in"):
         return _offset(kind, g, ref)
     if kind == "bare_weekday":
-        return _bare_weekday(weekday_index(g.get("wd") or g["wd2"]), m, ctx)
+        return bare_weekday(weekday_index(g.get("wd") or g["wd2"]), m, ctx)
     return None
 
 
@@ -354,7 +303,7 @@ def _zh(kind: str, m: re.Match[str], ctx: Context) -> Resolved | None:
     if kind == "zh_offset":
         return _offset(kind, g, ref)
     if kind == "zh_bare_weekday":
-        return _bare_weekday(ZH_WEEKDAY[g["wd"]], m, ctx)
+        return bare_weekday(ZH_WEEKDAY[g["wd"]], m, ctx)
     return None
 
 

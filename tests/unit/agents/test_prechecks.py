@@ -22,7 +22,7 @@ DATED = [
     "two weeks ago", "in a few days", "three days from now", "on Sunday", "2024-03-08", "3月8日", "March 8th, 2024",
     "8 of March", "the week before", "on the 5th", "5号", "wEdNeSdAy", "since May", "early September",
     "Sept 2023", "back in 2019", "the second week of November", "the October dates", "see you thurs", "on SAT",
-    "sun 10am?",
+    "sun 10am?", "a week from Friday",
 ]  # fmt: skip
 WORDS = [w for s in DATED for w in s.split()] + "a I we had fun on at in the of ok 7 pm it's ſunday K ٣ MAY".split()
 

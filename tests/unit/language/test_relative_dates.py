@@ -376,3 +376,10 @@ def test_a_weekday_a_plan_moves_to_is_never_before_the_message(text, expected):
 ])  # fmt: skip
 def test_weekday_short_forms(text, expected):
     assert [d.day for d in find_dates(text, WED)] == expected
+
+
+@pytest.mark.parametrize("text", ["the friday after next", "a week from friday", "friday week suits me"])
+def test_a_weekday_a_week_after_the_coming_one(text):
+    assert [d.day for d in find_dates(text, WED)] == [date(2024, 3, 15)]  # the coming Friday is the 8th
+    assert [d.day for d in find_dates(text, SAT)] == [date(2024, 3, 22)]  # ... the 15th
+    assert find_dates("every friday week we swap", WED) == []  # a recurring day is no date
