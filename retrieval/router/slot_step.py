@@ -191,11 +191,11 @@ async def slot_answers(
     notes = dict(ranking.notes)
     head: Statement | None = None
     older: list[Statement] = []
+    live = await _said_at(store, chat_id, found) if found else []  # the facts dated when said, read once
     if asks_current(query, event=sq.person is None):
         stale_now = {i for i, n in notes.items() if n and ("superseded" in n or "retracted" in n)}
         docs = [c.doc for c, _ in scored if c.doc_id not in stale_now]
         docs += [doc_from_record(r) for r in found if r.memory_id not in by_id]
-        live = await _said_at(store, chat_id, found)
         attr, head, older = _recency(sq, query, [*records, *succ.records.values()], docs, participants, live)
     if head is not None and attr == "when" and _newer_time_said(head, scored[: max(k, 10)], stale_now, query):
         head, older = None, []  # a later line names a time for it in words the slot reading missed
@@ -215,7 +215,7 @@ async def slot_answers(
                 lead_ids.append(r.memory_id)
     else:
         lead_ids = [r.memory_id for r in found]
-    said_at = {r.memory_id: doc for r, doc in await _said_at(store, chat_id, [r for r in found if r.attribute == "when"])}
+    said_at = {r.memory_id: doc for r, doc in live if r.attribute == "when"}
     for r in found:
         if r.memory_id in lead_ids:
             by_id.setdefault(r.memory_id, Cand(doc=doc_from_record(r), found_by=["slot"]))
