@@ -24,6 +24,9 @@ _QUANTITY = lazy(r"(?i)\bhow (?:much|many|long|far|old|big|often)\b|\bwhat(?:'s|
 _TIME = lazy(r"(?i)\bwhen\b|\bwhat time\b|\bdeadline\b|截止|\b(?:which|what) (?:day|date|evening|night|morning|weekday)\b|什么时候|几点|"
              r"哪天|几号|星期几|周几|哪一天")
 _CLOCK = lazy(r"(?i)\bwhat time\b|\bat what hour\b|几点|什么时间点|几时")
+# a question about how long or how often counts days and weeks; any other quantity is no time ("17:00-18:00" is
+# no new price, "还款日改成每月18号" no new rent)
+_DURATION = lazy(r"(?i)\bhow (?:long|often)\b|多久|多长|几[天年月周]|(?:how many|多少)\s*(?:days|weeks|months|years|hours|minutes|天|周|个?月|年|小时|分钟)")
 _NUMBER = lazy(r"(?i)\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
                r"fifty|hundred|thousand|dozen|half|a couple)\b|[一二两三四五六七八九十百千万半$€£¥￥]")
 # a bare ordinal is left to the date reader ("the 8th" is a day, "the 3rd floor" is not)
@@ -69,7 +72,8 @@ def states_kind(text: str, kind: Kind, asked: str = "") -> bool:
     the question ``asked`` itself names: "april book is Piranesi" states no time of "When is the April
     meeting?", "push april to the 8th" does."""
     if kind == "quantity":
-        spans = [m.span() for m in _NUMBER.finditer(text)]
+        times = [] if _DURATION.search(asked) else time_spans(text)
+        spans = [m.span() for m in _NUMBER.finditer(text) if not any(a <= m.start() < b for a, b in times)]
     else:
         spans = [(c.start, c.end) for c in find_clocks(text)] if kind == "clock" else time_spans(text)
     if not asked:

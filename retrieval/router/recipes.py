@@ -50,6 +50,10 @@ class StrategyRecipe(BaseModel):
     chronological: bool = False  # render oldest first
     supersession: bool = False  # pull superseded versions and annotate what a newer one replaced
     w_newer: float = 0.0  # newest of a same-subject group first
+    # an item is in its subject's group when it covers this share of the best item's keywords: a change
+    # restates the asked thing ("房租涨到4500"), while an item sharing only a weak keyword ("每月") is news
+    # of something else
+    group_coverage: float = 0.75
     subqueries: bool = False  # decompose (names, focal terms) and retrieve each
     reserve_subqueries: bool = True  # each sub-query's best item gets a place in the top k
     feedback_round: bool = False  # a second round with terms from the first round's best items

@@ -132,7 +132,7 @@ def rank_knowledge_update(cands: list[Cand], ctx: Context, r: StrategyRecipe) ->
     best = max(covs.values(), default=0.0)
     groups: dict[str, list[Cand]] = defaultdict(list)
     for c in cands:
-        if best > 0 and covs[c.doc_id] >= 0.5 * best:
+        if best > 0 and covs[c.doc_id] >= r.group_coverage * best:
             groups[_subject(c)].append(c)
     for group in groups.values():
         top = max(scores[c.doc_id] for c in group)

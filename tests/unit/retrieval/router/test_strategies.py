@@ -277,3 +277,19 @@ async def test_a_live_time_a_later_line_doubts_is_not_labelled_current(chat, sto
     await chat.say("cai", "thursdays are out for me from next month, night classes. sundays maybe?", days=12,
                    name="Cai")  # fmt: skip
     assert current(await retrieve_routed(store, None, query)) == []
+
+
+async def test_a_newer_line_sharing_only_a_weak_word_is_no_newer_value(chat, store):
+    # "every month" made a card's new due date the newest line about the rent, and it came first
+    for zh in (False, True):
+        d = 30 * zh
+        await chat.say("ana", "房租每月2600" if zh else "rent is 950 every month", days=d, name="Ana")
+        await chat.say("ana", "房租换了个收款账户" if zh else "the rent goes to a new account", days=d + 1, name="Ana")
+        new = await chat.say("ana", "房东说下个月开始房租涨到2800，每月" if zh else
+                             "landlord says rent goes up to 1020 every month from june", days=d + 5, name="Ana")  # fmt: skip
+        await chat.say("ana", "信用卡还款日改到每月18号了" if zh else "my card payment date moved to the 18th every month",
+                       days=d + 20, name="Ana")  # fmt: skip
+        query = "房租现在每月多少？" if zh else "How much is the rent every month now?"
+        got = await retrieve_routed(store, None, RetrieveRequest(chat_id="c1", query=query, k=3,
+                                                                 now=T0 + timedelta(days=d + 21)))
+        assert got.items[0].source_message_ids == [new], (zh, [it.text for it in got.items])
