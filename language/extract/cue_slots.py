@@ -25,6 +25,7 @@ import re
 from language.extract.screen import screened
 from language.extract.slots import SlotMatch
 from language.extract.subject import looks_like_name, relative_subject
+from language.extract.text import cjk_tags
 
 __all__ = ["cue_slots"]
 
@@ -69,7 +70,7 @@ _ZH_WORKS_VALUE = (
     re.compile(rf"(?:入职|加入|跳槽到|跳槽去|跳到|去了|进了|现在在|在){_ZH_V}(?=第|的|了|啦|，|。|！|上班|工作|$)"),
     re.compile(rf"(?:^|[，,。！？：:]|领到|拿到|拿了|收到){_ZH_V}的?(?:工牌|食堂|offer|Offer|新领导|领导|同事|老板|工位)"),
 )
-_ZH_VERB_PREFIX = re.compile(r"^(?:刚|已经|终于|现在)?(?:领到|拿到|拿了|收到|进了|去了|到了|入职|加入|在)+")
+_ZH_VERB_PREFIX = re.compile(r"^(?:刚|已经|终于|现在)?(?:领到|拿到|拿了|收到|进了|去了|到了|入职|加入|在|了)+")
 _ZH_OLD_BEFORE = re.compile(r"(?:从|不在|离开了?|辞掉了?|不住)\s*$")
 _ZH_NOT_VALUES = frozenset("公司 那边 这边 这里 那里 哪里 家里 老家 附近 楼下 现在 目前 新家 住处 上班 工作 第一周".split())
 
@@ -175,6 +176,17 @@ def _en_person(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotM
     return [SlotMatch("lives_in" if lives > works else "works_at", value, subject, False, m.start(), m.end())]
 
 
+# the value's clause addresses someone before any "我": the value is not the speaker's
+_ZH_YOU = re.compile(r"(?:^|[，,。！!？?；;\s])(?:(?![我，,。！!？?；;\s]).)*[你您](?:(?![，,。！!？?；;\s]).)*$")
+
+
+def _zh_noun_phrase(value: str) -> bool:
+    """A home or an employer is named by nouns: no time word ("下个月要搬"), particle ("番禺租了个小") or
+    one-character verb (搬, 租) among the value's words. A name jieba reads as a verb has two or more
+    characters (蔚来)."""
+    return not any(tag.startswith(("t", "u")) or (tag == "v" and len(word) == 1) for word, tag in cjk_tags(value))
+
+
 def _zh_person(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotMatch]:
     if _ZH_WISH.search(sentence):
         return []
@@ -191,6 +203,8 @@ def _zh_person(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotM
                 v = _ZH_VERB_PREFIX.sub("", m["v"])
                 if len(v) < 2 or v in _ZH_NOT_VALUES or v in names or _ZH_OLD_BEFORE.search(sentence[: m.start("v")]):
                     continue
+                if not _zh_noun_phrase(v) or _ZH_YOU.search(sentence[: m.start("v")]):
+                    continue  # "我下个月要搬家" names no home; "那你不是要搬去广州了" is the other's, if anyone's
                 if found is None or m.start("v") > found[1]:
                     found = (v, m.start("v"), m.end("v"))
         if found is not None:

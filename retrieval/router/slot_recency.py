@@ -211,8 +211,11 @@ def _has_evidence(attr: str, doc: Doc, kind_word: str | None, known: Sequence[st
         return bool((cue.ZH_LIVES if cjk else cue.EN_LIVES).search(text) or (not cjk and cue.EN_IN_PLACE.search(text)))
     if attr == "works_at":  # "at Canva", not "for Mike" (a person)
         names = {n.casefold() for n in known}
-        return bool((cue.ZH_WORKS if cjk else cue.EN_WORKS).search(text) or (not cjk and any(
-            m.group(0).split()[-1].casefold() not in names for m in cue.EN_AT_ORG.finditer(text))))
+        if cjk:  # "公司派我去出差" names no company of "在哪家公司上班？": the cue is the asked kind itself
+            kinds = _which_kinds(query)
+            return any(m.group(0) not in kinds for m in cue.ZH_WORKS.finditer(text))
+        return bool(cue.EN_WORKS.search(text) or any(
+            m.group(0).split()[-1].casefold() not in names for m in cue.EN_AT_ORG.finditer(text)))
     if attr.startswith("favorite_"):
         if kind_word and kind_word.casefold() in text.casefold():
             return True
@@ -220,6 +223,15 @@ def _has_evidence(attr: str, doc: Doc, kind_word: str | None, known: Sequence[st
                          for m in cue.CATEGORIES.finditer(text))  # fmt: skip
         return bool((cue.ZH_LIKED if cjk else cue.EN_LIKED).search(text)) and not other_kind
     return False
+
+
+_WHICH = re.compile(r"哪一?[家个所间位]|什么|啥")  # "在哪工作" asks where: no kind of thing
+
+
+def _which_kinds(query: str) -> set[str]:
+    """The kinds of thing a Chinese question asks which one of ("公司" of "在哪家公司上班？")."""
+    words = (next(iter(jieba().cut(query[m.end() : m.end() + 6])), "") for m in _WHICH.finditer(query))
+    return {w for w in words if len(w) >= 2}
 
 
 _CUE_TAIL = re.compile(r"[到在成为至]+|(?i:\s*(?:the\s+|this\s+|next\s+)?)")

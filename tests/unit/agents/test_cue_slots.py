@@ -105,3 +105,22 @@ def test_the_speakers_own_clause_stays_theirs():
 @pytest.mark.parametrize("text", ["老实说，在杭州上班挺累的", "阿里的offer拿到了，在杭州上班"])
 def test_a_clause_opening_is_not_taken_for_a_name(text):
     assert ("works_at", "小王", "杭州") in slots(text, "小王")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我下个月要搬家了，房东要卖房子",  # a move with no home named: "下个月要搬" is no place
+        "那你不是要搬去杭州了",  # the one addressed moves, if anyone does: not the speaker
+        "你是不是要去网易上班了",
+    ],
+)
+def test_a_time_or_an_addressee_gives_the_speaker_no_home_or_employer(text):
+    assert not any(a in ("lives_in", "works_at") and s == "小王" for a, s, _ in slots(text, "小王"))
+
+
+def test_a_chinese_home_or_employer_is_a_noun_phrase():
+    # "在番禺租了个小房子" read "番禺租了个小" as the home; "跳槽去了字节" read "了字节" as the employer
+    assert ("lives_in", "小王", "番禺") in slots("受不了了 月底搬去广州 在番禺租了个小房子", "小王")
+    assert ("works_at", "小王的表姐", "字节") in slots("我表姐跳槽去了字节", "小王")
+    assert ("lives_in", "小王", "杭州") in slots("你搬去哪了 我搬到杭州了", "小王")

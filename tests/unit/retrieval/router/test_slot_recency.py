@@ -248,3 +248,17 @@ def test_the_kind_of_place_a_question_asks_which_one_of_is_no_place_stated():
     sq = parse(q, ["小梅"])
     found = slot_statements(sq, "where", q, docs, subjects=["拿药"], participants=["小梅"])
     assert [s.doc.doc_id for s in found] == ["b"]
+
+
+def test_the_kind_of_employer_asked_for_is_no_employer_stated():
+    # "单位安排我去培训" names no employer of "在哪个单位上班？"; "去海关报到上班" does
+    docs = [doc("a", "阿杰下个月去海关上班了", 0, speaker="小梅"), doc("b", "单位安排阿杰去杭州培训一周", 4, speaker="小梅")]
+    q = "阿杰现在在哪个单位上班？"
+    sq = parse(q, ["小梅", "阿杰"])
+    found = slot_statements(sq, "works_at", q, docs, subjects=[], participants=["小梅", "阿杰"])
+    assert [s.doc.doc_id for s in found] == ["a"]
+    # "在哪工作" asks where, not which kind of thing: a line saying "工作" still states the job
+    q = "阿杰现在在哪工作？"
+    found = slot_statements(parse(q, ["小梅", "阿杰"]), "works_at", q, [doc("c", "阿杰在税务局工作", 0, "小梅")],
+                            subjects=[], participants=["小梅", "阿杰"])
+    assert [s.doc.doc_id for s in found] == ["c"]
