@@ -164,7 +164,7 @@ ENGLISH_STOPWORDS: frozenset[str] = frozenset(
     because against among is am are was were be been being do does did doing done have has had having
     i me my myself we us our ours ourselves you your yours yourself yourselves he him his himself she her hers
     herself it its itself they them their theirs themselves this that these those there here
-    what which who whom whose when where why how all any both each few more most other some such no not only
+    what which who whom whose when where why how all any both each few more most other others some such no not only
     own same just can will would should could shall may might must also im ive id ill youre youve youd
     hes shes thats theres whats dont doesnt didnt isnt arent wasnt werent cant couldnt wont wouldnt
     shouldnt havent hasnt hadnt lets s t d ll m re ve o y yeah yes oh ok okay hi hey lol haha hmm um uh
@@ -258,6 +258,25 @@ def _scan(text: str, cjk: bool) -> tuple[str, ...]:
         if token is not None:
             tokens.append(token)
     return tuple(tokens)
+
+
+@text_cache(1 << 12)
+def word_forms(text: str) -> tuple[tuple[str, str], ...]:
+    """(token, word as written, lowercased) of each content word of ``text``: the :func:`tokenize` token of a
+    Latin word of three or more letters (no numbers), and each jieba word of two or more characters of a CJK
+    run (its own token). What a word-vector comparison can read: a token ("injur") is no word."""
+    out: list[tuple[str, str]] = []
+    for m in _TOKEN_RE.finditer(_normalise(text)):
+        run = m.group("cjk")
+        if run is not None:
+            out.extend((w, w) for w in jieba().cut(run) if len(w) >= 2 and w not in CHINESE_STOPWORDS)
+            continue
+        word = m.group("word")
+        if len(word) >= 3 and word.isalpha():
+            token = _word_token(word)
+            if token is not None:
+                out.append((token, _fold_word(word)))
+    return tuple(dict.fromkeys(out))
 
 
 @text_cache(1 << 16)  # pure; the same words recur in every message

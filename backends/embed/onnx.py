@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from backends.embed.base import DIM, _LazyModelEmbedder, between_forwards
+from backends.embed.base import DIM, SYNONYM_MINILM, _LazyModelEmbedder, between_forwards
 from language.extract.text import split_sentences
 
 log = logging.getLogger(__name__)
@@ -106,6 +106,7 @@ class OnnxMiniLMEmbedder(_LazyModelEmbedder):
 
     name = MODEL_NAME
     abstain_cosine = 0.4
+    synonym_cosine = SYNONYM_MINILM
     dim = DIM
     pools_sentences = True  # embed_with_sentences pools each sentence from the passage's forward
     batch_tokens = 8192  # padded tokens per forward: bounds memory and keeps batches of short texts large

@@ -3,7 +3,9 @@
 The check reads the top ``window`` ranked candidates and computes a few **features** (``features``):
 
 - how well anything matches: the best keyword coverage, the best cosine, the share of the question's content
-  keywords found anywhere in the top items, the coverage of the top item;
+  keywords found anywhere in the top items, the coverage of the top item. A keyword is found in an item that
+  has it, a word of its family ("rehearsal" for "rehears"), or a synonym by the chat's embedder ("job" for
+  "work", :mod:`retrieval.router.synonyms`);
 - whom it is about: when the question names participants, how much of the matching evidence (keyword
   coverage of each top candidate, discounted by rank) was stated by them and how much by anyone else (a turn
   that asks a question states nothing), and the best coverage on each side. Memory that matches only in
@@ -27,6 +29,7 @@ the probability exceeds the model's F1-best threshold, for the more likely compo
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -55,6 +58,7 @@ from retrieval.router.abstain_parts import (
 from retrieval.router.candidates import Cand
 from retrieval.router.recipes import AbstentionConfig
 from retrieval.router.scoring import coverage
+from retrieval.router.synonyms import expand
 
 __all__ = ["COMPONENTS", "FEATURES", "Evidence", "Verdict", "about", "asks_person", "check", "distinct", "evidence",
            "focus_sides", "forced", "is_question", "named_in_others", "names_in_line", "parts", "rules", "said_by", "told_of"]
@@ -149,6 +153,7 @@ def evidence(
     rank_decay: float,
     query: str = "",
     deep: list[Cand] | None = None,
+    aliases: Mapping[str, frozenset[str]] | None = None,
 ) -> Evidence:
     """The features of one request (see ``FEATURES``), and the attribution evidence. Pure."""
     covs = {c.doc_id: coverage(keys, tokens.get(c.doc_id, set())) for c in top}
@@ -163,7 +168,7 @@ def evidence(
     named_rank = other_rank = len(top) + 5
     lead, lead_cov = 0.0, 0.0
     named_tokens: set[str] = set()
-    spans = parts_memo(participants, tokens)  # each item's parts, shared with ``focus_sides``
+    spans = parts_memo(participants, tokens, aliases)  # each item's parts, shared with ``focus_sides``
     if names and n_people >= 2:
         for rank, c in enumerate(top):
             decay = 1.0 + rank_decay * rank
@@ -279,14 +284,16 @@ def check(
     cfg: AbstentionConfig,
     *,
     query: str = "",
+    aliases: Mapping[str, frozenset[str]] | None = None,
 ) -> Verdict:
     """The verdict on one request: the calibrated model of ``cfg.embedder`` when it has one (and
-    ``cfg.model`` is not ``"rules"``), else the hand-set rules."""
+    ``cfg.model`` is not ``"rules"``), else the hand-set rules. ``aliases``: item tokens that count as
+    question keywords (synonyms, :mod:`retrieval.router.synonyms`)."""
     from retrieval.router.abstain_calib import model_for
 
     top = ranked[: cfg.window]
-    tokens = with_word_families(tokens, keys)
-    ev = evidence(top, names, participants, tokens, keys, cfg.rank_decay, query, deep=ranked)
+    tokens = with_word_families(expand(tokens, aliases or {}), keys)
+    ev = evidence(top, names, participants, tokens, keys, cfg.rank_decay, query, deep=ranked, aliases=aliases)
     f = ev.features
     subject = names[0] if len({n.casefold() for n in names}) == 1 else None
     other_name = max(ev.by_other, key=ev.by_other.get) if ev.by_other else None

@@ -73,7 +73,8 @@ def distinct(people: list[str]) -> list[str]:
     return list(seen.values())
 
 
-def parts(c: Cand, participants: list[str], toks: set[str]) -> list[tuple[str, set[str], float]]:
+def parts(c: Cand, participants: list[str], toks: set[str],
+          aliases: Mapping[str, frozenset[str]] | None = None) -> list[tuple[str, set[str], float]]:  # fmt: skip
     """Whom an item is evidence about: ``[(person, the tokens stated about them, share), ...]``. Pure.
 
     - summaries and Q&A pairs are read as their labelled parts (``Name: ...``), each part about its speaker
@@ -84,8 +85,12 @@ def parts(c: Cand, participants: list[str], toks: set[str]) -> list[tuple[str, s
       participant's name are about them, the words before any name about its speaker;
     - in a two-person chat a turn, or a record, in no person that names neither participant is about both
       (``EVERYONE``): "Reminder moved to Friday." from an assistant bot, "The boiler service is booked for the
-      3rd." from a landlord state the two's shared affairs, not the writer's own."""
+      3rd." from a landlord state the two's shared affairs, not the writer's own.
+
+    ``aliases``: an item token that also counts as a question keyword (a synonym, ``retrieval.router.synonyms``),
+    in the tokens of a part as in the item's."""
     text, kind = c.doc.text, c.doc.kind
+    tokenize = _aliased(aliases)
     people, label = _people(tuple(participants))
     if kind in ("summary", "qa"):
         labels = [(m.start(), m.end(), m[1]) for m in label.finditer(text)] if label is not None else []
@@ -105,16 +110,29 @@ def parts(c: Cand, participants: list[str], toks: set[str]) -> list[tuple[str, s
     if who is None or (kind == "turn" and is_question(text)):
         return []
     if kind == "turn":
-        return _turn_parts(text, who, people, toks)
+        return _turn_parts(text, who, people, toks, tokenize)
     named = [p for p in sorted(people) if p.casefold() != who.casefold() and _mentions(text, p)]
     if named:
-        return _record_parts(text, who, people)
+        return _record_parts(text, who, people, tokenize)
     if len(people) == 2 and not (_mentions(text, who) or _FIRST.search(text) or _SECOND.search(text)):
         return [(EVERYONE, toks, 1.0)]  # a record naming no one, in no person ("Reminder moved to Friday")
     return [(who, toks, 1.0)]
 
 
-def _record_parts(text: str, who: str, people: frozenset[str]) -> list[tuple[str, set[str], float]]:
+def _aliased(aliases: Mapping[str, frozenset[str]] | None) -> Callable[[str], list[str]]:
+    """:func:`~language.text.tokenize`, plus the keywords ``aliases`` gives its tokens."""
+    if not aliases:
+        return tokenize
+
+    def tokens(text: str) -> list[str]:
+        toks = tokenize(text)
+        return toks + [k for t in toks for k in aliases.get(t, ())]
+
+    return tokens
+
+
+def _record_parts(text: str, who: str, people: frozenset[str],
+                  tokenize: Callable[[str], list[str]] = tokenize) -> list[tuple[str, set[str], float]]:  # fmt: skip
     """A memory record naming other participants, read clause by clause: the words after a participant's
     name (up to the next name) are about them, the words before any name about the speaker. "Joanna bets
     Nate would be getting a third turtle" states the third turtle about Nate, not Joanna."""
@@ -156,7 +174,8 @@ def _addressed(sent: str, person: str) -> bool:
 _SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
 
 
-def _turn_parts(text: str, who: str, people: frozenset[str], toks: set[str]) -> list[tuple[str, set[str], float]]:
+def _turn_parts(text: str, who: str, people: frozenset[str], toks: set[str],
+                tokenize: Callable[[str], list[str]] = tokenize) -> list[tuple[str, set[str], float]]:  # fmt: skip
     """A turn read sentence by sentence: a sentence that asks states nothing, one in the second person only
     or calling the other by name (in a two-person chat) is about the other participant ("Wow, your new hair
     colour looks amazing!", "That charity race sounds great, Mel!"), the rest about the speaker. In a
@@ -196,22 +215,24 @@ _PARTS: dict[tuple, list[tuple[str, set[str], float]]] = {}
 MAX_PARTS = 20_000
 
 
-def parts_memo(participants: list[str], tokens: Mapping[str, set[str]]) -> Spans:
+def parts_memo(participants: list[str], tokens: Mapping[str, set[str]],
+               aliases: Mapping[str, frozenset[str]] | None = None) -> Spans:  # fmt: skip
     """``parts`` of each candidate of one request (its tokens from ``tokens``), read once however many
     features ask (the abstention check reads its top items three times), and kept for the next requests
     keyed by all it reads (a chat's questions rank many of the same items). Callers only read the result."""
     memo: dict[int, tuple[Cand, list[tuple[str, set[str], float]]]] = {}
     people = tuple(participants)
+    alias_key = frozenset(aliases.items()) if aliases else None
 
     def spans(c: Cand) -> list[tuple[str, set[str], float]]:
         got = memo.get(id(c))
         if got is None or got[0] is not c:
             d, toks = c.doc, tokens.get(c.doc_id, set())
-            key = (d.text, d.kind, d.speaker, people, frozenset(toks))
+            key = (d.text, d.kind, d.speaker, people, frozenset(toks), alias_key)
             if (found := _PARTS.get(key)) is None:
                 if len(_PARTS) >= MAX_PARTS:
                     _PARTS.clear()
-                found = _PARTS[key] = parts(c, participants, toks)
+                found = _PARTS[key] = parts(c, participants, toks, aliases)
             got = memo[id(c)] = (c, found)
         return got[1]
 

@@ -356,7 +356,7 @@ async def _routed(store, embedder, req: RetrieveRequest, cfg: RouterConfig, llm,
         run.step("analyse", t0, names=qa.names, keywords=qa.keywords, time=qa.time.model_dump(mode="json"),
                  subqueries=qa.subqueries)  # fmt: skip
         ranking, ctx = await gather(run, store, embedder, qa, mix, llm, succ)
-    return await finish(store, run, graph, qa, classification, ranking, ctx), qa
+    return await finish(store, run, graph, qa, classification, ranking, ctx, embedder), qa
 
 
 def _routing(run: Run, classification: Classification, named: set[str]) -> tuple[list, list[SearchSpec]]:

@@ -19,6 +19,7 @@ from retrieval.router.currency import is_current_version
 from retrieval.router.layers import render_layers
 from retrieval.router.state import Run
 from retrieval.router.strategies import Context, Ranking
+from retrieval.router.synonyms import with_synonyms
 from retrieval.router.window_check import empty_window
 from schemas import RetrievedItem, RetrieveResponse
 
@@ -207,13 +208,16 @@ async def related_items(graph, run: Run, label: str, items: list[RetrievedItem])
                           note=f"via {f.via}") for f in facts]  # fmt: skip
 
 
-async def finish(store, run: Run, graph, qa, classification, ranking: Ranking, ctx: Context) -> RetrieveResponse:
+async def finish(store, run: Run, graph, qa, classification, ranking: Ranking, ctx: Context,
+                 embedder=None) -> RetrieveResponse:  # fmt: skip
     req, cfg = run.req, run.cfg
     t0 = time.perf_counter()
     ordered = [c for c, _ in ranking.scored]
+    window = {c.doc_id: c.doc.text for c in ordered[: cfg.abstention.window]}
+    aliases = await with_synonyms(embedder, ctx.keys, run.about, window, ctx.tokens)  # "job" answers "work"
     verdict = abstain.check(
         ordered, [*qa.names, *([run.asker_name] if run.asker_name else [])], run.participants, ctx.tokens,
-        ctx.keys, cfg.abstention, query=run.about,
+        ctx.keys, cfg.abstention, query=run.about, aliases=aliases,
     )
     if verdict.abstain and run.slot_answers:  # the asked slot has a live value for the asked subject
         verdict = verdict.model_copy(update={"abstain": False, "reason": None})
