@@ -219,9 +219,14 @@ def main(argv: list[str] | None = None) -> int:
         "(one directory per embedder); default: a temporary directory",
     )
     ap.add_argument("--l2", type=float, default=1.0)
+    ap.add_argument("--lean", action="store_true",
+                    help="the no-match component reads the lean features (abstain.LEAN), not every measure")
     args = ap.parse_args(argv)
 
-    from retrieval.router.abstain import COMPONENTS
+    from retrieval.router.abstain import COMPONENTS, LEAN
+
+    if args.lean:
+        COMPONENTS = COMPONENTS | {"no_match": LEAN}  # noqa: N806
     from retrieval.router.abstain_calib import fit_model, save_model
 
     data: list[dict] = []
@@ -272,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
         "labels": "locomo: category 5 = abstain, 1-4 = answer; updates (tune split only, never test): "
         "unanswerable = abstain, current/answerable/edit = answer",
         "model": f"noisy-OR of two logistic components (no_match, other_subject) on standardised features, "
-        f"L2 {args.l2}, sources re-weighted to equal total weight",
+        f"L2 {args.l2}, sources re-weighted to equal total weight"
+        + ("; no_match reads the lean features (abstain.LEAN)" if args.lean else ""),
         "threshold": "F1-best (mean of the sources' F1) on out-of-fold probabilities",
         "folds": "leave one conversation out for LoCoMo (one group per conversation); the updates chats in "
         f"{UPDATES_FOLDS} groups (chat index mod {UPDATES_FOLDS})",

@@ -118,6 +118,14 @@ def model_for(cfg: AbstentionConfig) -> AbstentionModel | None:
     return load_models(str(path)).get(cfg.embedder)
 
 
+def reads(cfg: AbstentionConfig, feature: str) -> bool:
+    """Whether the decision reads ``feature``: the model of ``cfg.embedder`` lists it, or there is no model
+    (the rules decide, and every measure is in the trace, as calibration collects them). A measure that
+    costs a store read is taken only then."""
+    model = model_for(cfg)
+    return model is None or feature in model.features
+
+
 def save_model(path: Path, model: AbstentionModel) -> None:
     """Write (or replace) one embedder's model in a weights file, keeping the others."""
     data: dict = {"format": FORMAT, "embedders": {}}

@@ -8,9 +8,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
+import numpy as np
+
 from language.text import count_tokens
 from retrieval.protocols import MemoryFilter
 from retrieval.router import abstain, supersede
+from retrieval.router.abstain_calib import reads
 from retrieval.router.abstain_parts import EVERYONE, parts_memo, said_by
 from retrieval.router.answer_type import asked_kind, states_kind
 from retrieval.router.asker import has_first_person, own_words_answer
@@ -194,6 +197,25 @@ def _about(c, spans, participants: list[str]) -> set[str]:
     return out - {EVERYONE}
 
 
+async def source_cosine(store, run: Run, top: Sequence[Cand]) -> float:
+    """The question's best cosine to the messages the top items were read from (each item: the unit mean of
+    its sources' vectors). A fact or summary is searched by its own rewritten text ("Ravi Menon has been
+    starving on 1900"); the people's own words answer a naturally worded question better (on hand-written
+    chats this separates answerable questions from the rest better than the search's cosine). 0 without
+    vectors."""
+    query = run.vectors.get(run.req.query)
+    sources = list(dict.fromkeys(m for c in top for m in c.doc.source_message_ids))
+    if query is None or store is None or not sources:
+        return 0.0
+    vectors = await store.turn_vectors(run.req.chat_id, sources)
+    items = [v for c in top if (v := supersede.source_vector(c.doc.source_message_ids, vectors)) is not None]
+    if not items:
+        return 0.0
+    q = np.asarray(query, dtype=np.float32)
+    n = float(np.linalg.norm(q))
+    return float(np.max(np.asarray(items, dtype=np.float32) @ (q / n))) if n > 0 else 0.0
+
+
 async def related_items(graph, run: Run, label: str, items: list[RetrievedItem]) -> list[RetrievedItem]:
     g = run.cfg.graph
     wanted = label in g.types or run.confidence < g.below_confidence
@@ -218,6 +240,8 @@ async def finish(store, run: Run, graph, qa, classification, ranking: Ranking, c
     verdict = abstain.check(
         ordered, [*qa.names, *([run.asker_name] if run.asker_name else [])], run.participants, ctx.tokens,
         ctx.keys, cfg.abstention, query=run.about, aliases=aliases,
+        source_cosine=await source_cosine(store, run, ordered[: cfg.abstention.window])
+        if reads(cfg.abstention, "source_cosine") else 0.0,
     )
     if verdict.abstain and run.slot_answers:  # the asked slot has a live value for the asked subject
         verdict = verdict.model_copy(update={"abstain": False, "reason": None})

