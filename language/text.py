@@ -164,7 +164,7 @@ ENGLISH_STOPWORDS: frozenset[str] = frozenset(
     because against among is am are was were be been being do does did doing done have has had having
     i me my myself we us our ours ourselves you your yours yourself yourselves he him his himself she her hers
     herself it its itself they them their theirs themselves this that these those there here
-    what which who whom whose when where why how all any both each few more most other others some such no not only
+    what which who whom whose when where why how all any both each few more most other some such no not only
     own same just can will would should could shall may might must also im ive id ill youre youve youd
     hes shes thats theres whats dont doesnt didnt isnt arent wasnt werent cant couldnt wont wouldnt
     shouldnt havent hasnt hadnt lets s t d ll m re ve o y yeah yes oh ok okay hi hey lol haha hmm um uh

@@ -22,7 +22,9 @@ from agents.consolidate.records import (
     value_in,
 )
 from language.extract.event_slots import is_plan_change
+from language.extract.person import OUR_WORDS
 from language.extract.slots import MULTI_VALUED, instead_of, is_called_off, states_change
+from language.text import extract_keywords
 from schemas import CandidateFact, DecisionOp, MemoryDecision, MemoryKind, MemoryRecord
 
 __all__ = ["Batch", "decide", "decide_batch", "similar_for"]
@@ -146,9 +148,18 @@ def _changed_from(c: CandidateFact, live: Similar) -> MemoryRecord | None:
         if not (plan or (r.attribute is None and same_subject(r.subject, c.subject))):
             continue
         theirs = keywords(_unattributed(r.text), None if plan else r.subject)
-        if own & theirs and (not replaced or replaced <= theirs):
+        if own & theirs and (not replaced or replaced <= theirs) and _said_alike(c, r):
             return r
     return None
+
+
+def _said_alike(new: CandidateFact, old: MemoryRecord) -> bool:
+    """The two share a word as written, not only a stem, other than whom they are about: "we switched the
+    book" shares "book" with "we booked the back room" once both are stemmed, and replaced where the club
+    meets."""
+    names = {w for s in (new.subject, old.subject) if s for w in extract_keywords(s)} | OUR_WORDS
+    return bool(extract_keywords(_unattributed(new.text)) & extract_keywords(_unattributed(old.text)) - names)
+
 
 
 # "林说：" / "Mia said": who said it, shared by everything one person said, no word of what changed

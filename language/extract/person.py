@@ -12,7 +12,11 @@ from dataclasses import dataclass
 from language.extract.text import cjk_tags
 from language.text import has_cjk
 
-__all__ = ["Rewrite", "conjugate", "to_third_person"]
+__all__ = ["OUR_WORDS", "Rewrite", "conjugate", "to_third_person"]
+
+# the words our rewrite puts in: "we" is written "<speaker> and others", so any two records of one group share
+# "others", which says nothing of what they are about
+OUR_WORDS = frozenset({"others"})
 
 # ------------------------------------------------------------------------------ first person -> third person
 
@@ -185,7 +189,7 @@ def _en_pronoun(
     """(replacement, conjugate-next-verb, first-person, second-person-subject) for one token."""
     if low not in _PRONOUNS:
         return None, False, False, False
-    we = f"{speaker} and others"
+    we = f"{speaker} and others"  # (OUR_WORDS)
     table = {
         "i": (speaker, True),
         "i'm": (f"{speaker} is", False),

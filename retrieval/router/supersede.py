@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from language.extract.person import OUR_WORDS
 from language.extract.plan_moves import moves_plan
 from language.extract.slots import states_replacement
 from language.extract.text import is_question
@@ -180,7 +181,8 @@ class Frame:
     def of(cls, items: Sequence[Item], question: str, names: Sequence[str] = (), update: float = 0.0) -> Frame:
         cos = [x.cosine for x in items if x.cosine] or [0.0]
         return cls(question_words=frozenset(extract_keywords(question)),
-                   names=frozenset(w for n in names for w in extract_keywords(n)), past=asks_past(question),
+                   # our rewrite's "others" is read like a name: two facts of one group shared it and were paired
+                   names=frozenset(w for n in names for w in extract_keywords(n)) | OUR_WORDS, past=asks_past(question),
                    top_fused=max((x.fused for x in items), default=0.0) or 1.0,
                    top_bm25=max((x.bm25 for x in items), default=0.0) or 1.0, cos_low=min(cos), cos_high=max(cos),
                    update=update, pairs=pair_cosines(items))  # fmt: skip

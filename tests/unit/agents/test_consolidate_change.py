@@ -33,6 +33,15 @@ def test_no_change_cue_or_nothing_shared_adds():
     assert decide(other, [(old, 0.2)], RULES, "ev-1").op == DecisionOp.ADD
 
 
+def test_a_word_shared_only_once_stemmed_or_as_a_name_is_no_common_thing():
+    # "booked" and "book" share a stem, not a thing: the group's new novel is no new venue booking
+    old = _stored("Wen and others booked the big table at Marrow for Friday", subject="Wen")
+    (cand,) = _facts([("Wen", "we switched the book, everyone voted for Kindred instead")])
+    assert decide(cand, [(old, 0.5)], RULES, "ev-1").op == DecisionOp.ADD
+    (moved,) = _facts([("Wen", "we switched the big table to the library instead of Marrow")])
+    assert decide(moved, [(old, 0.5)], RULES, "ev-1").op == DecisionOp.UPDATE  # "table", as written
+
+
 def test_a_change_never_rewrites_what_was_said_after_it():
     old = _stored("Alice drinks green tea every morning", subject="Alice", at=T0 + timedelta(days=3))
     (cand,) = _facts([("Alice", "I quit green tea, it's black coffee for me now.")])

@@ -68,6 +68,14 @@ def test_the_peoples_names_are_no_shared_subject():
     assert pair_features([ITEMS[0], ITEMS[2]], 0, 1, frame)["shared_words"] == 0.0
 
 
+def test_our_rewrite_of_we_is_no_shared_subject():
+    # a fact writes "we" as "<speaker> and others": two facts of one group share that word and nothing else
+    pair = [_item(0, "Tomasz and others are booking the cabin by the lake", 0, 0.5),
+            _item(1, "Tomasz and others signed the petition for a crossing", 3, 0.4)]  # fmt: skip
+    frame = Frame.of(pair, "Where is the group staying?", ["Tomasz"])
+    assert pair_features(pair, 0, 1, frame)["shared_words"] == 0.0
+
+
 def test_a_value_changed_twice_ends_with_the_newest():
     items = [ITEMS[0], ITEMS[1], _item(4, "book club update: annex is being painted, we meet at the Lantern café "
                                           "again on Tuesdays", 40, 0.52)]  # fmt: skip

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from language.text import extract_keywords, tokenize, word_forms
+from language.text import tokenize, word_forms
 from retrieval.protocols import Doc
 from retrieval.router.abstain_parts import parts
 from retrieval.router.candidates import Cand
@@ -42,11 +42,6 @@ def test_a_part_of_a_summary_keeps_the_keyword_its_synonym_stands_for():
     toks = expand({"s": set(tokenize(c.doc.text))}, aliases)["s"]
     got = {who: t for who, t, _ in parts(c, ["Joe", "Callum", "Sean"], toks, aliases)}
     assert "work" in got["Joe"] and "work" not in got["Callum"]
-
-
-def test_others_is_no_content_word():
-    # "we" is written "<speaker> and others" in facts: two facts of one group shared the word "others"
-    assert "others" not in extract_keywords("Callum and others are on the indoor courts tonight")
 
 
 @pytest.mark.parametrize(("question", "line", "found"), [
