@@ -1,5 +1,5 @@
 """What kind of value a question asks for, and whether a line states one (pure): a quantity ("how much",
-"多少") or a time ("when", "几点"). A newer line that states no value of the asked kind cannot be a newer
+"多少"), a time ("when"), a clock time ("几点") or a day of the week ("星期几"). A newer line that states no value of the asked kind cannot be a newer
 statement of the asked value, whatever else it changes: "new account for rent, I switched banks" is no new
 rent, "the curry got cancelled" is no new time of anything. Read by the read-time supersession
 (:func:`retrieval.router.respond.newest_statements`) to keep such lines from replacing the answer."""
@@ -16,13 +16,18 @@ from retrieval.router.scoring import time_mention_spans
 
 __all__ = ["asked_kind", "states_kind", "time_spans"]
 
-Kind = Literal["quantity", "time", "clock"]
+Kind = Literal["quantity", "time", "clock", "weekday"]
 _REF = datetime(2000, 1, 1, tzinfo=UTC)  # where a date is said is all that is read, not which day it is
 
 _QUANTITY = lazy(r"(?i)\bhow (?:much|many|long|far|old|big|often)\b|\bwhat(?:'s| is| are)? the (?:price|cost|fee|rent|"
                  r"total|budget|number|amount)\b|多少|几[个岁号天年月次位块元级本张人]|多大|多久|多长|多远|价格|费用")
 _TIME = lazy(r"(?i)\bwhen\b|\bwhat time\b|\bdeadline\b|截止|\b(?:which|what) (?:day|date|evening|night|morning|weekday)\b|什么时候|几点|"
              r"哪天|几号|星期几|周几|哪一天")
+# a day of the week, asked and said: a weekly slot's new day is a weekday; a new monthly due date ("每月16号") is
+# a time, but no new day of the week for a weekly reminder
+_WEEKDAY_Q = lazy(r"(?i)星期几|周几|礼拜几|\b(?:what|which) day of the week\b|\b(?:what|which) weekday\b")
+_WEEKDAY = lazy(r"(?i)\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(?:mon|tue|wed|thu|thur|thurs|fri|sat|sun)\b|"
+                r"周[一二三四五六日天末]|星期[一二三四五六日天]|礼拜[一二三四五六日天]|weekend")
 _CLOCK = lazy(r"(?i)\bwhat time\b|\bat what hour\b|几点|什么时间点|几时")
 # a question about how long or how often counts days and weeks; any other quantity is no time ("17:00-18:00" is
 # no new price, "还款日改成每月18号" no new rent)
@@ -54,6 +59,8 @@ def asked_kind(question: str) -> Kind | None:
     "几点") is a kind of its own, since a new day of a meeting says nothing of its hour."""
     if _CLOCK.search(question):
         return "clock"
+    if _WEEKDAY_Q.search(question):
+        return "weekday"
     if _TIME.search(question):
         return "time"
     if _QUANTITY.search(question):
@@ -74,6 +81,8 @@ def states_kind(text: str, kind: Kind, asked: str = "") -> bool:
     if kind == "quantity":
         times = [] if _DURATION.search(asked) else time_spans(text)
         spans = [m.span() for m in _NUMBER.finditer(text) if not any(a <= m.start() < b for a, b in times)]
+    elif kind == "weekday":
+        spans = [m.span() for m in _WEEKDAY.finditer(text)]
     else:
         spans = [(c.start, c.end) for c in find_clocks(text)] if kind == "clock" else time_spans(text)
     if not asked:

@@ -19,6 +19,8 @@ from retrieval.router.answer_type import asked_kind, states_kind
     ("报名截止到哪天？", "time"),
     ("合唱排练几点开始？", "clock"),
     ("读书会是哪天？", "time"),
+    ("瑜伽课现在改到星期几了？", "weekday"),
+    ("Which day of the week is bin collection now?", "weekday"),
     ("Where does Kemal work now?", None),
     ("谁在教物理？", None),
 ])  # fmt: skip
@@ -33,6 +35,13 @@ def test_a_line_states_a_value_of_the_kind_or_not():
     assert states_kind("boiler guy rescheduled, now next Tuesday morning", "time")
     assert states_kind("leaving 5pm instead", "time") and states_kind("改到周六下午", "time")
     assert not states_kind("the curry got cancelled, I'll do pasta instead", "time")
+
+
+def test_a_new_day_of_the_month_is_no_new_day_of_the_week():
+    asked = "瑜伽课现在改到星期几了？"
+    assert states_kind("瑜伽课挪到周五晚上了", "weekday", asked) and states_kind("moved to Thursdays", "weekday")
+    assert not states_kind("已更新：物业费每月15号交，提醒改到每月13号。", "weekday", asked)
+    assert states_kind("已更新：物业费每月15号交，提醒改到每月13号。", "time")  # a time all the same
 
 
 def test_a_line_naming_only_the_asked_time_states_no_new_time_of_it():
