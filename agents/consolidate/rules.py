@@ -161,7 +161,6 @@ def _said_alike(new: CandidateFact, old: MemoryRecord) -> bool:
     return bool(extract_keywords(_unattributed(new.text)) & extract_keywords(_unattributed(old.text)) - names)
 
 
-
 # "林说：" / "Mia said": who said it, shared by everything one person said, no word of what changed
 _ATTRIBUTION = re.compile(r"^[^\s：:，,]{1,20}?(?:说|表示|提到)[：:，,]\s*|^\S{1,30} said(?: that)?\s+")
 

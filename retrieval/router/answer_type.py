@@ -23,7 +23,7 @@ _QUANTITY = lazy(r"(?i)\bhow (?:much|many|long|far|old|big|often)\b|\bwhat(?:'s|
                  r"total|budget|number|amount)\b|多少|几[个岁号天年月次位块元级本张人]|多大|多久|多长|多远|价格|费用")
 _TIME = lazy(r"(?i)\bwhen\b|\bwhat time\b|\bdeadline\b|截止|\b(?:which|what) (?:day|date|evening|night|morning|weekday)\b|什么时候|几点|"
              r"哪天|几号|星期几|周几|哪一天")
-# a day of the week, asked and said: a weekly slot's new day is a weekday; a new monthly due date ("每月16号") is
+# a day of the week, asked and said: a weekly slot's new day is a weekday; a new monthly due date ("每月5号") is
 # a time, but no new day of the week for a weekly reminder
 _WEEKDAY_Q = lazy(r"(?i)星期几|周几|礼拜几|\b(?:what|which) day of the week\b|\b(?:what|which) weekday\b")
 _WEEKDAY = lazy(r"(?i)\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(?:mon|tue|wed|thu|thur|thurs|fri|sat|sun)\b|"

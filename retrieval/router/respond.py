@@ -199,8 +199,8 @@ def _about(c, spans, participants: list[str]) -> set[str]:
 
 async def source_cosine(store, run: Run, top: Sequence[Cand]) -> float:
     """The question's best cosine to the messages the top items were read from (each item: the unit mean of
-    its sources' vectors). A fact or summary is searched by its own rewritten text ("Ravi Menon has been
-    starving on 1900"); the people's own words answer a naturally worded question better (on hand-written
+    its sources' vectors). A fact or summary is searched by its own rewritten text ("Lena Park has switched the
+    stand-up to Fridays"); the people's own words answer a naturally worded question better (on hand-written
     chats this separates answerable questions from the rest better than the search's cosine). 0 without
     vectors."""
     query = run.vectors.get(run.req.query)

@@ -88,8 +88,8 @@ def test_a_question_and_answer_pair_is_about_the_one_who_answers_with_the_whole_
 
 def test_a_chinese_question_reads_its_best_cosine_apart():
     # a multilingual model puts any two Chinese lines closer than two English ones: the same cosine means less
-    zh = [cand("z1", "我们下周三去看房子", speaker="小周", cosine=0.91), cand("z2", "猫粮快没了", speaker="小周", cosine=0.88)]
-    f = abstain.evidence(zh, [], ["小周", "阿May"], toks(*zh), {"房子": 1.0}, 0.2, "小周什么时候去看房子？").features
+    zh = [cand("z1", "我们下周三去看房子", speaker="小秦", cosine=0.91), cand("z2", "猫粮快没了", speaker="小秦", cosine=0.88)]
+    f = abstain.evidence(zh, [], ["小秦", "阿Ken"], toks(*zh), {"房子": 1.0}, 0.2, "小秦什么时候去看房子？").features
     assert f["cjk"] == 1.0 and f["cjk_cosine"] == pytest.approx(0.91) and f["best_cosine"] == pytest.approx(0.91)
     en = [cand("e1", "We view the flat next Wednesday.", cosine=0.62)]
     f = abstain.evidence(en, [], ["Alice", "Bob"], toks(*en), {"flat": 1.0}, 0.2, "When do they view the flat?").features
@@ -439,8 +439,8 @@ def test_a_who_question_about_someones_thing_is_answered_by_the_one_told(tmp_pat
     assert abstain.told_of([told], ["Jonas"], people, toks(told), keys)
     assert not abstain.told_of([thanks], ["Jonas"], people, toks(thanks), keys)
     assert abstain.check([thanks], ["Jonas"], people, toks(thanks), keys, cfg, query=question).abstain
-    assert abstain.named_as_possessor("谁负责小周的报销？", ["小周"]) and not abstain.named_as_possessor(
-        "小周负责什么？", ["小周"])  # fmt: skip
+    assert abstain.named_as_possessor("谁负责小秦的报销？", ["小秦"]) and not abstain.named_as_possessor(
+        "小秦负责什么？", ["小秦"])  # fmt: skip
     assert not abstain.named_as_possessor("Who did Jonas meet in May?", ["Jonas"])
     assert not abstain.named_as_possessor("Who did Jonas say was Mia's coach?", ["Jonas"])
     assert abstain.named_as_possessor("Who fixed Jonas and Greta's boiler?", ["Jonas", "Greta"])
