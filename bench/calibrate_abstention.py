@@ -225,8 +225,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from retrieval.router.abstain import COMPONENTS, LEAN
 
-    if args.lean:
-        COMPONENTS = COMPONENTS | {"no_match": LEAN}  # noqa: N806
+    components = COMPONENTS | {"no_match": LEAN} if args.lean else COMPONENTS
     from retrieval.router.abstain_calib import fit_model, save_model
 
     data: list[dict] = []
@@ -262,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         s["questions"] += 1
         s["should_abstain"] += bool(r["label"])
         s["groups"].add(r["group"])
-    figures = evaluate(data, COMPONENTS, args.l2)
+    figures = evaluate(data, components, args.l2)
     described = {s: {"questions": v["questions"], "should_abstain": v["should_abstain"],
                       "groups": sorted(v["groups"])} for s, v in sources.items()}  # fmt: skip
     if "locomo" in sources:
@@ -284,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{UPDATES_FOLDS} groups (chat index mod {UPDATES_FOLDS})",
         "figures": figures,
     }
-    model = fit_model(args.embedder, COMPONENTS, data, l2=args.l2, provenance=provenance)
+    model = fit_model(args.embedder, components, data, l2=args.l2, provenance=provenance)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     save_model(args.out, model)
     for src, fig in figures.items():

@@ -223,10 +223,11 @@ def evidence(
     both = ev.about_named + ev.about_other
     focus = [k for k in keys if k not in GENERIC]
     focus_seen = named_tokens if names and n_people >= 2 else seen
+    best_cos = max((c.scores.get("cosine", 0.0) for c in top), default=0.0)
     cjk = float(has_cjk(query))
     feats = {
         "best_coverage": max(covs.values(), default=0.0),
-        "best_cosine": max((c.scores.get("cosine", 0.0) for c in top), default=0.0),
+        "best_cosine": best_cos,
         "keywords_found": sum(k in seen for k in keys) / len(keys) if keys else 1.0,
         "keywords_found_weighted": sum(w for k, w in keys.items() if k in seen) / total if total else 1.0,
         "rarest_found": float(rarest is None or rarest in seen),
@@ -248,7 +249,7 @@ def evidence(
         "log_mean_words": math.log1p(sum(len(tokens.get(c.doc_id, ())) for c in top) / len(top)) if top else 0.0,
         "cosine_spread": _spread([c.scores.get("cosine", 0.0) for c in top]),
         "cjk": cjk,
-        "cjk_cosine": cjk * max((c.scores.get("cosine", 0.0) for c in top), default=0.0),
+        "cjk_cosine": cjk * best_cos,
         "source_cosine": source_cosine,
         "two_people": float(n_people == 2),
         "named_best_cosine": named_cos,

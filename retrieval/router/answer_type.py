@@ -26,18 +26,17 @@ _TIME = lazy(r"(?i)\bwhen\b|\bwhat time\b|\bdeadline\b|截止|\b(?:which|what) (
 # a day of the week, asked and said: a weekly slot's new day is a weekday; a new monthly due date ("每月5号") is
 # a time, but no new day of the week for a weekly reminder
 _WEEKDAY_Q = lazy(r"(?i)星期几|周几|礼拜几|\b(?:what|which) day of the week\b|\b(?:what|which) weekday\b")
-_WEEKDAY = lazy(r"(?i)\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(?:mon|tue|wed|thu|thur|thurs|fri|sat|sun)\b|"
-                r"周[一二三四五六日天末]|星期[一二三四五六日天]|礼拜[一二三四五六日天]|weekend")
+_WEEKDAY_NAMES = r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|周[一二三四五六日天末]|星期[一二三四五六日天]"
+_WEEKDAY = lazy(r"(?i)" + _WEEKDAY_NAMES + r"|\b(?:mon|tue|wed|thu|thur|thurs|fri|sat|sun)\b|礼拜[一二三四五六日天]|weekend")
 _CLOCK = lazy(r"(?i)\bwhat time\b|\bat what hour\b|几点|什么时间点|几时")
-# a question about how long or how often counts days and weeks; any other quantity is no time ("17:00-18:00" is
-# no new price, "还款日改成每月18号" no new rent)
+# a question about how long or how often counts days and weeks; any other quantity is no time ("19:30-20:30" is
+# no new price, "缴费日挪到每月5号" no new rent)
 _DURATION = lazy(r"(?i)\bhow (?:long|often)\b|多久|多长|几[天年月周]|(?:how many|多少)\s*(?:days|weeks|months|years|hours|minutes|天|周|个?月|年|小时|分钟)")
 _NUMBER = lazy(r"(?i)\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
                r"fifty|hundred|thousand|dozen|half|a couple)\b|[一二两三四五六七八九十百千万半$€£¥￥]")
 # a bare ordinal is left to the date reader ("the 8th" is a day, "the 3rd floor" is not)
-_DAY = lazy(r"(?i)\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
-            r"[a-z]*\.? \d|\b(?:noon|midnight|morning|evening|tonight|weekend)\b|"
-            r"周[一二三四五六日天末]|星期[一二三四五六日天]|[上下]午|晚上|早上|中午")
+_DAY = lazy(r"(?i)" + _WEEKDAY_NAMES + r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+            r"[a-z]*\.? \d|\b(?:noon|midnight|morning|evening|tonight|weekend)\b|[上下]午|晚上|早上|中午")
 
 
 _ORDINAL = lazy(r"\b\d{1,2}(?:st|nd|rd|th)\b")

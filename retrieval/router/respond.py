@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
@@ -104,7 +105,7 @@ async def newest_statements(store, run: Run, ranking: Ranking, update: float = 0
     kept = uncovered(ranking, max(cfg.window, run.req.k))
     cands = [ranking.scored[i][0] for i in kept]
     sources = list(dict.fromkeys(m for c in cands for m in c.doc.source_message_ids))
-    vectors = await store.turn_vectors(run.req.chat_id, sources) if sources and store is not None else {}
+    vectors = await stored_vectors(store, run, sources)
     unreadable = supersede.unreadable_by(run.cfg.abstention.embedder)
     spans = parts_memo(run.participants, tokens or {})
     said, said_at = await source_messages(store, run.req.chat_id, cands)
@@ -197,6 +198,16 @@ def _about(c, spans, participants: list[str]) -> set[str]:
     return out - {EVERYONE}
 
 
+async def stored_vectors(store, run: Run, ids: Sequence[str]) -> dict[str, Any]:
+    """The stored vectors of these messages (id -> vector; none for a message without one), read from the store
+    once per request: the abstention check and the supersession step read many of the same."""
+    missing = [m for m in dict.fromkeys(ids) if m not in run.stored_vectors]
+    if missing and store is not None:
+        got = await store.turn_vectors(run.req.chat_id, missing)
+        run.stored_vectors.update({m: got.get(m) for m in missing})
+    return {m: v for m in ids if (v := run.stored_vectors.get(m)) is not None}
+
+
 async def source_cosine(store, run: Run, top: Sequence[Cand]) -> float:
     """The question's best cosine to the messages the top items were read from (each item: the unit mean of
     its sources' vectors). A fact or summary is searched by its own rewritten text ("Lena Park has switched the
@@ -207,7 +218,7 @@ async def source_cosine(store, run: Run, top: Sequence[Cand]) -> float:
     sources = list(dict.fromkeys(m for c in top for m in c.doc.source_message_ids))
     if query is None or store is None or not sources:
         return 0.0
-    vectors = await store.turn_vectors(run.req.chat_id, sources)
+    vectors = await stored_vectors(store, run, sources)
     items = [v for c in top if (v := supersede.source_vector(c.doc.source_message_ids, vectors)) is not None]
     if not items:
         return 0.0

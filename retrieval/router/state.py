@@ -27,6 +27,7 @@ class Run:
     asker_name: str | None = None
     confidence: float = 1.0
     vectors: dict[str, list[float]] = field(default_factory=dict)
+    stored_vectors: dict[str, Any] = field(default_factory=dict)  # message id -> its stored vector (None: none)
     trace: list[TraceStep] = field(default_factory=list)
     slot_answers: list[str] = field(default_factory=list)  # memory ids of the live values of an asked slot
     profile: list[Cand] = field(default_factory=list)  # a set question's profile items (shown first)
