@@ -30,7 +30,7 @@ def _by_tense(days: list[date], m: re.Match[str], ctx: Context) -> date:
     """Of ``days`` (last, this and next year's or month's), the first not before the calendar day unless the
     date's own clause is past: a date said without its year or month is never before the message unless the
     words say so. In a past clause the latest not after it: in a message, when that is within half a year
-    (further back, the past verb is another act's: "我妈改签了 9月12号到" said on August 31), else the
+    (further back, the past verb is another act's: "航班改签了 11月3号走" said on October 20), else the
     nearest; for a ``yearless_ref`` (a question's day, or a silent chat's last) always, as nothing said is
     after it."""
     ref = ctx.calendar

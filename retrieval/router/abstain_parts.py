@@ -246,7 +246,7 @@ def told_of(top: list[Cand], names: list[str], participants: list[str], tokens: 
             keys: Mapping[str, float] | None = None) -> bool:
     """Another participant's line speaks of or to the one named (by first name, or as "you" in a two-person
     chat), of what the question asks (one of its ``keys``, when given) and of nothing of their own ("my",
-    "our"): for "Who approves Marisol's designs?", "priya approved everything, thanks marisol" is about
+    "our"): for "Who approves Marisol's designs?", "kemi signed it all off, cheers marisol" is about
     Marisol's designs; "Hey Priya, I water my plants" is about Omar's, "thank you gwen!!" about nothing asked."""
     named = {n.casefold() for n in names}
     firsts = [n.split()[0] for n in names if n.split()]

@@ -51,7 +51,7 @@ class StrategyRecipe(BaseModel):
     supersession: bool = False  # pull superseded versions and annotate what a newer one replaced
     w_newer: float = 0.0  # newest of a same-subject group first
     # an item is in its subject's group when it covers this share of the best item's keywords: a change
-    # restates the asked thing ("房租涨到4500"), while an item sharing only a weak keyword ("每月") is news
+    # restates the asked thing ("房租要加到5200"), while an item sharing only a weak keyword ("每月") is news
     # of something else
     group_coverage: float = 0.75
     subqueries: bool = False  # decompose (names, focal terms) and retrieve each

@@ -110,7 +110,7 @@ class Item:
            about: Collection[str] = (), message: str = "", said_at: datetime | None = None) -> Item:  # fmt: skip
         """From a document (``Doc`` or anything with its fields), its search scores and its sources' vector.
         ``message``: the one message a memory record was drawn from, whose words it shares too (the fact
-        "the company covers relocation up to 10k" left its message's "forget what I said about the budget");
+        "the studio pays for the van hire now" left its message's "ignore my earlier numbers on the van");
         ``said_at``: when its newest source message was said (else the document's own time)."""
         return cls(doc_id=doc.doc_id, text=doc.text, kind=str(doc.kind), ts=said_at or doc.ts, topic_id=doc.topic_id,
                    **_read_with(doc.text, message), message=message, cosine=float(scores.get("cosine") or 0.0), bm25=float(scores.get("bm25") or 0.0),

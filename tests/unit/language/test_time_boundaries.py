@@ -183,8 +183,8 @@ def test_a_date_goes_back_when_the_sentence_says_it_is_past(text, at, expected):
 
 
 def test_a_past_verb_of_another_act_does_not_send_a_plan_back_a_year():
-    at = datetime(2024, 8, 31, 9, 0, tzinfo=CST)
-    assert said("她改签了 9月12号到", at) == date(2024, 9, 12)
+    at = datetime(2024, 10, 20, 9, 0, tzinfo=CST)
+    assert said("航班改签了 11月3号走", at) == date(2024, 11, 3)
     assert said("年会的场地订好了，就在12月20日那天", at) == date(2024, 12, 20)
 
 

@@ -68,11 +68,11 @@ def test_a_new_day_states_no_clock_time():
 
 
 def test_a_time_is_no_amount_unless_the_question_asks_how_long():
-    # a physics slot "17:00-18:00" replaced the new hourly fee; a card's new due date the new rent
-    assert not states_kind("physics moves to right after maths, 17:00-18:00", "quantity", "What's the fee per hour now?")
-    assert not states_kind("还款日改成每月18号了", "quantity", "房租现在每月多少？")
+    # a lesson slot "19:30-20:30" replaced the new hourly fee; a bill's new due date the new rent
+    assert not states_kind("chemistry goes straight after biology, 19:30-20:30", "quantity", "What's the fee per hour now?")
+    assert not states_kind("水费缴费日挪到每月5号了", "quantity", "房租现在每月多少？")
     assert states_kind("fee goes up to 45 an hour from may", "quantity", "What's the fee per hour now?")
-    assert states_kind("房东说下个月开始涨到3800", "quantity", "房租现在每月多少？")
+    assert states_kind("房东讲从七月起要加到3800", "quantity", "房租现在每月多少？")
     # a question about how long counts the days and weeks a line names
     assert states_kind("vet says 10 days of rest", "quantity", "How long does the dog need to rest?")
     assert states_kind("要住院3天", "quantity", "要住院几天？")

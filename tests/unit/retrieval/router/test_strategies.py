@@ -285,7 +285,7 @@ async def test_a_newer_line_sharing_only_a_weak_word_is_no_newer_value(chat, sto
         d = 30 * zh
         await chat.say("ana", "房租每月2600" if zh else "rent is 950 every month", days=d, name="Ana")
         await chat.say("ana", "房租换了个收款账户" if zh else "the rent goes to a new account", days=d + 1, name="Ana")
-        new = await chat.say("ana", "房东说下个月开始房租涨到2800，每月" if zh else
+        new = await chat.say("ana", "房东讲从七月起房租加到2800，每月" if zh else
                              "landlord says rent goes up to 1020 every month from june", days=d + 5, name="Ana")  # fmt: skip
         await chat.say("ana", "信用卡还款日改到每月18号了" if zh else "my card payment date moved to the 18th every month",
                        days=d + 20, name="Ana")  # fmt: skip

@@ -191,10 +191,10 @@ def test_a_chat_line_that_only_asks_replaces_nothing_but_one_proposing_a_change_
 
 
 def test_a_record_shares_the_words_of_the_message_it_was_drawn_from():
-    """"forget what I said about the movers' budget. work pays for the relocation, up to 8k" gives the fact "work
+    """"scrap what I wrote about the movers' budget. work pays for the relocation, up to 8k" gives the fact "work
     pays for the relocation, up to 8k": it still shares "budget" with the older "movers budget is 5000 max", and
     a refit reads the same words from the recorded inputs."""
-    message = "ok forget what I said about the movers' budget. work pays for the relocation, up to 8k"
+    message = "hm scrap what I wrote about the movers' budget. work pays for the relocation, up to 8k"
     doc = type("Doc", (), {"doc_id": "f1", "text": "Work pays for the relocation, up to 8k", "kind": "fact",
                            "ts": T0, "topic_id": None, "source_message_ids": ["m1"]})()  # fmt: skip
     fact = Item.of(doc, {"cosine": 0.5}, 0.1, message=message)
