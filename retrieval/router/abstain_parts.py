@@ -96,8 +96,10 @@ def parts(c: Cand, participants: list[str], toks: set[str],
         labels = [(m.start(), m.end(), m[1]) for m in label.finditer(text)] if label is not None else []
         if labels and kind == "qa" and len(labels) >= 2:
             # a question and its answer: the pair is about the one who answers, with the whole pair's words
-            # ("Q: Mel: How long have you been creating art? A: Caroline: Since I was 17")
-            return [(labels[-1][2], toks, 1.0)]
+            # ("Q: Mel: How long have you been creating art? A: Caroline: Since I was 17"), unless the answer
+            # says nothing of its writer and the question asks of the asker's own affairs: "Q: Ravi: can we
+            # raise my protein? A: Nibble: Protein goal updated" is about Ravi's goal, not the bot's
+            return [(_qa_subject(text, labels), toks, 1.0)]
         if labels:
             out = []
             for i, (_, end, who) in enumerate(labels):
@@ -117,6 +119,21 @@ def parts(c: Cand, participants: list[str], toks: set[str],
     if len(people) == 2 and not (_mentions(text, who) or _FIRST.search(text) or _SECOND.search(text)):
         return [(EVERYONE, toks, 1.0)]  # a record naming no one, in no person ("Reminder moved to Friday")
     return [(who, toks, 1.0)]
+
+
+def _qa_subject(text: str, labels: list[tuple[int, int, str]]) -> str:
+    """Whom a labelled Q&A pair is about: the answerer, or the asker when the answer is in no first person
+    and either speaks to the asker ("your target is 2,000 now") or answers a question in the asker's first
+    person only ("can we move my session?")."""
+    asker, answerer = labels[0][2], labels[-1][2]
+    if asker.casefold() == answerer.casefold():
+        return answerer
+    asked, answer = text[labels[0][1] : labels[-1][0]], text[labels[-1][1] :]
+    if _FIRST.search(answer):
+        return answerer
+    if _SECOND.search(answer) or (_FIRST.search(asked) and not _SECOND.search(asked)):
+        return asker
+    return answerer
 
 
 def _aliased(aliases: Mapping[str, frozenset[str]] | None) -> Callable[[str], list[str]]:

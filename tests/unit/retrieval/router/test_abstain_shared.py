@@ -63,3 +63,21 @@ def test_supersession_reads_a_shared_line_as_its_writer_s():
     c = cand("s", "Noted. Piano lesson moved to Saturday at 4.", "Remy")
     spans = parts_memo(PAIR, {"s": set(tokenize(c.doc.text))})
     assert _about(c, spans, PAIR) == {"Remy"}
+
+
+def test_a_question_and_answer_pair_is_about_whose_affairs_the_question_asks_of():
+    def qa(text: str) -> list[str]:
+        return whom(cand("q", text, None, kind="qa"))
+
+    # the answerer speaks of themself: theirs (the other asked "you")
+    assert qa("Q: Odile: How long have you kept bees? A: Remy: Since I was twelve") == ["Remy"]
+    # the asker asks of their own affairs and the answer is in no person: the asker's (a helper's confirmation)
+    assert qa("Q: Odile: can we push my dentist visit to Friday? A: Remy: Done, Friday 10:00.") == ["Odile"]
+    # the answer speaks to the asker: the asker's
+    assert qa("Q: Odile: what's left on the loan? A: Remy: your balance is 3,200 now") == ["Odile"]
+    # neither side in any person: the answerer's, as before
+    assert qa("Q: Odile: which ferry was it? A: Remy: the early one to Skye") == ["Remy"]
+    # 我 in the answer keeps the answerer's
+    assert whom(cand("z", "Q: 小周: 你周末去哪了？ A: 阿梅: 我去爬山了", None, kind="qa"), ["小周", "阿梅"]) == ["阿梅"]
+    assert whom(cand("y", "Q: 小周: 帮我把交水费的提醒挪到周五 A: 小助手: 已改到周五上午九点", None, kind="qa"),
+                ["小周", "小助手"]) == ["小周"]
