@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from functools import cache, lru_cache
 from typing import Any, Generic, NamedTuple, TypeVar
 
@@ -114,6 +114,19 @@ def jieba() -> Any:
     import rjieba
 
     return rjieba
+
+
+def is_zh_name(tagged: Sequence[tuple[str, str]], i: int) -> bool:
+    """Whether the ``i``-th of jieba's tagged words is a person's name: tagged ``nr*``, and not a word cut
+    across another's edge. jieba reads "那段时间" as 那 + 段时间 (段 is a surname); when the word before and the
+    name's first character make a word (那段) and the rest is one too (时间), it is no name."""
+    word, tag = tagged[i]
+    if not tag.startswith("nr"):
+        return False
+    if i > 0 and len(word) >= 3 and tagged[i - 1][0]:
+        has = jieba().has_word
+        return not (has(tagged[i - 1][0] + word[0]) and has(word[1:]))
+    return True
 
 
 class LazyTokens:

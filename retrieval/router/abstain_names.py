@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from language.text import LazyTokens, has_cjk, tokenize
+from language.text import LazyTokens, has_cjk, is_zh_name, tokenize
 
 __all__ = ["GENERIC", "asks_person", "mentioned", "named_entities", "named_people", "names_in_line"]
 
@@ -69,8 +69,9 @@ def _roles_and_zh_names(query: str, participants: list[str]) -> list[str]:
         masked = query  # a participant's name is one word: "小美的妹妹" is not 小 + 美的 (a brand, tagged nr)
         for p in sorted((p for p in participants if p and has_cjk(p)), key=len, reverse=True):
             masked = masked.replace(p, "，")
-        for w, flag in rjieba.tag(masked):
-            if (flag.startswith("nr") and len(w) >= 2) or w in KINSHIP_ZH or _RANKED_KIN.fullmatch(w):
+        tagged = rjieba.tag(masked)
+        for i, (w, _) in enumerate(tagged):
+            if (is_zh_name(tagged, i) and len(w) >= 2) or w in KINSHIP_ZH or _RANKED_KIN.fullmatch(w):
                 if not any(w in p or p in w for p in participants if p):
                     out.append(w)
     return out

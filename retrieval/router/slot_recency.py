@@ -20,7 +20,7 @@ from typing import Literal
 
 from language.extract.event_slots import EN_TIME, ZH_TIME, is_plan_change
 from language.extract.subject import looks_like_name
-from language.text import ENGLISH_STOPWORDS, has_cjk, jieba, text_cache, tokenize
+from language.text import ENGLISH_STOPWORDS, has_cjk, is_zh_name, jieba, text_cache, tokenize
 from language.time.clock import find_clocks
 from language.time.dates import find_dates
 from retrieval.protocols import Doc
@@ -77,8 +77,9 @@ def _negated(text: str, a: int, b: int) -> bool:
 def _zh_person_spans(text: str) -> list[tuple[int, int]]:
     """Chinese personal names by jieba's part-of-speech tags (``nr``): "大伟主动认领了周报" -> 大伟."""
     out, pos = [], 0
-    for word, tag in jieba().tag(text):
-        if tag == "nr" and 2 <= len(word) <= 3 and has_cjk(word):
+    tagged = jieba().tag(text)
+    for i, (word, tag) in enumerate(tagged):
+        if tag == "nr" and 2 <= len(word) <= 3 and has_cjk(word) and is_zh_name(tagged, i):
             out.append((pos, pos + len(word)))
         pos += len(word)
     return out
