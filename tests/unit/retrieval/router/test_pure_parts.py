@@ -58,7 +58,7 @@ def test_query_analysis():
     assert named_entities("What have Anna and Bo both painted?", ["Anna", "Bo"]) == []
     assert named_people("What is Bo's job?", ["Bo"]) == [] and named_people("What is Bo's job?", ["Anna"]) == ["Bo"]
     # "这段时间" (these days) is no person 段时间, however jieba tags it; a name after it still is one
-    assert named_people("这段时间谁在喂鱼？", []) == [] and named_entities("装修那段时间谁在监工？", []) == []
+    assert named_people("这段时间谁在喂鱼？", []) == [] and named_entities("出差那段时间谁帮忙遛狗？", []) == []
     assert named_people("这段时间王建国住哪？", []) == ["王建国"] and named_people("和李明去的是谁？", []) == ["李明"]
     assert "collection" in variants("collect") and "collect" in variants("collection")
     assert subqueries("What do Ann and Bo both like?", ["Ann", "Bo"], ["like"])[:2] == ["Ann like", "Bo like"]
