@@ -9,7 +9,8 @@ import re
 
 from language.text import LazyTokens, has_cjk, is_zh_name, tokenize
 
-__all__ = ["GENERIC", "asks_person", "mentioned", "named_entities", "named_people", "names_in_line"]
+__all__ = ["GENERIC", "asks_person", "is_relation", "mentioned", "named_entities", "named_people", "names_in_line",
+           "same_person"]
 
 
 # capitalised words that name no one (sentence starts are skipped separately)
@@ -103,6 +104,17 @@ _SAME_PERSON = [
     {"老婆", "妻子", "媳妇"}, {"老公", "丈夫"}, {"女朋友", "女友"}, {"男朋友", "男友"},
 ]  # fmt: skip
 _SYNONYMS = {w: group for group in _SAME_PERSON for w in group}
+
+
+def is_relation(word: str) -> bool:
+    """A word for a relation or role (``sister``, ``landlord``, ``外婆``)."""
+    w = word.casefold()
+    return w in ROLES_EN or w in KINSHIP_ZH or w in _SYNONYMS or (w.endswith("s") and w[:-1] in ROLES_EN)
+
+
+def same_person(a: str, b: str) -> bool:
+    """Two everyday names of one relation (``mum``, ``mother``)."""
+    return a.casefold() in _SYNONYMS.get(b.casefold(), ())
 
 
 def mentioned(entity: str, tokens: set[str]) -> bool:

@@ -106,7 +106,11 @@ def parts(c: Cand, participants: list[str], toks: set[str],
                 part = text[end : labels[i + 1][0] if i + 1 < len(labels) else len(text)]
                 part = _NEXT_MARK.sub("", part)  # "Q: bob: ...? A: alice: ...": bob's part ends at its "?"
                 if not part.rstrip().endswith(("?", "？")):
-                    out.append((who, set(tokenize(part)), 1.0))
+                    # each speaker's part is read as their turn would be ("Reminder moved to 9pm." from a
+                    # bot is about both people of a two-person chat)
+                    ptoks = set(tokenize(part))
+                    out.extend(_turn_parts(part, who, people, ptoks, tokenize) if len(people) == 2 and ptoks
+                               else [(who, ptoks, 1.0)])
             return out
     who = said_by(c, participants)
     if who is None or (kind == "turn" and is_question(text)):
@@ -116,7 +120,10 @@ def parts(c: Cand, participants: list[str], toks: set[str],
     named = [p for p in sorted(people) if p.casefold() != who.casefold() and _mentions(text, p)]
     if named:
         return _record_parts(text, who, people, tokenize)
-    if len(people) == 2 and not (_mentions(text, who) or _FIRST.search(text) or _SECOND.search(text)):
+    # "Remy said the boiler is fixed": the distiller keeps who said a line that is not about them (in a
+    # group too: then it is about the chat's shared affairs, not the writer's own)
+    body = _said_frame(who).sub("", text, count=1)
+    if (len(people) == 2 or body != text) and not (_mentions(body, who) or _FIRST.search(body) or _SECOND.search(body)):
         return [(EVERYONE, toks, 1.0)]  # a record naming no one, in no person ("Reminder moved to Friday")
     return [(who, toks, 1.0)]
 
@@ -166,6 +173,12 @@ def _record_parts(text: str, who: str, people: frozenset[str],
         if toks:
             out.append((person, toks, 1.0))
     return out
+
+
+@text_cache(1024)
+def _said_frame(person: str) -> re.Pattern[str]:
+    """The distiller's frame of a line not about its speaker ("Remy said …", "小周说：…")."""
+    return re.compile(rf"^\s*{re.escape(person)}(?: said\s+|说[：:])")
 
 
 @text_cache(1024)

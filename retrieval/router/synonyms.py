@@ -23,7 +23,7 @@ from language.text import word_forms
 from retrieval.router.recipes import embedder_key
 from retrieval.router.supersede import unreadable_by
 
-__all__ = ["WordVectors", "aliases_of", "expand", "synonym_bar", "with_synonyms"]
+__all__ = ["WordVectors", "aliases_of", "expand", "other_relative", "synonym_bar", "with_synonyms"]
 
 MAX_WORDS = 8192  # words kept per embedder (~12 MB with 384 dimensions; a chat's words recur question to question)
 
@@ -77,10 +77,19 @@ def aliases_of(keys: Iterable[str], key_words: Mapping[str, str], item_words: It
     sims = np.stack([vectors[words[t]] for t in toks]) @ np.stack([vectors[key_words[k]] for k in wanted]).T
     out = {}
     for i, t in enumerate(toks):
-        close = frozenset(k for j, k in enumerate(wanted) if sims[i, j] >= bar)
+        close = frozenset(k for j, k in enumerate(wanted)
+                          if sims[i, j] >= bar and not other_relative(words[t], key_words[k]))  # fmt: skip
         if close:
             out[t] = close
     return out
+
+
+def other_relative(a: str, b: str) -> bool:
+    """Two words for different relations or roles (sister and brother, 外婆 and 奶奶): their vectors sit as
+    close as a synonym's, but one is never the other (mum and mother are one: ``same_person``)."""
+    from retrieval.router.abstain_names import is_relation, same_person
+
+    return a.casefold() != b.casefold() and is_relation(a) and is_relation(b) and not same_person(a, b)
 
 
 def expand(tokens: Mapping[str, set[str]], aliases: Mapping[str, frozenset[str]]) -> dict[str, set[str]]:

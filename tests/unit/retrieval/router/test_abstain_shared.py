@@ -81,3 +81,17 @@ def test_a_question_and_answer_pair_is_about_whose_affairs_the_question_asks_of(
     assert whom(cand("z", "Q: 小周: 你周末去哪了？ A: 阿梅: 我去爬山了", None, kind="qa"), ["小周", "阿梅"]) == ["阿梅"]
     assert whom(cand("y", "Q: 小周: 帮我把交水费的提醒挪到周五 A: 小助手: 已改到周五上午九点", None, kind="qa"),
                 ["小周", "小助手"]) == ["小周"]
+
+
+def test_a_summary_part_and_a_reported_line_read_as_a_turn_would():
+    # a helper's part of a summary in no person is about both people, as its turn would be
+    summary = cand("s", "Odile: can we move my piano lesson? Remy: Piano lesson moved to Saturday at 4.", None, "summary")
+    assert whom(summary) == [EVERYONE]
+    assert whom(cand("t", "Odile: I sold my kayak. Remy: I bought a canoe.", None, "summary")) == ["Odile", "Remy"]
+    # the distiller's "Remy said ..." keeps who said a line that is not about them: the line is the two's
+    assert whom(cand("r", "Remy said the boiler is fixed.", "Remy", kind="fact")) == [EVERYONE]
+    assert whom(cand("m", "Remy说：小区周五停水", "Remy", kind="fact")) == [EVERYONE]
+    # ... in a group chat too, where a line in no person from its writer stays theirs
+    group = [*PAIR, "Zoe"]
+    assert whom(cand("g", "Remy said the boiler is fixed.", "Remy", kind="fact"), group) == [EVERYONE]
+    assert whom(cand("h", "The boiler is fixed.", "Remy", kind="fact"), group) == ["Remy"]

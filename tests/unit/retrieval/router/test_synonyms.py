@@ -35,6 +35,16 @@ def test_aliases_are_the_item_words_as_close_as_the_bar_to_a_keyword():
     assert expand(tokens, got) == {"a": {"job", "council", "work"}, "b": {"pint"}}
 
 
+def test_one_relation_never_stands_for_another():
+    # sister and brother sit as close as synonyms in a word model; a question about a brother is not answered
+    # by news of a sister (mum and mother are one person)
+    v = {"brother": np.array([1.0, 0.0]), "sister": np.array([0.95, 0.31]), "mum": np.array([0.0, 1.0]),
+         "mother": np.array([0.1, 0.99]), "舅舅": np.array([0.6, 0.8]), "叔叔": np.array([0.62, 0.78])}
+    assert aliases_of(["brother"], {"brother": "brother"}, [("sister", "sister")], v, 0.7) == {}
+    assert aliases_of(["mum"], {"mum": "mum"}, [("mother", "mother")], v, 0.7) == {"mother": frozenset({"mum"})}
+    assert aliases_of(["舅舅"], {"舅舅": "舅舅"}, [("叔叔", "叔叔")], v, 0.7) == {}
+
+
 def test_a_part_of_a_summary_keeps_the_keyword_its_synonym_stands_for():
     # "Sean's got a new job" is about Sean; read by keywords only it said nothing of "work"
     c = cand("s", "Joe: Sean's got a new job at the council. Callum: nice, first round is on him", None, "summary")
