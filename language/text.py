@@ -121,12 +121,9 @@ def is_zh_name(tagged: Sequence[tuple[str, str]], i: int) -> bool:
     across another's edge. jieba reads "那段时间" as 那 + 段时间 (段 is a surname); when the word before and the
     name's first character make a word (那段) and the rest is one too (时间), it is no name."""
     word, tag = tagged[i]
-    if not tag.startswith("nr"):
-        return False
-    if i > 0 and len(word) >= 3 and tagged[i - 1][0]:
-        has = jieba().has_word
-        return not (has(tagged[i - 1][0] + word[0]) and has(word[1:]))
-    return True
+    has = jieba().has_word
+    return tag.startswith("nr") and not (i > 0 and len(word) >= 3 and has(tagged[i - 1][0] + word[0])
+                                         and has(word[1:]))
 
 
 class LazyTokens:

@@ -90,6 +90,9 @@ _FINITE_RE = re.compile(
 )
 
 
+_NOUN_THEN_PAST = re.compile(r"(?i)\s*\w+ing\s+\w+\s+\w{2,}ed\b")
+
+
 @dataclass(frozen=True)
 class Rewrite:
     text: str
@@ -150,8 +153,10 @@ def _dropped_subject(first: str, sentence: str, speaker: str) -> str | None:
     """Chat drops the subject: ``Gonna continue my edu`` -> ``Alice is gonna continue…``."""
     if first.endswith("ing") and first in _DROPPED_SUBJECT:
         head = re.split(r"[,;:\u2014\u2013]| - ", sentence, maxsplit=1)[0]
-        # a gerund subject has a finite verb of its own: "Taking care of ourselves is vital"
-        return None if _FINITE_RE.search(head) else _DROPPED_SUBJECT[first].format(s=speaker)
+        # a gerund subject has a finite verb of its own: "Taking care of ourselves is vital"; a gerund naming
+        # a thing has one after its noun: "Reading reminder moved to 9pm", "Parking permit expired"
+        finite = _FINITE_RE.search(head) or _NOUN_THEN_PAST.match(head)
+        return None if finite else _DROPPED_SUBJECT[first].format(s=speaker)
     if first in _DROPPED_SUBJECT:
         return _DROPPED_SUBJECT[first].format(s=speaker)
     if first in _ED_ADJECTIVES:
