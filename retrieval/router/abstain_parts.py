@@ -77,8 +77,11 @@ def parts(c: Cand, participants: list[str], toks: set[str],
           aliases: Mapping[str, frozenset[str]] | None = None) -> list[tuple[str, set[str], float]]:  # fmt: skip
     """Whom an item is evidence about: ``[(person, the tokens stated about them, share), ...]``. Pure.
 
-    - summaries and Q&A pairs are read as their labelled parts (``Name: ...``), each part about its speaker
-      (a part that asks states nothing);
+    - summaries are read as their labelled parts (``Name: ...``), each part as its speaker's turn would be (a
+      part that asks states nothing); a Q&A pair is its answerer's, or its asker's when the answer is in no
+      first person and speaks to the asker or answers the asker's own affairs;
+    - a memory record in the distiller's frame for a line not about its speaker ("Remy said …") is read
+      without the frame;
     - a turn that asks states nothing; a turn in the first person is about its speaker; one in the second
       person only, in a two-person chat, about the other participant (``your new hair colour``);
     - a memory record (fact, task...) naming other participants is read clause by clause: the words after a

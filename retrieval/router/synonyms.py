@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from language.text import word_forms
+from retrieval.router.abstain_names import is_relation, same_person
 from retrieval.router.recipes import embedder_key
 from retrieval.router.supersede import unreadable_by
 
@@ -87,8 +88,6 @@ def aliases_of(keys: Iterable[str], key_words: Mapping[str, str], item_words: It
 def other_relative(a: str, b: str) -> bool:
     """Two words for different relations or roles (sister and brother, 外婆 and 奶奶): their vectors sit as
     close as a synonym's, but one is never the other (mum and mother are one: ``same_person``)."""
-    from retrieval.router.abstain_names import is_relation, same_person
-
     return a.casefold() != b.casefold() and is_relation(a) and is_relation(b) and not same_person(a, b)
 
 
