@@ -10,11 +10,10 @@ from agents.distill.summary import GENERIC_WORDS
 from language.extract.corrections import corrected_span
 from language.extract.entities import NOT_ENTITIES, find_entities
 from language.extract.event_slots import all_slots
-from language.extract.person import Rewrite, to_third_person
+from language.extract.person import Rewrite, attributed, to_third_person
 from language.extract.plan_moves import moves_plan
 from language.extract.slot_text import question_slot, short_answer_value, slot_sentence
 from language.extract.slots import SlotMatch, find_slots, is_retraction, states_change
-from language.extract.subject import looks_like_name
 from language.extract.tasks import find_task
 from language.extract.text import cjk_tags, is_filler, is_question, split_sentences
 from language.text import ENGLISH_STOPWORDS, extract_keywords, has_cjk, text_cache, tokenize
@@ -127,7 +126,7 @@ def _fact_drafts(
     if not (rewrite.first_person or slots or subject not in (None, speaker)) or (
         subject == addressee and rewrite.second_person_subject
     ):
-        text = _attributed(text, speaker)  # someone else's news or opinion: keep who said it
+        text = attributed(text, speaker)  # someone else's news or opinion: keep who said it
     negated = (first.negated if first else False) or is_retraction(original)
     conf = 0.9 if slots else 0.8 if rewrite.first_person else 0.6 if text.startswith(speaker) else 0.7
     drafts = [Draft(text, subject, first, negated, entities, conf)]
@@ -137,16 +136,6 @@ def _fact_drafts(
             drafts.append(Draft(extra, slot.subject, slot, slot.negated, entities, 0.85))
     return drafts
 
-
-def _attributed(text: str, speaker: str) -> str:
-    """``Melanie said the stories were inspiring`` / ``小王说：明天下雨`` for statements not about the speaker."""
-    if has_cjk(text):
-        return f"{speaker}说：{text}"
-    first, _, rest = text.partition(" ")
-    bare = re.sub(r"'s$", "", first.rstrip(",.!?"))
-    if bare != "I" and not bare.isupper() and not looks_like_name(bare):
-        first = first[:1].lower() + first[1:]
-    return f"{speaker} said {first} {rest}".strip()
 
 
 def _subject(

@@ -8,15 +8,37 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
+from language.extract.subject import looks_like_name
 from language.extract.text import cjk_tags
 from language.text import has_cjk
 
-__all__ = ["OUR_WORDS", "Rewrite", "conjugate", "to_third_person"]
+__all__ = ["OUR_WORDS", "Rewrite", "attributed", "conjugate", "said_frame", "to_third_person"]
 
 # the words our rewrite puts in: "we" is written "<speaker> and others", so any two records of one group share
 # "others", which says nothing of what they are about
 OUR_WORDS = frozenset({"others"})
+
+
+
+def attributed(text: str, speaker: str) -> str:
+    """``Melanie said the stories were inspiring`` / ``小王说：明天下雨``: a statement not about its speaker keeps
+    who said it (read back by :func:`said_frame`)."""
+    if has_cjk(text):
+        return f"{speaker}说：{text}"
+    first, _, rest = text.partition(" ")
+    bare = re.sub(r"'s$", "", first.rstrip(",.!?"))
+    if bare != "I" and not bare.isupper() and not looks_like_name(bare):
+        first = first[:1].lower() + first[1:]
+    return f"{speaker} said {first} {rest}".strip()
+
+
+@lru_cache(maxsize=1024)
+def said_frame(person: str) -> re.Pattern[str]:
+    """The frame :func:`attributed` puts before a line of ``person``'s that is not about them."""
+    return re.compile(rf"^\s*{re.escape(person)}(?: said\s+|说[：:])")
+
 
 # ------------------------------------------------------------------------------ first person -> third person
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
+from language.extract.person import said_frame
 from language.text import has_cjk, text_cache, tokenize
 from retrieval.router.candidates import Cand
 from retrieval.router.scoring import coverage
@@ -125,7 +126,7 @@ def parts(c: Cand, participants: list[str], toks: set[str],
         return _record_parts(text, who, people, tokenize)
     # "Remy said the boiler is fixed": the distiller keeps who said a line that is not about them (in a
     # group too: then it is about the chat's shared affairs, not the writer's own)
-    body = _said_frame(who).sub("", text, count=1)
+    body = said_frame(who).sub("", text, count=1)
     if (len(people) == 2 or body != text) and not (_mentions(body, who) or _FIRST.search(body) or _SECOND.search(body)):
         return [(EVERYONE, toks, 1.0)]  # a record naming no one, in no person ("Reminder moved to Friday")
     return [(who, toks, 1.0)]
@@ -176,12 +177,6 @@ def _record_parts(text: str, who: str, people: frozenset[str],
         if toks:
             out.append((person, toks, 1.0))
     return out
-
-
-@text_cache(1024)
-def _said_frame(person: str) -> re.Pattern[str]:
-    """The distiller's frame of a line not about its speaker ("Remy said …", "小周说：…")."""
-    return re.compile(rf"^\s*{re.escape(person)}(?: said\s+|说[：:])")
 
 
 @text_cache(1024)

@@ -12,6 +12,7 @@ from typing import Literal
 from language.lazy_re import lazy
 from language.time.clock import find_clocks
 from language.time.dates import find_dates
+from language.time.weekdays import WD, WD_ABBR, WD_SHORT
 from retrieval.router.scoring import time_mention_spans
 
 __all__ = ["asked_kind", "states_kind", "time_spans"]
@@ -26,8 +27,8 @@ _TIME = lazy(r"(?i)\bwhen\b|\bwhat time\b|\bdeadline\b|截止|\b(?:which|what) (
 # a day of the week, asked and said: a weekly slot's new day is a weekday; a new monthly due date ("每月5号") is
 # a time, but no new day of the week for a weekly reminder
 _WEEKDAY_Q = lazy(r"(?i)星期几|周几|礼拜几|\b(?:what|which) day of the week\b|\b(?:what|which) weekday\b")
-_WEEKDAY_NAMES = r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|周[一二三四五六日天末]|星期[一二三四五六日天]"
-_WEEKDAY = lazy(r"(?i)" + _WEEKDAY_NAMES + r"|\b(?:mon|tue|wed|thu|thur|thurs|fri|sat|sun)\b|礼拜[一二三四五六日天]|weekend")
+_WEEKDAY_NAMES = rf"\b(?:{WD})s?\b|周[一二三四五六日天末]|星期[一二三四五六日天]"
+_WEEKDAY = lazy(rf"(?i){_WEEKDAY_NAMES}|\b(?:{WD_ABBR}|{WD_SHORT})\b|礼拜[一二三四五六日天]|weekend")
 _CLOCK = lazy(r"(?i)\bwhat time\b|\bat what hour\b|几点|什么时间点|几时")
 # a question about how long or how often counts days and weeks; any other quantity is no time ("19:30-20:30" is
 # no new price, "缴费日挪到每月5号" no new rent)
