@@ -215,7 +215,7 @@ async def _routed_systems(clients, questions: list[dict], console, folds: dict |
         _QueryVectors(clients.embedder) if clients.embedder else None,
         now,
     )
-    base = served_router(clients.settings.retrieval.supersession) or RouterConfig()  # as served
+    base = served_router(clients.settings.retrieval) or RouterConfig()  # as served
     steps.passes -= not folds  # no held-out pass without the fold models
     variants = {"routed": (base, False), "oracle-routed": (base, True)}
     variants |= {f"routed-without-{s}": (base.without(s), False) for s in STRATEGIES}

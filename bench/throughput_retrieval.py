@@ -87,7 +87,7 @@ async def at_locomo_size(data_dir: Path, embedder: str, locomo: Path, max_questi
             if msgs:
                 now[chat] = msgs[-1].ts + timedelta(days=1)
         result = await latencies(clients.store, clients.embedder, questions, llm=clients.llm, graph=clients.graph,
-                                 now=now, router=served_router(clients.settings.retrieval.supersession))  # as served
+                                 now=now, router=served_router(clients.settings.retrieval))  # as served
         return {"chats": len(chats), "messages": docs, "questions": len(questions), **result}
     finally:
         await clients.close()

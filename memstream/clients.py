@@ -26,6 +26,7 @@ from streams.clients import StageLog
 from streams.working_memory import WorkingMemory
 
 if TYPE_CHECKING:
+    from retrieval.config import RetrievalConfig
     from schemas import RetrieveRequest, RetrieveResponse
 
 log = logging.getLogger(__name__)
@@ -322,19 +323,23 @@ async def retrieve_as_served(clients: Clients, req: RetrieveRequest) -> Retrieve
     if "mode" not in req.model_fields_set:  # routed is the default (better on LoCoMo at fewer tokens)
         req = req.model_copy(update={"mode": "routed"})
     return await retrieve(clients.store, clients.embedder, req, candidates=cfg.candidates, rrf_k=cfg.rrf_k,
-                          router=served_router(cfg.supersession), llm=clients.llm, graph=clients.graph)  # fmt: skip
+                          router=served_router(cfg), llm=clients.llm, graph=clients.graph)  # fmt: skip
+
+
+def served_router(cfg: RetrievalConfig):
+    """The served router: the default one, but for the retrieval settings' supersession model and related
+    layer."""
+    return _router(cfg.supersession, tuple(cfg.related_layer))
 
 
 @lru_cache(maxsize=4)
-def served_router(supersession: str):
-    """The served router: the default one, but for the supersession setting."""
-    from retrieval.router.recipes import SupersessionConfig
+def _router(supersession: str, related: tuple[str, ...]):
+    from retrieval.router.recipes import GraphConfig, RouterConfig, SupersessionConfig
 
-    if supersession == SupersessionConfig().model:
+    default = RouterConfig()
+    if supersession == default.supersession.model and list(related) == default.graph.types:
         return None
-    from retrieval.router.recipes import RouterConfig
-
-    return RouterConfig(supersession=SupersessionConfig(model=supersession))
+    return RouterConfig(supersession=SupersessionConfig(model=supersession), graph=GraphConfig(types=list(related)))
 
 
 class DeletionPending(Busy):

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 __all__ = ["LLMConfig", "RetrievalConfig"]
 
@@ -40,3 +40,7 @@ class RetrievalConfig(BaseModel):
     # read-time supersession (retrieval.router.supersede): "auto" (the packaged weights; default), "off" or a
     # weights file (MEMSTREAM_RETRIEVAL__SUPERSESSION, for serve, query and the benches)
     supersession: str = "auto"
+    # query types whose answer gets the graph's "related" layer (one-hop facts of the answer's entities,
+    # retrieval.graph_expand), e.g. ["multi_hop"]; none by default: on LoCoMo it added tokens and took budget
+    # from the direct items without finding evidence they missed (docs/BENCHMARKS.md, LoCoMo)
+    related_layer: list[str] = Field(default_factory=list)

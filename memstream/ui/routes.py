@@ -88,7 +88,7 @@ async def _answer(c: Clients, chat_id: str, q: Query) -> tuple[RetrieveResponse,
     cfg = c.settings.retrieval
     req = RetrieveRequest(chat_id=chat_id, query=q.query, k=q.k, mode=q.mode, token_budget=q.token_budget)
     resp = await retrieve(c.store, c.embedder, req, candidates=cfg.candidates, rrf_k=cfg.rrf_k, llm=c.llm,
-                          graph=c.graph, router=served_router(cfg.supersession))  # fmt: skip
+                          graph=c.graph, router=served_router(cfg))  # fmt: skip
     base = SearchQuery(chat_id=chat_id, text=q.query, k=RANK_DEPTH, candidates=RANK_DEPTH, include_superseded=True)
     lists = {"bm25": [h.doc.doc_id for h in await c.store.search(base.model_copy(update={"mode": "bm25"}))]}
     if c.embedder is not None:

@@ -7,8 +7,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from retrieval.router.classifier import QUERY_TYPES
+from retrieval.router.recipes import GraphConfig, RouterConfig
 from retrieval.service import retrieve
 from schemas import RetrieveRequest
+
+# every answer with the graph's related layer (opt-in when served): its facts must not hold a deleted user either
+WITH_RELATED = RouterConfig(graph=GraphConfig(types=list(QUERY_TYPES)))
 
 
 def _msg(chat: str, i: int, sender: str, name: str, minutes: float, text: str, **kw) -> dict:
@@ -111,8 +116,8 @@ async def check_retrieval(clients, case: Case, modes=("routed", "hybrid")) -> No
     for mode in modes:
         for query in (*case.queries, case.kept_query):
             req = RetrieveRequest(chat_id=case.chat, query=query, k=10, mode=mode)
-            resp = await retrieve(clients.store, clients.embedder, req, llm=clients.llm,
-                                  graph=clients.graph)  # fmt: skip
+            resp = await retrieve(clients.store, clients.embedder, req, llm=clients.llm, graph=clients.graph,
+                                  router=WITH_RELATED)  # fmt: skip
             for item in resp.items:
                 check_item(item, case)
             assert not contains_canary(resp.context, case), (mode, query, resp.context)

@@ -105,10 +105,13 @@ def test_the_setting_turns_it_on_where_questions_are_served(monkeypatch):
     from memstream.clients import served_router
     from memstream.settings import Settings
 
-    assert Settings().retrieval.supersession == "auto" and served_router("auto") is None  # the default router
+    assert Settings().retrieval.supersession == "auto" and served_router(Settings().retrieval) is None  # the default
     assert RouterConfig().supersession.model == "auto"
     monkeypatch.setenv("MEMSTREAM_RETRIEVAL__SUPERSESSION", "off")
-    assert served_router(Settings().retrieval.supersession).supersession.model == "off"
+    assert served_router(Settings().retrieval).supersession.model == "off"
+    assert served_router(Settings().retrieval).graph.types == []  # the graph's related layer stays opt-in
+    monkeypatch.setenv("MEMSTREAM_RETRIEVAL__RELATED_LAYER", '["multi_hop"]')
+    assert served_router(Settings().retrieval).graph.types == ["multi_hop"]
 
 
 def _vec_model() -> SupersedeModel:
