@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from retrieval.router.classifier import QueryType
+
 __all__ = ["LLMConfig", "RetrievalConfig"]
 
 
@@ -43,4 +45,4 @@ class RetrievalConfig(BaseModel):
     # query types whose answer gets the graph's "related" layer (one-hop facts of the answer's entities,
     # retrieval.graph_expand), e.g. ["multi_hop"]; none by default: on LoCoMo it added tokens and took budget
     # from the direct items without finding evidence they missed (docs/BENCHMARKS.md, LoCoMo)
-    related_layer: list[str] = Field(default_factory=list)
+    related_layer: list[QueryType] = Field(default_factory=list)

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+from pydantic import ValidationError
+
 from retrieval.router.abstain_calib import Component
 from retrieval.router.recipes import RouterConfig
 from retrieval.router.supersede import (
@@ -112,6 +115,9 @@ def test_the_setting_turns_it_on_where_questions_are_served(monkeypatch):
     assert served_router(Settings().retrieval).graph.types == []  # the graph's related layer stays opt-in
     monkeypatch.setenv("MEMSTREAM_RETRIEVAL__RELATED_LAYER", '["multi_hop"]')
     assert served_router(Settings().retrieval).graph.types == ["multi_hop"]
+    monkeypatch.setenv("MEMSTREAM_RETRIEVAL__RELATED_LAYER", '["multihop"]')  # no such query type: refused
+    with pytest.raises(ValidationError, match="multi_hop"):
+        Settings()
 
 
 def _vec_model() -> SupersedeModel:
