@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from retrieval.router.classifier import QueryType
+from schemas.query_types import QueryType
 
 __all__ = ["LLMConfig", "RetrievalConfig"]
 

@@ -13,18 +13,13 @@ from __future__ import annotations
 import math
 import re
 from datetime import UTC, datetime
-from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from language.text import text_cache
 from retrieval.router.timeparse import parse_time
-
-QueryType = Literal["factual_extraction", "temporal_reasoning", "knowledge_update", "multi_hop", "abstention"]
-QUERY_TYPES: tuple[QueryType, ...] = (
-    "factual_extraction", "temporal_reasoning", "knowledge_update", "multi_hop", "abstention",
-)  # fmt: skip
+from schemas.query_types import QUERY_TYPES, QueryType
 
 
 class ClassifierConfig(BaseModel):
