@@ -336,10 +336,10 @@ def served_router(cfg: RetrievalConfig):
 def _router(supersession: str, related: tuple[str, ...]):
     from retrieval.router.recipes import GraphConfig, RouterConfig, SupersessionConfig
 
-    default = RouterConfig()
-    if supersession == default.supersession.model and list(related) == default.graph.types:
+    chosen = SupersessionConfig(model=supersession), GraphConfig(types=list(related))
+    if chosen == (SupersessionConfig(), GraphConfig()):
         return None
-    return RouterConfig(supersession=SupersessionConfig(model=supersession), graph=GraphConfig(types=list(related)))
+    return RouterConfig(supersession=chosen[0], graph=chosen[1])
 
 
 class DeletionPending(Busy):

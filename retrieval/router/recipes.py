@@ -149,7 +149,7 @@ class GraphConfig(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     enabled: bool = True  # only has an effect when a graph store is passed in
-    types: list[str] = Field(default_factory=list)  # query types that get a related layer (RetrievalConfig.related_layer)
+    types: list[QueryType] = Field(default_factory=list)  # query types that get a related layer (RetrievalConfig.related_layer)
     below_confidence: float = 0.0  # ...and any query whose direct layer is less confident than this
     max_facts: int = 3
     token_share: float = 0.15  # of the request's token budget
