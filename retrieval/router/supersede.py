@@ -34,6 +34,7 @@ from language.extract.plan_moves import moves_plan
 from language.extract.slots import states_replacement
 from language.extract.text import is_question
 from language.lazy_re import lazy
+from language.stem import stem
 from language.text import extract_keywords, is_cjk_text, text_cache
 from retrieval.router.abstain_calib import Component
 from retrieval.router.currency import PREVIOUSLY
@@ -66,10 +67,22 @@ def _read(text: str) -> dict[str, Any]:
     return dict(_reading(text))
 
 
+# the stems of the words that say *that* something changed, not *what*: two lines sharing only "changed" or
+# "now" are not about one thing ("Change: Nina does the slides" and "dinner time changed to 8pm")
+_CHANGE_WORDS = frozenset(stem(w) for w in ("change", "update", "switch", "move", "instead", "now", "anymore",
+                                             "actually", "correction", "new", "mind"))
+
+
+def _words(text: str) -> frozenset[str]:
+    """The text's content keywords as stems: a changed value is often told in another form of the same word
+    ("running" -> "not running anymore", "leaving at 9" -> "we leave at 8:30"); Chinese words as they are."""
+    return frozenset(k for k in map(stem, extract_keywords(text)) if k not in _CHANGE_WORDS)
+
+
 @text_cache(1 << 13)
 def _reading(text: str) -> tuple[tuple[str, Any], ...]:
     """What an item's text says, once per text (a chat's questions find many of the same items)."""
-    return (("words", frozenset(extract_keywords(text))), ("question", is_question(text.strip())),
+    return (("words", _words(text)), ("question", is_question(text.strip())),
             ("change", states_replacement(text) or moves_plan(text)), ("now", _NOW.search(text) is not None))
 
 
@@ -90,7 +103,7 @@ class Item:
     kind: str
     ts: datetime
     topic_id: str | None
-    words: frozenset[str]  # content keywords (language.text.extract_keywords)
+    words: frozenset[str]  # content keywords (language.text.extract_keywords), stemmed
     question: bool  # a question, not a statement
     change: bool  # says something changed, moved or was corrected (the rule cues, read as a feature only)
     now: bool  # says what holds from now on ("now", "these days", "现在", "不再")
@@ -180,9 +193,9 @@ class Frame:
     @classmethod
     def of(cls, items: Sequence[Item], question: str, names: Sequence[str] = (), update: float = 0.0) -> Frame:
         cos = [x.cosine for x in items if x.cosine] or [0.0]
-        return cls(question_words=frozenset(extract_keywords(question)),
+        return cls(question_words=_words(question),
                    # our rewrite's "others" is read like a name: two facts of one group shared it and were paired
-                   names=frozenset(w for n in names for w in extract_keywords(n)) | OUR_WORDS, past=asks_past(question),
+                   names=frozenset(w for n in (*names, *OUR_WORDS) for w in _words(n)), past=asks_past(question),
                    top_fused=max((x.fused for x in items), default=0.0) or 1.0,
                    top_bm25=max((x.bm25 for x in items), default=0.0) or 1.0, cos_low=min(cos), cos_high=max(cos),
                    update=update, pairs=pair_cosines(items))  # fmt: skip
