@@ -76,7 +76,7 @@ async def source_messages(store, chat_id: str, cands: Sequence[Cand]) -> tuple[d
     """What the candidates' source messages tell supersession, by doc id: the text of the one message a memory
     record (a fact, a task; not a turn, summary or Q&A pair) was drawn from, and when the newest source was
     said. A summary is stamped when its topic closed, which may be after a correction of the line it retells
-    ("leaving at 9" summarised at 11:02, "make it 8:30" said at 11:00); what it states was said at its sources."""
+    ("we set off at 7" summarised at 11:02, "7:45 instead" said at 11:00); what it states was said at its sources."""
     wanted = list(dict.fromkeys(m for c in cands for m in c.doc.source_message_ids))
     if not wanted or store is None:
         return {}, {}

@@ -75,7 +75,7 @@ _CHANGE_WORDS = frozenset(stem(w) for w in ("change", "update", "switch", "move"
 
 def _words(text: str) -> frozenset[str]:
     """The text's content keywords as stems: a changed value is often told in another form of the same word
-    ("running" -> "not running anymore", "leaving at 9" -> "we leave at 8:30"); Chinese words as they are."""
+    ("swims" -> "quit swimming", "leaving the depot at 7" -> "let's leave at 7:45"); Chinese words as they are."""
     return frozenset(k for k in map(stem, extract_keywords(text)) if k not in _CHANGE_WORDS)
 
 
