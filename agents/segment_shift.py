@@ -38,6 +38,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.reply_linker import LinkMsg
+from language.text import extract_keywords
 
 if TYPE_CHECKING:
     from agents.segment_state import ChatPool
@@ -46,12 +47,14 @@ __all__ = [
     "SHIFT_FEATURES",
     "STATS",
     "ShiftWeights",
+    "carries_no_topic",
     "closing_cue",
     "default_shift_weights",
     "dyad_features",
     "is_dyadic",
     "logistic",
     "new_topic_cue",
+    "reaction_cue",
     "reference",
     "shift_features",
     "shift_logit",
@@ -101,6 +104,35 @@ _CLOSING_RE = re.compile(
     r"谢谢|不客气|没问题|再见|没有了|就这些|还有(什么|别的)|知道了|明白了|好的$|好吧$|行$",
     re.I,
 )
+
+
+# reactions and acknowledgements that open a turn: the turn answers the one before it ("ok, I'll bring water",
+# "好，我带点水"), whatever else it says
+_REACTION_RE = re.compile(
+    r"^(?:(?:yes|yeah|yep|yup|ok|okay|sure|oh|ah|aha|ha(?:ha)+|lol|cool|nice|great|awesome|right|true|wow|"
+    r"i see|got it|sounds (?:good|great|fun)|agreed|exactly|same|me too|really|hmm+|alright|fine|of course|"
+    r"definitely|indeed|no way|thanks?|thank you|you'?re welcome|no problem|bye|goodbye|that'?s (?:great|nice|cool|awesome|good|too bad|sad|funny|interesting|true))\b|"
+    r"好(?![久多像])|行|嗯|哦|噢|啊|对(?!了)|是的|可以|没问题|收到|明白|知道了|哈哈|那|也行|真的|不错|确实|没事|太好了|谢谢|不客气|再见)",
+    re.I,
+)
+
+
+def reaction_cue(text: str) -> bool:
+    """The turn opens by reacting to the previous one (an acknowledgement, an agreement, "oh nice", "好的")."""
+    return _REACTION_RE.match(re.sub(r"^[\W_]+", "", text.strip())) is not None
+
+
+def carries_no_topic(text: str) -> bool:
+    """The turn only reacts to the one before it: it has no content word, or it opens with an acknowledgement
+    and has at most one ("ok", "好的", "多少钱？", "好，我去看看", "那我周末去拿"), and no marker of a new
+    subject. Such a turn continues the topic it answers; it cannot open one, whatever its vector says (a
+    two-character "好的" sits far from every content line, so its similarities alone read as a shift).
+    Content words are the retrieval's (:func:`language.text.extract_keywords`), which leave out generic ones
+    ("多少钱", "really") that the join score's own keywords keep."""
+    if new_topic_cue(text):
+        return False
+    words = extract_keywords(text)
+    return not words or (len(words) <= 1 and reaction_cue(text))
 
 
 def new_topic_cue(text: str) -> bool:

@@ -25,6 +25,7 @@ from agents.config import SegmenterConfig
 from agents.segment_link import link_msg, read_links, remember
 from agents.segment_revise import next_look, revise_p, revise_row
 from agents.segment_shift import (
+    carries_no_topic,
     closing_cue,
     default_shift_weights,
     dyad_features,
@@ -101,7 +102,7 @@ def step(
     threshold = effective_threshold(pool, f, cfg) + cfg.w_link_self * links.p_self * (not f.revision)
     replied = pool.msg_topic.get(msg.reply_to) if msg.reply_to else None
     explicit = next((x for x in scored if x[1].topic_id == replied), None)
-    dyad = None if explicit is not None or logit is None else _dyadic(pool, logit, cfg)
+    dyad = None if explicit is not None or logit is None else _dyadic(pool, logit, cfg, msg.text)
     if dyad is not None:  # a two-person chat: the shift model decides between the previous turn's topic and a new one
         choice = None if dyad[0] else next(x for x in scored if x[1] is dyad[1])
     else:  # an explicit reply has priority (design doc 3.2.1)
@@ -161,13 +162,15 @@ def _shift_reading(
     return x, shift_logit(x, default_shift_weights(cfg.shift_weights))
 
 
-def _dyadic(pool: ChatPool, logit: float, cfg: SegmenterConfig) -> tuple[bool, ActiveTopic] | None:
-    """Does the turn shift topic (its log-odds against the model's threshold), and the active topic of the
-    previous turn it would otherwise continue. None: that topic is closed; the join score decides."""
+def _dyadic(pool: ChatPool, logit: float, cfg: SegmenterConfig, text: str) -> tuple[bool, ActiveTopic] | None:
+    """Does the turn shift topic (its log-odds against the model's threshold; a turn that only reacts never
+    does), and the active topic of the previous turn it would otherwise continue. None: that topic is
+    closed; the join score decides."""
     previous = pool.topic(pool.msg_topic.get(pool.window[-1].message_id, ""))
     if previous is None:
         return None
-    return logistic(logit) >= default_shift_weights(cfg.shift_weights).threshold, previous
+    shift = logistic(logit) >= default_shift_weights(cfg.shift_weights).threshold
+    return shift and not carries_no_topic(text), previous
 
 
 def _revise(pool: ChatPool, msg: ChatMessage, lm, f: Features, pending: PendingShift, logit: float,

@@ -8,15 +8,18 @@ import numpy as np
 
 from agents.config import SegmenterConfig
 from agents.reply_linker import LinkMsg, text_cues
+from agents.segment_link import link_msg
 from agents.segment_shift import (
     SHIFT_FEATURES,
+    carries_no_topic,
     default_shift_weights,
+    dyad_features,
     is_dyadic,
     shift_features,
     shift_p,
     skip_features,
 )
-from agents.segment_signals import keywords
+from agents.segment_signals import features, keywords
 from agents.segmenter import ChatPool, step
 from schemas import ChatMessage, TopicEventKind
 
@@ -137,3 +140,42 @@ def test_in_a_dialogue_the_centroid_cosine_merges_nothing():
         merges += [e for e in events if e.kind == TopicEventKind.MERGED]
         opened += sum(e.kind == TopicEventKind.OPENED for e in events)
     assert opened == 2 and merges == [] and len(pool.topics) == 2
+
+
+def test_a_turn_that_only_reacts_carries_no_topic_in_either_language():
+    for text in ("ok", "haha", "sure, will do", "thanks!", "好的", "嗯嗯", "多少钱？", "好，我去问问", "行，那就这样"):
+        assert carries_no_topic(text), text
+    # a marker of a new subject, or a reaction followed by a subject of its own, may still open one
+    for text in ("ok, one more thing", "ok cool. do you play any instruments? I started the cello in March",
+                 "好的。另外我想问一下发票怎么开", "对了，你上次说的搬家定了吗", "我们下周二去爬山吧"):
+        assert not carries_no_topic(text), text
+
+
+def _steps(turns: list[tuple[str, str]], vectors: list[np.ndarray]) -> list[str]:
+    """Each turn's topic once the chat is read (a merge moves the merged topic's turns into the one it joined)."""
+    pool, out = ChatPool(chat_id="d"), []
+    for m, v in zip(chat(turns), vectors, strict=True):
+        pool, events = step(pool, m, v, SegmenterConfig())
+        for e in events:
+            if e.kind == TopicEventKind.MERGED:
+                out = [e.topic_id if t in e.related_topic_ids else t for t in out]
+        out.append(next(e for e in events if e.kind in (TopicEventKind.OPENED, TopicEventKind.EXTENDED)).topic_id)
+    return out
+
+
+def test_the_segmenter_never_opens_a_topic_on_a_turn_that_only_reacts():
+    rng = np.random.default_rng(7)
+    near = [v / np.linalg.norm(v) for v in (np.eye(16)[0] + 0.1 * rng.standard_normal(16) for _ in range(4))]
+    far = np.eye(16)[5]  # far from every earlier turn: its similarities alone read as a shift
+    talk = [("A", "我的宽带这两天老是掉线"), ("B", "您好，我帮您查一下线路"), ("A", "晚上九点以后特别明显"),
+            ("B", "查到您那边的光猫需要重启，我这边远程帮您操作了")]  # fmt: skip
+    pool, cfg = ChatPool(chat_id="d"), SegmenterConfig()
+    for m, v in zip(chat(talk), near, strict=True):
+        pool, _ = step(pool, m, v, cfg)
+    ok = chat([*talk, ("A", "好的")])[-1]
+    x = dyad_features(pool, link_msg(ok, features(ok, far, pool, cfg)), far, ok.text)
+    assert shift_p(x, default_shift_weights()) >= default_shift_weights().threshold  # the model alone would shift
+    answered = _steps([*talk, ("A", "好的")], [*near, far])
+    assert len(set(answered)) == 1
+    asked = _steps([*talk, ("A", "我还想把手机套餐换成流量多一点的")], [*near, far])
+    assert asked[-1] != asked[-2]  # the same vector with a subject of its own does shift
