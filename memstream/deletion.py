@@ -202,7 +202,8 @@ async def delete_data(
     _erase_freed(clients)
     restated = await _restated(clients, chat_id, gone.record_texts, stated_again) if user is not None else set()
     checked = [*said, *(t for t in gone.record_texts if t not in restated)]
-    report.byte_remnants = len(await checked_erasure(clients, checked, vacuum_all=resumed))
+    report.byte_remnants = len(await checked_erasure(clients, checked, vacuum_all=resumed,
+                                                     removed=(chat_id, user, ids)))
     step("scrubbed")
     if file_log is not None:  # the WAL holds only the completion (no deleted byte): emptied too
         await file_log.complete_deletion(chat_id, user or "*", at, datetime.now(UTC).isoformat())

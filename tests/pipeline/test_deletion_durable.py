@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 from memstream.api import create_app
 from memstream.clients import DeletionPending, build_clients, pending_in, retrieve_as_served
 from memstream.deletion import STEPS, deletion_id
-from memstream.erasure_check import checked_erasure, needles, remnant_files
+from memstream.erasure_check import checked_erasure, needles, remnant_files, said_by_others
 from memstream.ops import delete_report, finish_deletions, ingest
 from memstream.settings import Settings
 from schemas import RetrieveRequest
@@ -311,3 +311,32 @@ def test_the_api_answers_503_with_retry_after_while_a_deletion_is_pending(tmp_pa
         assert body["state"] == "done"
         got = client.post("/v1/retrieve", json={"chat_id": "attic", "query": "what is the ladder code?"})
         assert got.status_code == 200 and "5521" not in got.text
+
+
+async def test_a_line_someone_who_stays_also_said_is_no_remnant_but_a_kept_copy_of_the_deleted_one_is(
+    tmp_path, caplog
+):
+    """Two members post the same announcement; one is deleted. The other's copy stays in the files: it is
+    hers, not a remnant, and no warning buries real remnants under it. A deleted row left behind in the store
+    still counts."""
+    same = "The bike shed code changes to 5521 on Monday, pass it on please"
+    rows = [{"chat_id": "club", "message_id": f"c{i}", "sender": s, "sender_name": s.title(),
+             "ts": f"2024-05-0{i + 1}T10:00:00+00:00", "text": t, "chat_type": "group"}
+            for i, (s, t) in enumerate([("ana", same), ("bo", "thanks, noted"), ("cy", same),
+                                        ("ana", "Ana's own note: my locker is number 212 by the stairs")])]  # fmt: skip
+    data_dir = tmp_path / "d"
+    clients = await build_clients(Settings(data_dir=data_dir, embedder="none"), embedder=None)
+    try:
+        await ingest(clients, write_jsonl(tmp_path / "club.jsonl", rows))
+        with caplog.at_level("INFO", logger="memstream.deletion"):
+            report = await delete_report(clients, "club", "ana")
+        assert report.byte_remnants == 0
+        assert not [r for r in caplog.records if r.levelname == "WARNING" and "still in the bytes" in r.message]
+        assert remnant_files(data_dir, needles([same]))  # cy's copy stays
+        assert not remnant_files(data_dir, needles(["Ana's own note: my locker is number 212 by the stairs"]))
+        store = clients.store.db
+        [found] = needles([same])
+        assert said_by_others([store], [found], ("club", "ana", {"c0"})) == [True]  # cy says it
+        assert said_by_others([store], [found], ("club", "cy", {"c2"})) == [False]  # only the deleted row says it
+    finally:
+        await clients.close()
