@@ -81,9 +81,11 @@ def _summary_sources(result: DistillResult) -> list[str]:
     items: list[tuple[set[str], list[str]]] = [
         (set(tokenize(f.text)), f.source_message_ids[:1]) for f in result.facts
     ]
-    items += [
-        (set(tokenize(f"{q.question} {q.answer}")), list(q.source_message_ids)) for q in result.qa_pairs
-    ]
+    for q in result.qa_pairs:  # each side stands for its own message: a summary that quotes the question
+        # does not show the answer, and claiming its message would hide the answer's own items behind it
+        ask, answer = (q.source_message_ids[:1], q.source_message_ids[1:]) if len(q.source_message_ids) == 2 \
+            else (list(q.source_message_ids), list(q.source_message_ids))
+        items += [(set(tokenize(q.question)), ask), (set(tokenize(q.answer)), answer)]
     items += [(set(tokenize(t.text)), list(t.source_message_ids)) for t in result.tasks]
     ids: list[str] = []
     for sentence in split_sentences(result.summary):

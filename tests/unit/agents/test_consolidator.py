@@ -21,6 +21,7 @@ from schemas import (
     MemoryDecision,
     MemoryKind,
     MemoryRecord,
+    QAPair,
     stable_id,
 )
 
@@ -283,3 +284,22 @@ def test_newer_summary_of_the_same_topic_updates() -> None:
     summary = next(c for c in candidates_from_result(result) if c.kind == MemoryKind.SUMMARY)
     d = decide(summary, [(old, 0.6)], RULES, "ev")
     assert d.op == DecisionOp.UPDATE and d.target_memory_id == "mem-sum"
+
+
+def test_a_summary_quoting_a_question_claims_the_question_not_its_answer() -> None:
+    """A summary sentence that quotes the question of a Q&A pair shows nothing of the answer: it claims the
+    question's message only, so the answer's own items are not hidden behind the summary."""
+    result = distill_extractive(
+        _job([("Mia", "The pottery class moves from Tuesday to Wednesday, sorry! Does that still work for you?"),
+              ("Ravi", "Wednesday works, but only after six since my shift ends late.")]),
+        DistillerConfig(),
+    )
+    qa = QAPair(question="Mia: Does that still work for you?", answer="Ravi: Wednesday works, but only after six",
+                source_message_ids=["t1-m0", "t1-m1"])  # fmt: skip
+    asked = result.model_copy(update={"facts": [], "tasks": [], "qa_pairs": [qa],
+                                      "summary": "Mia: Does that still work for you?"})  # fmt: skip
+    summary = next(c for c in candidates_from_result(asked) if c.kind == MemoryKind.SUMMARY)
+    assert summary.source_message_ids == ["t1-m0"]
+    answered = asked.model_copy(update={"summary": "Ravi: Wednesday works, but only after six."})
+    summary = next(c for c in candidates_from_result(answered) if c.kind == MemoryKind.SUMMARY)
+    assert summary.source_message_ids == ["t1-m1"]
