@@ -94,23 +94,41 @@ Removed = tuple[str, str | None, Collection[str]]  # the chat, the deleted sende
 
 def said_by_others(dbs: Iterable[sqlite3.Connection], texts: Sequence[Sequence[Sequence[bytes]]],
                    removed: Removed) -> list[bool]:  # fmt: skip
-    """Per text (:func:`needles`): whether a stored chat message outside ``removed`` still holds it (the
-    ``messages`` table of a SQLite store; a deleted message left in it is never counted)."""
+    """Per text (:func:`needles`): whether something that stays still holds it: a stored chat message outside
+    ``removed``, or a memory record drawn from none of its messages (the same line in another chat, a fact
+    another member's identical line gave). Read from a SQLite store's ``messages`` and ``memories``; a deleted
+    message or a record of one left in them is never counted."""
     chat, user, ids = removed
     out = [False] * len(texts)
+
+    def seen(payload: bytes) -> None:
+        for i, text in enumerate(texts):
+            out[i] = out[i] or holds(payload, text)
+
     for db in dict.fromkeys(dbs):
-        has = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'messages'").fetchone()
-        if not has:
-            continue
-        rows = db.execute("SELECT chat_id, message_id, sender, CAST(payload AS BLOB) FROM messages")
-        for chat_id, message_id, sender, payload in rows:
-            if chat_id == chat and (user is None or sender == user or message_id in ids):
-                continue
-            for i, text in enumerate(texts):
-                out[i] = out[i] or holds(payload, text)
-            if all(out):
-                return out
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "messages" in tables:
+            for chat_id, message_id, sender, payload in db.execute(
+                    "SELECT chat_id, message_id, sender, CAST(payload AS BLOB) FROM messages"):  # fmt: skip
+                if not (chat_id == chat and (user is None or sender == user or message_id in ids)):
+                    seen(payload)
+        if "memories" in tables:
+            for chat_id, record in db.execute("SELECT chat_id, CAST(record AS BLOB) FROM memories"):
+                if chat_id == chat and (user is None or _drawn_from(record, ids)):
+                    continue
+                seen(record)
+        if all(out):
+            break
     return out
+
+
+def _drawn_from(record: bytes, ids: Collection[str]) -> bool:
+    """Whether a stored memory record (JSON) was drawn from any of the message ids (unreadable: assumed so)."""
+    try:
+        sources = json.loads(record).get("source_message_ids") or []
+    except (ValueError, AttributeError):
+        return True
+    return any(m in ids for m in sources)
 
 
 def _vacuum(path: Path, open_dbs: dict[Path, sqlite3.Connection]) -> None:

@@ -340,3 +340,19 @@ async def test_a_line_someone_who_stays_also_said_is_no_remnant_but_a_kept_copy_
         assert said_by_others([store], [found], ("club", "cy", {"c2"})) == [False]  # only the deleted row says it
     finally:
         await clients.close()
+
+
+def test_a_record_another_chat_or_member_keeps_explains_a_copy_and_one_drawn_from_the_deleted_does_not():
+    from backends.sqlite.schema import SCHEMA
+
+    fact = "Noor's bike got a flat tyre on the canal path this morning"
+    db = sqlite3.connect(":memory:")
+    db.executescript(SCHEMA)
+    rows = [("m-1", "chat-a", ["a3"]), ("m-2", "chat-b", ["b7"])]  # chat-a's from the deleted message, chat-b's not
+    db.executemany("INSERT INTO memories (memory_id, chat_id, valid_from, version, record) VALUES (?, ?, ?, 1, ?)",
+                   [(mid, chat, AT, json.dumps({"text": fact, "source_message_ids": src})) for mid, chat, src in rows])  # fmt: skip
+    [found] = needles([fact])
+    assert said_by_others([db], [found], ("chat-a", "noor", {"a3"})) == [True]  # chat-b's record stays
+    db.execute("DELETE FROM memories WHERE chat_id = 'chat-b'")
+    assert said_by_others([db], [found], ("chat-a", "noor", {"a3"})) == [False]  # a remnant of the deleted one
+    assert said_by_others([db], [found], ("chat-a", None, set())) == [False]  # the whole chat went
