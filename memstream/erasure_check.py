@@ -6,8 +6,8 @@ free space can still keep an old copy of a cell that a page rebalance moved, and
 every file of the data dir for the deleted texts (as UTF-8 and as JSON escapes, the two ways they are
 stored), ``VACUUM``s each SQLite file that still holds one (rewriting it whole, free space included) and
 scans again. What is still found is reported (and logged as a warning), never silently left, unless a
-message that stays says the same text (another member's identical line, a bot's repeated reply): that copy
-is someone else's, and counting it would bury a real remnant under expected ones.
+message or memory record that stays holds the same text (another member's identical line, the same fact in
+another chat): that copy is someone else's, and counting it would bury a real remnant under expected ones.
 """
 
 from __future__ import annotations
@@ -52,10 +52,13 @@ def holds(data: bytes, text: Sequence[Sequence[bytes]]) -> bool:
 
 def remnant_files(data_dir: Path, texts: Sequence[Sequence[Sequence[bytes]]]) -> dict[Path, int]:
     """Files under ``data_dir`` holding a copy of any of the texts (path -> how many texts)."""
+    return _holding(sorted(p for p in Path(data_dir).rglob("*") if p.is_file()), texts) if texts else {}
+
+
+def _holding(paths: Iterable[Path], texts: Sequence[Sequence[Sequence[bytes]]]) -> dict[Path, int]:
+    """Those of ``paths`` holding any of the texts (path -> how many texts); an unreadable file is skipped."""
     hits: dict[Path, int] = {}
-    if not texts:
-        return hits
-    for path in sorted(p for p in Path(data_dir).rglob("*") if p.is_file()):
+    for path in paths:
         try:
             data = path.read_bytes()
         except OSError:
@@ -155,8 +158,8 @@ async def checked_erasure(clients: Any, texts: Iterable[str], *, vacuum_all: boo
     """Scan the data dir for ``texts``; vacuum every SQLite file holding one and scan again. ``vacuum_all``:
     vacuum every SQLite file of the data dir first (finishing a deletion a killed process began: what it had
     already removed left no text to look for, but may have left bytes in free space). ``removed``: what was
-    deleted (chat, sender, message ids); a text a message outside it still says is someone else's copy and
-    not looked for after the vacuum. Returns the files that still hold any other (logged as a warning)."""
+    deleted (chat, sender, message ids); a text that something outside it still holds (:func:`said_by_others`)
+    is someone else's copy and not counted. Returns the files that still hold any other (logged as a warning)."""
     data_dir = Path(clients.settings.data_dir)
     if not data_dir.exists():
         return []
@@ -175,8 +178,8 @@ async def checked_erasure(clients: Any, texts: Iterable[str], *, vacuum_all: boo
         others = await asyncio.to_thread(said_by_others, open_dbs.values(), found, removed)
         own = [t for t, said in zip(found, others, strict=True) if not said]
         if len(own) < len(found):
-            log.info("%d deleted text(s) are still said by messages that stay", len(found) - len(own))
-        left = list(await asyncio.to_thread(remnant_files, data_dir, own)) if own else []
+            log.info("%d deleted text(s) are still held by messages or records that stay", len(found) - len(own))
+        left = list(await asyncio.to_thread(_holding, left, own)) if own else []  # only these can hold one
     if left:
         log.warning("a deleted text is still in the bytes of %s after vacuum%s", ", ".join(str(p) for p in left),
                     "" if removed is not None else " (another message may say the same)")
