@@ -15,7 +15,7 @@ from language.time.dates import find_dates
 from language.time.weekdays import WD, WD_ABBR, WD_SHORT
 from retrieval.router.scoring import time_mention_spans
 
-__all__ = ["asked_kind", "states_kind", "time_spans"]
+__all__ = ["Kind", "asked_kind", "states_kind", "time_spans"]
 
 Kind = Literal["quantity", "time", "clock", "weekday"]
 _REF = datetime(2000, 1, 1, tzinfo=UTC)  # where a date is said is all that is read, not which day it is

@@ -15,6 +15,7 @@ from language.time.windows import widen
 from retrieval.protocols import Embedder, MemoryFilter, MemoryStore
 from retrieval.query_vectors import upcoming
 from retrieval.router import compound, multihop, multiround, profiles
+from retrieval.router.answer_type import asked_kind
 from retrieval.router.asker import asker_name, has_first_person, in_third_person
 from retrieval.router.candidates import Cand, Pool, SearchSpec, bm25_ahead, embed_specs, run_specs, yield_gil
 from retrieval.router.classifier import Classification, PrototypeIndex, skeleton
@@ -153,6 +154,8 @@ def build_context(run: Run, qa: QueryAnalysis, cands: list[Cand], recipe: Strate
     ctx.events = [(qa.time.events[int(lab[5:])], c) for lab, c in best.items() if lab.startswith("event")]
     ctx.sub_best = [c for lab, c in best.items() if lab.startswith("sub")]
     ctx.k = run.req.k
+    ctx.question = run.req.query
+    ctx.asked_kind = asked_kind(run.req.query)
     return ctx
 
 

@@ -43,6 +43,9 @@ class StrategyRecipe(BaseModel):
     w_length: float = 0.0  # per 50 tokens of item text: prefer the item that says it in fewer tokens
     w_time_mention: float = 0.0  # an item that states a time (a date, "last week") for a "when" question
     w_window: float = 0.3  # inside the question's time window (padded)
+    # an item stating a value of the kind the question asks for (a time, a weekday, a clock time, a quantity:
+    # ``answer_type``): "which evening … now?" is answered by "wednesdays from now on", which shares no word with it
+    w_asked_kind: float = 0.0
     window_pad_before_days: float = 3.0
     window_pad_after_days: float = 45.0  # chats mention an event days or weeks after it happened
     filtered_search: bool = False  # an extra search restricted to the time window
@@ -67,7 +70,7 @@ class StrategyRecipe(BaseModel):
 
 # a dated question ("What did Anna cook on 3 March?") gets the window-filtered search whatever its
 # type: the search fires only when the question names a time window, so a misrouted temporal question loses less
-FACTUAL = StrategyRecipe(name="factual_extraction", filtered_search=True)
+FACTUAL = StrategyRecipe(name="factual_extraction", filtered_search=True, w_asked_kind=0.6)
 TEMPORAL = StrategyRecipe(
     name="temporal_reasoning",
     w_time_mention=0.3,
@@ -78,11 +81,12 @@ TEMPORAL = StrategyRecipe(
 KNOWLEDGE_UPDATE = StrategyRecipe(
     name="knowledge_update",
     supersession=True,
+    w_asked_kind=0.6,
     w_newer=0.35,
     rescore=RescoreWeights(recency=0.15, recency_half_life_days=60.0),
 )
 MULTI_HOP = StrategyRecipe(name="multi_hop", subqueries=True, aggregate=True, candidates_factor=8, second_hop=False,
-                           w_other_person=0.2, w_focal=0.15, profiles=True)  # fmt: skip
+                           w_other_person=0.2, w_focal=0.15, profiles=True, w_asked_kind=0.6)  # fmt: skip
 ABSTENTION = StrategyRecipe(name="abstention")
 # what "without factual extraction" falls back to: the uniform hybrid top-K (no rerank, no expansion)
 PLAIN = StrategyRecipe(name="uniform", candidates_factor=4, expand_morphology=False, w_coverage=0.0, w_window=0.0,

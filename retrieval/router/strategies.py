@@ -7,6 +7,10 @@
   replaced value annotated;
 - multi-hop: + sub-query and feedback-round candidates, and set/count aggregate lines.
 
+The factual, knowledge-update and multi-hop rankers lift an item that states a value of the kind the question
+asks for (a quantity, a time, a weekday, a clock time: ``answer_type``), whatever words it shares with it; the
+temporal ranker has its own lift for lines that state a time.
+
 Abstention is not a ranker: its check runs after whichever ranking was chosen (``abstain.py``).
 """
 
@@ -18,6 +22,7 @@ from datetime import datetime
 
 from language.text import count_tokens, text_cache
 from language.time.windows import TimeWindow
+from retrieval.router.answer_type import Kind, states_kind
 from retrieval.router.candidates import Cand
 from retrieval.router.multihop import person_focus
 from retrieval.router.query import QueryAnalysis
@@ -26,6 +31,9 @@ from retrieval.router.scoring import age_days, coverage, in_window, memory_score
 
 # pure over the text: the same candidates come back question after question (a regex scan of each, each time)
 _mentions_time = text_cache(1 << 14)(mentions_time)
+
+# per (text, kind, question): one question reads each candidate once per strategy it is ranked by
+_states_kind = text_cache(1 << 14)(states_kind)
 
 
 @dataclass
@@ -45,6 +53,8 @@ class Context:
     access_counts: dict[str, int] = field(default_factory=dict)
     mean_tokens: float = 0.0  # mean item length among the candidates
     k: int = 10
+    asked_kind: Kind | None = None  # the kind of value the question asks for (answer_type.asked_kind)
+    question: str = ""
     sub_best: list[Cand] = field(
         default_factory=list
     )  # the best item of each sub-query (one per named entity...)
@@ -68,6 +78,8 @@ def base_score(c: Cand, ctx: Context, r: StrategyRecipe) -> float:
     s = c.fused + r.w_coverage * cov - r.w_length * length / 50.0
     if ctx.window is not None and in_window(c.doc.ts, ctx.window):
         s += r.w_window
+    if r.w_asked_kind and ctx.asked_kind and _states_kind(c.doc.text, ctx.asked_kind, ctx.question):
+        s += r.w_asked_kind
     return memory_score(
         s,
         r.rescore,

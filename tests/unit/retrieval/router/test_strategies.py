@@ -293,3 +293,38 @@ async def test_a_newer_line_sharing_only_a_weak_word_is_no_newer_value(chat, sto
         got = await retrieve_routed(store, None, RetrieveRequest(chat_id="c1", query=query, k=3,
                                                                  now=T0 + timedelta(days=d + 21)))
         assert got.items[0].source_message_ids == [new], (zh, [it.text for it in got.items])
+
+
+# ---- the asked kind: the line that states a value of the kind asked ------------------------------------
+
+
+async def _bins(chat, *, zh: bool) -> str:
+    lines = (["物业说垃圾桶每周四收", "这栋楼的垃圾桶太臭了，垃圾桶得洗洗", "垃圾桶又满了，垃圾桶该倒了"] if zh else
+             ["council says the bins go out on thursdays", "the bins in this building stink, someone should hose the bins",
+              "bins are overflowing again, the bins need emptying"])  # fmt: skip
+    ids = [await chat.say(s, text, days=d, name=s.capitalize()) for s, text, d in zip(("ana", "ben", "ana"), lines, (0, 5, 9), strict=True)]
+    return ids[0]
+
+
+def _without_kind(cfg: RouterConfig) -> RouterConfig:
+    return cfg.model_copy(update={"recipes": {n: r.model_copy(update={"w_asked_kind": 0.0}) for n, r in cfg.recipes.items()}})
+
+
+async def test_the_line_stating_a_value_of_the_asked_kind_comes_first(store, chat):
+    """The complaints say "bins" twice, the answer once: by keywords a complaint leads; the one line that names
+    a day of the week answers a question about which weekday."""
+    day = await _bins(chat, zh=False)
+    query = "On which weekday are the bins collected?"
+    plain = await retrieve_routed(store, None, req(query), cfg=_without_kind(RouterConfig()))
+    assert plain.items[0].source_message_ids != [day]
+    routed = await retrieve_routed(store, None, req(query))
+    assert routed.items[0].source_message_ids == [day]
+
+
+async def test_the_asked_kind_in_chinese(store, chat):
+    day = await _bins(chat, zh=True)
+    query = "垃圾桶星期几收？"
+    plain = await retrieve_routed(store, None, req(query), cfg=_without_kind(RouterConfig()))
+    assert plain.items[0].source_message_ids != [day]
+    routed = await retrieve_routed(store, None, req(query))
+    assert routed.items[0].source_message_ids == [day]
