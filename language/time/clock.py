@@ -1,4 +1,4 @@
-"""Clock times said in a sentence: ``3pm``, ``5:30 pm``, ``at 14:30``, ``noon``, ``下午三点``, ``三点半``, ``十点一刻``.
+"""Clock times said in a sentence: ``3pm``, ``5:30 pm``, ``at 14:30``, ``at 7 from next week``, ``7 o'clock``, ``noon``, ``下午三点``, ``三点半``, ``十点一刻``.
 
 Without an explicit a.m./p.m. the part of the day said nearby decides (``tonight at 7``, ``明晚…七点`` ->
 19:00); with none, a bare 1–6 o'clock is in the afternoon (``三点开会``, ``at 3:30`` -> 15:00, ``3:30``), 7–12
@@ -27,7 +27,9 @@ class Clock:
 _EN = lazy(
     r"\b(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ap>am|pm|a\.m\.|p\.m\.)(?![a-z])"
     r"|\b(?P<h2>\d{1,2}):(?P<m2>\d{2})\b"
-    r"|\bat (?P<h3>\d{1,2})(?: o'clock)?(?=\s*(?:$|[.,!?;]|tonight|tomorrow|today|this\b|on\b|in the\b|next\b))"
+    r"|\bat (?P<h3>\d{1,2})(?: o'clock)?(?=\s*(?:$|[.,!?;)]|tonight|tomorrow|today|this\b|on\b|in the\b|next\b|from\b"
+    r"|instead\b|then\b|sharp\b|every\b|each\b|again\b|now\b))"
+    r"|\b(?P<h4>\d{1,2}) o'clock\b"
     r"|\b(?P<noon>noon|midday|midnight)\b",
     re.I,
 )
@@ -81,7 +83,7 @@ def _hour(hour: int, period: str | None) -> int:
 def _en_clock(m: re.Match[str], sentence: str) -> time | None:
     if m.group("noon"):
         return time(0, 0) if m.group("noon").lower() == "midnight" else time(12, 0)
-    hour = int(m.group("h") or m.group("h2") or m.group("h3"))
+    hour = int(m.group("h") or m.group("h2") or m.group("h3") or m.group("h4"))
     minute = int(m.group("m") or m.group("m2") or 0)
     ap = (m.group("ap") or "").lower().replace(".", "")
     if ap:

@@ -9,11 +9,13 @@ Items stating an earlier value are kept in view below the current ones, marked s
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from functools import cache
 
 from language.text import extract_keywords, has_cjk, tokenize
 from retrieval.protocols import Doc, MemoryFilter, MemoryStore, SearchQuery
+from retrieval.router.answer_type import asked_kind, states_kind
 from retrieval.router.candidates import Cand
 from retrieval.router.currency import Succession, doc_from_record
 from retrieval.router.slot_query import (
@@ -134,6 +136,18 @@ async def _turn(store: MemoryStore, chat_id: str, m: ChatMessage) -> Cand | None
     return None if hit is None else Cand(doc=hit.doc, scores=dict(hit.scores), found_by=["revision"])
 
 
+def _later_texts(head: Statement, top: list[tuple[Cand, float]], stale: set[str]) -> Iterator[str]:
+    """The texts of the later, live items among ``top`` that are neither the head again (a summary quoting
+    it) nor say its value."""
+    quoted = set(head.doc.source_message_ids)
+    for c, _ in top:
+        if c.doc.ts <= head.doc.ts or c.doc_id in stale or c.doc_id == head.doc.doc_id:
+            continue
+        if set(c.doc.source_message_ids) & quoted or any(v in c.doc.text.casefold() for v in head.values):
+            continue
+        yield c.doc.text
+
+
 def _newer_time_said(head: Statement, top: list[tuple[Cand, float]], stale: set[str], query: str) -> bool:
     """A later, live item among the question's top ones speaks of the thing asked, in the question's words: with
     a clock time or a date ("leaving 5pm instead of 6 so we beat traffic?" - "ok 5pm it is", after "we leave at
@@ -141,18 +155,19 @@ def _newer_time_said(head: Statement, top: list[tuple[Cand, float]], stale: set[
     is pushed to next friday"). The head is then not known to be the latest statement of the time, and a
     stale value labelled latest is worse than none."""
     words = _words(query) - _time_words()
-    if not words:
-        return False
-    quoted = set(head.doc.source_message_ids)
-    for c, _ in top:
-        if c.doc.ts <= head.doc.ts or c.doc_id in stale or c.doc_id == head.doc.doc_id:
-            continue
-        text = c.doc.text
-        if set(c.doc.source_message_ids) & quoted or any(v in text.casefold() for v in head.values):
-            continue  # the head itself again (a summary quoting it), or its value
-        if len(words & _words(text)) >= _SHARE * len(words):
-            return True
-    return False
+    return bool(words) and any(len(words & _words(t)) >= _SHARE * len(words) for t in _later_texts(head, top, stale))
+
+
+_NEXT_TO = 3  # the ranks where a later statement of the asked kind competes with the head (further down: other news)
+
+
+def _newer_kind_said(head: Statement, top: list[tuple[Cand, float]], stale: set[str], query: str) -> bool:
+    """A later, live item among the question's first few states another value of the kind the question asks for
+    (``answer_type``: "bad news, that slot is gone too. we're on thursdays at 7 from next week" after "mondays
+    8pm at the cage", asked "What time is it these days?"), in words that never name the asked thing. Whether
+    it is a new time of the same thing cannot be told; what is known is that the head may not be the latest."""
+    kind = asked_kind(query)
+    return kind is not None and any(states_kind(t, kind, query) for t in _later_texts(head, top, stale))
 
 
 def _words(text: str) -> set[str]:
@@ -197,7 +212,8 @@ async def slot_answers(
         docs = [c.doc for c, _ in scored if c.doc_id not in stale_now]
         docs += [doc_from_record(r) for r in found if r.memory_id not in by_id]
         attr, head, older = _recency(sq, query, [*records, *succ.records.values()], docs, participants, live)
-    if head is not None and attr == "when" and _newer_time_said(head, scored[: max(k, 10)], stale_now, query):
+    if head is not None and attr == "when" and (_newer_time_said(head, scored[: max(k, 10)], stale_now, query)
+                                                or _newer_kind_said(head, scored[:_NEXT_TO], stale_now, query)):
         head, older = None, []  # a later line names a time for it in words the slot reading missed
     if head is not None and attr == "when":
         head, older, revision = await _revised(store, chat_id, head, older, by_id)

