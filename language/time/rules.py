@@ -347,11 +347,35 @@ def _tail(kind: str, m: re.Match[str], ctx: Context) -> Resolved | None:
     return None
 
 
+# a weekday that recurs, said with words the rules' own look-behinds ("every ", "每") do not reach: "every other
+# monday", "the first saturday of each month", "每个月第一个周六", "隔周三"; a habit, not a date
+_EN_RECURS_BEFORE = lazy(r"(?i)\b(?:every|each|alternate)\s+(?:other|second|third|\w+ly)?\s*$"
+                         r"|\b(?:every|each)\s+(?:first|second|third|fourth|last)\s+$")
+_EN_RECURS_AFTER = lazy(r"(?i)^s?\s+(?:of|in)\s+(?:each|every|the)\s+month\b")
+_ZH_RECURS_BEFORE = lazy(r"(?:每|隔|每隔)[一两二三四五六七八九十\d个]*(?:月|周|星期|礼拜)?的?(?:第[一二三四五\d]个?|最后一个)?$|隔$")
+_WEEKDAY_KINDS = ("bare_weekday", "zh_bare_weekday")
+
+
+def recurs(kind: str, m: re.Match[str], ctx: Context) -> bool:
+    """A weekday that names a schedule, not a day (``_EN_RECURS_BEFORE`` and the rest)."""
+    after = ctx.sentence[m.end() : m.end() + 24]
+    if kind == "weekday":  # "the last friday of every month"
+        return _EN_RECURS_AFTER.match(after) is not None
+    if kind not in _WEEKDAY_KINDS:
+        return False
+    before = ctx.sentence[max(0, m.start() - 24) : m.start()]
+    if ctx.cjk:
+        return _ZH_RECURS_BEFORE.search(before) is not None
+    return _EN_RECURS_BEFORE.search(before) is not None or _EN_RECURS_AFTER.match(after) is not None
+
+
 def resolve(kind: str, m: re.Match[str], ctx: Context) -> Resolved | None:
     """The date ``m`` (matched by a rule of ``kind``) stands for; None when it is not one here.
 
     May raise ``ValueError``/``OverflowError`` for dates outside years 1..9999 (the caller drops those).
     """
+    if recurs(kind, m, ctx):
+        return None
     if kind[0] == "d" and kind[1] in "+-":
         return Resolved(ctx.ref + timedelta(days=int(kind[1:])), "day")
     if kind in ("iso", "md", "month_year", "year"):

@@ -46,3 +46,24 @@ def test_a_plans_weekday_is_never_before_the_message(text, at, expected):
 )
 def test_a_weekday_goes_back_when_the_sentence_says_it_is_past(text, at, expected):
     assert _days(text, at)[0] == expected
+
+
+@pytest.mark.parametrize("text", [
+    "the swap shop is on the first saturday of each month",
+    "bins go out every other monday",
+    "choir meets every second tuesday",
+    "pay day is the last friday of every month",
+    "换物会改成每个月第一个周六",
+    "隔周三开例会",
+    "读书会定在每月最后一个周五",
+])  # fmt: skip
+def test_a_weekday_that_recurs_is_a_habit_not_a_date(text):
+    assert _days(text, WED_END_OF_MONTH) == []
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("see you saturday then", date(2027, 7, 3)),
+    ("下个月第一个周末回家，周六到", date(2027, 7, 3)),
+])  # fmt: skip
+def test_a_weekday_beside_such_words_still_is_a_date(text, expected):
+    assert expected in _days(text, WED_END_OF_MONTH)
