@@ -212,14 +212,15 @@ async def slot_answers(
         docs = [c.doc for c, _ in scored if c.doc_id not in stale_now]
         docs += [doc_from_record(r) for r in found if r.memory_id not in by_id]
         attr, head, older = _recency(sq, query, [*records, *succ.records.values()], docs, participants, live)
-    if head is not None and attr == "when" and (_newer_time_said(head, scored[: max(k, 10)], stale_now, query)
-                                                or _newer_kind_said(head, scored[:_NEXT_TO], stale_now, query)):
+    if head is not None and attr == "when" and _newer_time_said(head, scored[: max(k, 10)], stale_now, query):
         head, older = None, []  # a later line names a time for it in words the slot reading missed
     if head is not None and attr == "when":
         head, older, revision = await _revised(store, chat_id, head, older, by_id)
         if revision is not None and revision.doc_id not in by_id:
             by_id[revision.doc_id] = revision
             scored.append((revision, 0.0))
+        elif head is not None and revision is None and _newer_kind_said(head, scored[:_NEXT_TO], stale_now, query):
+            head, older = None, []  # next to it, a later line states another time, of what it cannot tell
     if not found and head is None:
         return ranking, []
     lead_ids: list[str] = []
