@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from language.lazy_re import lazy
+from language.text import text_cache
 from language.time.clock import find_clocks
 from language.time.dates import find_dates
 from language.time.weekdays import WD, WD_ABBR, WD_SHORT
@@ -78,15 +79,28 @@ def states_kind(text: str, kind: Kind, asked: str = "") -> bool:
     """Whether ``text`` states a value of ``kind`` (a number; a clock time, a date or a day), other than what
     the question ``asked`` itself names: "april book is Piranesi" states no time of "When is the April
     meeting?", "push april to the 8th" does."""
+    said = _values(text, kind, kind == "quantity" and _DURATION.search(asked) is not None)
+    if not asked:
+        return bool(said)
+    named = _named(asked)
+    return any(not words or not words <= named for words in said)  # a Chinese or symbol value always counts
+
+
+@text_cache(1 << 14)
+def _values(text: str, kind: Kind, duration: bool) -> tuple[frozenset[str], ...]:
+    """The words of each value of ``kind`` in ``text``, read once per text (a chat's questions find many of the
+    same items, and ranking reads every candidate): ``duration``, a question about how long or how often,
+    whose days and weeks are quantities too."""
     if kind == "quantity":
-        times = [] if _DURATION.search(asked) else time_spans(text)
+        times = [] if duration else time_spans(text)
         spans = [m.span() for m in _NUMBER.finditer(text) if not any(a <= m.start() < b for a, b in times)]
     elif kind == "weekday":
         spans = [m.span() for m in _WEEKDAY.finditer(text)]
     else:
         spans = [(c.start, c.end) for c in find_clocks(text)] if kind == "clock" else time_spans(text)
-    if not asked:
-        return bool(spans)
-    named = {w.casefold() for w in _WORD.findall(asked)}
-    said = ({w.casefold() for w in _WORD.findall(text[a:b])} for a, b in spans)
-    return any(not words or not words <= named for words in said)  # a Chinese or symbol value always counts
+    return tuple(frozenset(w.casefold() for w in _WORD.findall(text[a:b])) for a, b in spans)
+
+
+@text_cache(1 << 10)
+def _named(asked: str) -> frozenset[str]:
+    return frozenset(w.casefold() for w in _WORD.findall(asked))

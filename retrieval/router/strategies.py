@@ -32,9 +32,6 @@ from retrieval.router.scoring import age_days, coverage, in_window, memory_score
 # pure over the text: the same candidates come back question after question (a regex scan of each, each time)
 _mentions_time = text_cache(1 << 14)(mentions_time)
 
-# per (text, kind, question): one question reads each candidate once per strategy it is ranked by
-_states_kind = text_cache(1 << 14)(states_kind)
-
 
 @dataclass
 class Context:
@@ -78,7 +75,7 @@ def base_score(c: Cand, ctx: Context, r: StrategyRecipe) -> float:
     s = c.fused + r.w_coverage * cov - r.w_length * length / 50.0
     if ctx.window is not None and in_window(c.doc.ts, ctx.window):
         s += r.w_window
-    if r.w_asked_kind and ctx.asked_kind and _states_kind(c.doc.text, ctx.asked_kind, ctx.question):
+    if r.w_asked_kind and ctx.asked_kind and states_kind(c.doc.text, ctx.asked_kind, ctx.question):
         s += r.w_asked_kind
     return memory_score(
         s,
