@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, time
 from typing import NamedTuple
 
 from language.time.words import WEEKDAYS, DateMention
@@ -34,6 +34,7 @@ class Context:
     found: list[DateMention]  # mentions resolved by earlier rules (anchors for weekdays, days, months)
     week_of: date | None = None  # a day of the week the conversation just named ("下周三…" before "周四可以")
     yearless_ref: date | None = None  # what a date said without its year is read against (default ``ref``)
+    at: time | None = None  # the message's local time of day
 
     @property
     def calendar(self) -> date:

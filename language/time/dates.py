@@ -88,7 +88,8 @@ def find_dates(
         return []
     found: list[DateMention] = []
     replaced: set[int] = set()
-    ctx = Context(local_time(ref, tz).date(), sentence, cjk, found, week_of, yearless_ref)
+    local = local_time(ref, tz)
+    ctx = Context(local.date(), sentence, cjk, found, week_of, yearless_ref, local.time())
     taken: list[tuple[int, int]] = []
     for pattern, kind in (ZH_RULES if cjk else []) + EN_RULES + ABSOLUTE_RULES + TAIL_RULES:
         for m in pattern.finditer(sentence):

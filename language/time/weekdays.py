@@ -9,7 +9,8 @@ from datetime import date, timedelta
 
 from language.lazy_re import lazy
 from language.time.anchors import Context, Resolved, anchor, week_named_weekday
-from language.time.words import WEEKDAYS, tense_of, week_start
+from language.time.clock import find_clocks
+from language.time.words import WEEKDAYS, clause_of, tense_of, week_start
 
 __all__ = ["TIME_AFTER", "WD", "WD_ABBR", "WD_ANY", "WD_SHORT", "bare_weekday", "en_weekday", "weekday_index"]
 
@@ -64,7 +65,17 @@ def bare_weekday(wd: int, m: re.Match[str], ctx: Context) -> Resolved:
         return Resolved(day, "day")
     if tense == "past":
         return Resolved(ref - timedelta(days=(ref.weekday() - wd) % 7 or 7), "day")
-    return Resolved(ref + timedelta(days=(wd - ref.weekday()) % 7), "day")
+    ahead = (wd - ref.weekday()) % 7 or (7 if _hour_gone(m, ctx) else 0)
+    return Resolved(ref + timedelta(days=ahead), "day")
+
+
+def _hour_gone(m: re.Match[str], ctx: Context) -> bool:
+    """Today's weekday said with a clock time its message is already past ("能不能挪到周日上午十点？" said on a
+    Sunday evening, "saturday at 9am then" on a Saturday afternoon): the next one."""
+    if ctx.at is None:
+        return False
+    a, b = clause_of(ctx.sentence, m.start(), m.end())
+    return any(c.at < ctx.at for c in find_clocks(ctx.sentence[a:b]))
 
 
 def en_weekday(which: str, wd: int, m: re.Match[str], ctx: Context) -> date:

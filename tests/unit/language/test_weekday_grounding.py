@@ -67,3 +67,16 @@ def test_a_weekday_that_recurs_is_a_habit_not_a_date(text):
 ])  # fmt: skip
 def test_a_weekday_beside_such_words_still_is_a_date(text, expected):
     assert expected in _days(text, WED_END_OF_MONTH)
+
+
+SUN_EVENING_END_OF_YEAR = datetime(2028, 12, 31, 20, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("能不能挪到周日上午十点？", date(2029, 1, 7)),  # ten this morning is gone: next Sunday
+    ("can we push it to sunday 10am?", date(2029, 1, 7)),
+    ("周日晚上九点见", date(2028, 12, 31)),  # nine tonight is still ahead
+    ("sunday 9pm works", date(2028, 12, 31)),
+])  # fmt: skip
+def test_todays_weekday_at_an_hour_already_gone_is_next_week(text, expected):
+    assert _days(text, SUN_EVENING_END_OF_YEAR)[0] == expected
