@@ -14,7 +14,7 @@ import re
 from language.lazy_re import lazy
 from language.text import has_cjk
 
-__all__ = ["corrected_span", "corrected_value", "is_correction"]
+__all__ = ["corrected_span", "corrected_value", "denied_values", "is_correction"]
 
 # ", not Y" closes a correction when Y is a value, not a hedge ("…, not sure", "…, not yet", "not bad")
 _EN_HEDGE = frozenset(
@@ -67,3 +67,24 @@ def corrected_value(sentence: str) -> str:
 def is_correction(sentence: str) -> bool:
     """The sentence corrects something said before: it names the old value or says it is a correction."""
     return bool(corrected_value(sentence)) or (_ZH_CUE if has_cjk(sentence) else _EN_CUE).search(sentence) is not None
+
+
+# what a line says is not (or no longer) so, in any of its clauses: "it's the 29th not the 26th", "Delft, not
+# Rotterdam", "wednesday instead of thursday", "不是周五了", "而不是周三"; the words right after the cue
+_DENIED = lazy(r"(?i)\b(?:not|instead of|rather than|no longer|scratch|forget)\s+(?:the |a |an |on |at |in |to |from |by )?"
+               r"(?P<en>[\w:'£$€.,-]+(?: [\w:'£$€.-]+)?)|(?:不是|而不是|不在|不去|不用|取消了?|别)(?P<zh>[^，。！？,.!?\s]{1,8})")
+# an English word that names a value: a digit, a capital, a day's or month's name ("not sure" names none)
+_VALUE = lazy(r"\d|^[A-Z]|^(?i:(?:mon|tues|wednes|thurs|fri|satur|sun)day|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*$)")
+
+
+def denied_values(sentence: str) -> list[str]:
+    """The values ``sentence`` says are not so, wherever it says it (a broader reading than
+    :func:`corrected_value`, which needs the shape of a whole correction): in English the words after a
+    negation that name a value, in Chinese the span after it."""
+    out: list[str] = []
+    for m in _DENIED.finditer(sentence):
+        if m["zh"]:
+            out.append(m["zh"])
+        else:
+            out += [w for w in m["en"].replace(",", " ").split() if _VALUE.search(w)]
+    return out

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from language.extract.corrections import denied_values
 from language.extract.person import OUR_WORDS
 from language.extract.plan_moves import moves_plan
 from language.extract.slots import states_replacement
@@ -49,7 +50,7 @@ FORMAT = 1
 FEATURES = ("shared_words", "shared_beyond_question", "cos_old", "cos_new", "fused_old", "fused_new", "rank_old", "rank_new",
             "new_is_question", "old_is_question", "log_days", "same_topic", "log_chars_new", "new_turn", "new_fact",
             "new_summary", "new_qa", "asks_past", "bm25_new", "bm25_old", "new_says_change", "new_says_now",
-            "old_says_change", "asks_update", "pair_cos", "pair_nearest", "same_speaker")
+            "old_says_change", "asks_update", "pair_cos", "pair_nearest", "same_speaker", "new_negates_old")
 
 _NOW = lazy(r"(?i)\b(?:now|these days|from now on|nowadays|currently|anymore|any more|no longer)\b|现在|目前|以后|今后|从此|不再")
 _PAST = lazy(
@@ -83,7 +84,8 @@ def _words(text: str) -> frozenset[str]:
 def _reading(text: str) -> tuple[tuple[str, Any], ...]:
     """What an item's text says, once per text (a chat's questions find many of the same items)."""
     return (("words", _words(text)), ("question", is_question(text.strip())),
-            ("change", states_replacement(text) or moves_plan(text)), ("now", _NOW.search(text) is not None))
+            ("change", states_replacement(text) or moves_plan(text)), ("now", _NOW.search(text) is not None),
+            ("negated", _words(" ".join(denied_values(text)))))
 
 
 def _read_with(text: str, message: str) -> dict[str, Any]:
@@ -107,6 +109,7 @@ class Item:
     question: bool  # a question, not a statement
     change: bool  # says something changed, moved or was corrected (the rule cues, read as a feature only)
     now: bool  # says what holds from now on ("now", "these days", "现在", "不再")
+    negated: frozenset[str] = frozenset()  # the words of what it says is not so ("the 29th not the 26th": 26th)
     cosine: float = 0.0
     bm25: float = 0.0
     fused: float = 0.0
@@ -233,6 +236,7 @@ def pair_features(items: Sequence[Item], old: int, new: int, frame: Frame) -> di
         "new_says_change": float(b.change), "new_says_now": float(b.now), "old_says_change": float(a.change),
         "asks_update": frame.update, "pair_cos": pair, "pair_nearest": nearest,
         "same_speaker": float(a.speaker is not None and a.speaker == b.speaker),
+        "new_negates_old": float(bool(b.negated & wa)),
     }  # fmt: skip
 
 

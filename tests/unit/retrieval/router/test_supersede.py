@@ -259,3 +259,17 @@ def test_a_summary_of_several_messages_is_not_paired_by_its_blended_vector():
     assert related(feats) and related(feats, summary(("m1",)))  # one message: its own vector
     assert not related(feats, summary(("m1", "m2")))
     assert related({**feats, "shared_words": 0.5}, summary(("m1", "m2")))  # a shared word still pairs them
+
+
+@pytest.mark.parametrize(("old", "new", "negates"), [
+    ("the launch party is on the 26th", "correction, it's the 29th not the 26th, the venue needs more time", True),
+    ("Priya moved to Rotterdam", "it's Delft, not Rotterdam, she told me twice", True),
+    ("pottery class is on thursday evenings", "wednesday instead of thursday from now on", True),
+    ("陶艺课定在周五晚上", "不是周五了，改到下周二", True),
+    ("the gym opens at 6 on saturdays", "nah it's 7 on saturdays, not sure about sundays", False),  # no value denied
+    ("the launch party is on the 26th", "not the 3rd, the 5th, for the dentist", False),  # another value denied
+])  # fmt: skip
+def test_a_newer_line_that_denies_the_older_value_is_read_as_such(old, new, negates):
+    items = [_item(0, old, 0, 0.6), _item(1, new, 5, 0.5)]
+    feats = pair_features(items, 0, 1, Frame.of(items, "When is it now?"))
+    assert feats["new_negates_old"] == float(negates)
