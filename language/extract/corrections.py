@@ -84,7 +84,7 @@ def denied_values(sentence: str) -> list[str]:
     out: list[str] = []
     for m in _DENIED.finditer(sentence):
         if m["zh"]:
-            out.append(m["zh"])
+            out.append(m["zh"].rstrip("了啦呢吧的"))
         else:
             out += [w for w in m["en"].replace(",", " ").split() if _VALUE.search(w)]
     return out

@@ -3,8 +3,10 @@ change, never a retraction that leaves no successor."""
 
 from __future__ import annotations
 
+import pytest
+
 from agents.consolidator import decide
-from language.extract.corrections import corrected_value, is_correction
+from language.extract.corrections import corrected_value, denied_values, is_correction
 from language.extract.event_slots import all_slots
 from language.extract.slots import is_retraction
 from schemas import DecisionOp
@@ -76,3 +78,15 @@ def test_giving_up_a_task_while_asking_for_help_retracts_it():
     assert decide(other, [(old, 0.6)], RULES, "ev-1").op != DecisionOp.DELETE  # another matter
     zh = _facts([("阿梅", "野餐的水果我不带了，谁能带一下？")])
     assert any(f.negated and "水果" in f.text for f in zh)  # the change is kept, the question is not a fact
+
+
+@pytest.mark.parametrize(("sentence", "denied"), [
+    ("correction, it's the 29th not the 26th, the venue needs more time", ["26th"]),
+    ("we do wednesdays instead of Thursdays now", ["Thursdays"]),
+    ("the dentist is no longer on Monday", ["Monday"]),
+    ("不是周五了，改到下周二", ["周五"]),
+    ("not sure about sundays, maybe", []),  # a hedge names no value
+    ("I'm not going anymore", []),
+])  # fmt: skip
+def test_the_values_a_line_says_are_not_so(sentence, denied):
+    assert denied_values(sentence) == denied
