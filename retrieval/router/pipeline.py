@@ -154,8 +154,7 @@ def build_context(run: Run, qa: QueryAnalysis, cands: list[Cand], recipe: Strate
     ctx.events = [(qa.time.events[int(lab[5:])], c) for lab, c in best.items() if lab.startswith("event")]
     ctx.sub_best = [c for lab, c in best.items() if lab.startswith("sub")]
     ctx.k = run.req.k
-    ctx.question = run.req.query
-    ctx.asked_kind = asked_kind(run.req.query)
+    ctx.asked_kind = asked_kind(qa.text)
     return ctx
 
 

@@ -51,7 +51,6 @@ class Context:
     mean_tokens: float = 0.0  # mean item length among the candidates
     k: int = 10
     asked_kind: Kind | None = None  # the kind of value the question asks for (answer_type.asked_kind)
-    question: str = ""
     sub_best: list[Cand] = field(
         default_factory=list
     )  # the best item of each sub-query (one per named entity...)
@@ -75,7 +74,7 @@ def base_score(c: Cand, ctx: Context, r: StrategyRecipe) -> float:
     s = c.fused + r.w_coverage * cov - r.w_length * length / 50.0
     if ctx.window is not None and in_window(c.doc.ts, ctx.window):
         s += r.w_window
-    if r.w_asked_kind and ctx.asked_kind and states_kind(c.doc.text, ctx.asked_kind, ctx.question):
+    if r.w_asked_kind and ctx.asked_kind and states_kind(c.doc.text, ctx.asked_kind, ctx.analysis.text):
         s += r.w_asked_kind
     return memory_score(
         s,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from backends.sqlite.store import SQLiteStore
 from retrieval.router.classifier import oracle
 from retrieval.router.pipeline import retrieve_routed
@@ -310,20 +312,11 @@ def _without_kind(cfg: RouterConfig) -> RouterConfig:
     return cfg.model_copy(update={"recipes": {n: r.model_copy(update={"w_asked_kind": 0.0}) for n, r in cfg.recipes.items()}})
 
 
-async def test_the_line_stating_a_value_of_the_asked_kind_comes_first(store, chat):
+@pytest.mark.parametrize(("zh", "query"), [(False, "On which weekday are the bins collected?"), (True, "垃圾桶星期几收？")])
+async def test_the_line_stating_a_value_of_the_asked_kind_comes_first(store, chat, zh, query):
     """The complaints say "bins" twice, the answer once: by keywords a complaint leads; the one line that names
     a day of the week answers a question about which weekday."""
-    day = await _bins(chat, zh=False)
-    query = "On which weekday are the bins collected?"
-    plain = await retrieve_routed(store, None, req(query), cfg=_without_kind(RouterConfig()))
-    assert plain.items[0].source_message_ids != [day]
-    routed = await retrieve_routed(store, None, req(query))
-    assert routed.items[0].source_message_ids == [day]
-
-
-async def test_the_asked_kind_in_chinese(store, chat):
-    day = await _bins(chat, zh=True)
-    query = "垃圾桶星期几收？"
+    day = await _bins(chat, zh=zh)
     plain = await retrieve_routed(store, None, req(query), cfg=_without_kind(RouterConfig()))
     assert plain.items[0].source_message_ids != [day]
     routed = await retrieve_routed(store, None, req(query))
