@@ -227,7 +227,7 @@ _EN_CHOSEN = lazy(
     r"(?i)\b(?:say|said|agreed|decided|settled|chose|picked|voted|went with|confirmed|locked in|fixed)"
     r"(?: (?:on|for|it for|it to|to))?(?: the| this| next)?\s*$"
 )
-_ZH_CHOSEN = lazy(r"(?:定了|说好了?|约好了?|定好了?|说的是|定的是|订的是|确定了?|敲定了?)[^，。！？；]{0,2}$")
+_ZH_CHOSEN = lazy(r"(?:定了|说好了?|约好了?|定好了?|说的是|定的是|订的是|确定了?|敲定了?|[定订约放]在|安排在)[^，。！？；]{0,2}$")
 
 
 # a past act that sets up a day to come: the day it names is ahead, whatever the verb's tense

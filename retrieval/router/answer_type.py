@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Literal
 
+from language.extract.entities import entity_type, find_entities
 from language.lazy_re import lazy
 from language.text import text_cache
 from language.time.clock import find_clocks
@@ -18,7 +19,7 @@ from retrieval.router.scoring import time_mention_spans
 
 __all__ = ["Kind", "asked_kind", "states_kind", "time_spans"]
 
-Kind = Literal["quantity", "time", "clock", "weekday"]
+Kind = Literal["quantity", "time", "clock", "weekday", "place"]
 _REF = datetime(2000, 1, 1, tzinfo=UTC)  # where a date is said is all that is read, not which day it is
 
 _QUANTITY = lazy(r"(?i)\bhow (?:much|many|long|far|old|big|often)\b|\bwhat(?:'s| is| are)? the (?:price|cost|fee|rent|"
@@ -52,6 +53,12 @@ def _ordinal_dates(text: str) -> list[tuple[int, int]]:
     return [(d.start, d.end) for d in find_dates(text, _REF) if _ORDINAL.search(text, d.start, d.end)]
 
 
+# where, or which place or organisation: answered by a named place or organisation (``entities.entity_type``)
+_PLACE_Q = lazy(r"(?i)\bwhere\b|\b(?:which|what) (?:city|town|country|venue|place|office|school|hospital|restaurant|"
+                r"gym|bar|pub|caf[eé]|hotel|company|firm|shop|store|studio|club|campus|neighbou?rhood|area|suburb)\b|"
+                r"哪里|哪儿|在哪|去哪|哪[个家座所间](?:城市|地方|国家|区|学校|医院|店|公司|小区|健身房|餐厅|酒店)?")
+_PLACE_TYPES = ("place", "organisation")
+
 _WORD = lazy(r"[A-Za-z]+|\d+")  # words a question names; Chinese keeps its time words (几号, 周六) apart anyway
 
 
@@ -66,6 +73,8 @@ def asked_kind(question: str) -> Kind | None:
         return "time"
     if _QUANTITY.search(question):
         return "quantity"
+    if _PLACE_Q.search(question):
+        return "place"
     return None
 
 
@@ -82,6 +91,8 @@ def states_kind(text: str, kind: Kind, asked: str = "") -> bool:
     said = _values(text, kind, kind == "quantity" and _DURATION.search(asked) is not None)
     if not asked:
         return bool(said)
+    if kind == "place":  # a place the question names is not its answer ("Which venue is the Montreal show at?")
+        return any(" ".join(sorted(w)) not in asked.casefold() for w in said)
     named = _named(asked)
     return any(not words or not words <= named for words in said)  # a Chinese or symbol value always counts
 
@@ -94,6 +105,9 @@ def _values(text: str, kind: Kind, duration: bool) -> tuple[frozenset[str], ...]
     if kind == "quantity":
         times = [] if duration else time_spans(text)
         spans = [m.span() for m in _NUMBER.finditer(text) if not any(a <= m.start() < b for a, b in times)]
+    elif kind == "place":
+        return tuple(frozenset([name.casefold()]) for name in find_entities(text, frozenset())
+                     if entity_type(name, context=text)[0] in _PLACE_TYPES)
     elif kind == "weekday":
         spans = [m.span() for m in _WEEKDAY.finditer(text)]
     else:

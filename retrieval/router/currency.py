@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from language.extract.slots import states_replacement
 from language.text import tokenize
 from retrieval.protocols import Doc
+from retrieval.router.answer_type import asked_kind, states_kind
 from retrieval.router.candidates import Cand
 from retrieval.router.strategies import Ranking
 from schemas import MemoryKind, MemoryRecord
@@ -155,10 +156,15 @@ def _add_note(notes: dict[str, str], doc_id: str, note: str) -> None:
         notes[doc_id] = f"{old}; {note}"
 
 
-def apply_currency(ranking: Ranking, succ: Succession, fetched: Mapping[str, Cand], k: int) -> Ranking:
-    """Stale items below their current version (brought in from ``fetched`` when missing), annotated."""
+def apply_currency(ranking: Ranking, succ: Succession, fetched: Mapping[str, Cand], k: int,
+                   question: str = "") -> Ranking:
+    """Stale items below their current version (brought in from ``fetched`` when missing), annotated. A change
+    of another attribute leaves a statement current for the ``question``: a version that states no value of the
+    kind asked (``answer_type``) did not replace the older one's ("聚会推迟到七点" after "聚会在望京的海底捞，周六六点",
+    asked where)."""
     if succ.empty:
         return ranking
+    kind = asked_kind(question) if question else None
     scores = {c.doc_id: s for c, s in ranking.scored}
     cands = {c.doc_id: c for c, _ in ranking.scored}
     notes = dict(ranking.notes)
@@ -190,6 +196,8 @@ def apply_currency(ranking: Ranking, succ: Succession, fetched: Mapping[str, Can
         if current is None:
             _add_note(notes, doc_id, f"superseded ({_until(old)})")
             continue
+        if kind is not None and states_kind(old.text, kind, question) and not states_kind(current.doc.text, kind, question):
+            continue  # what changed is not what is asked
         if head not in cands:
             cands[head] = current
             scores[head] = scores[doc_id]

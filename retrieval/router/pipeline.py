@@ -131,7 +131,7 @@ async def current_versions(store: MemoryStore, run: Run, succ: Succession, ranki
         record = await store.get_memory(run.req.chat_id, memory_id)
         if record is not None and record.live:
             fetched[memory_id] = Cand(doc=doc_from_record(record), found_by=["currency"])
-    return apply_currency(ranking, succ, fetched, run.req.k)
+    return apply_currency(ranking, succ, fetched, run.req.k, run.req.query)
 
 
 def build_context(run: Run, qa: QueryAnalysis, cands: list[Cand], recipe: StrategyRecipe) -> Context:

@@ -165,11 +165,14 @@ async def other_attribute(store, run: Run, items: Sequence[supersede.Item]) -> s
 
 def no_asked_value(items: Sequence[supersede.Item], question: str) -> set[tuple[str, str]]:
     """``(older, newer)`` doc ids where the older item states a value of the kind the question asks for and the
-    newer one states none (:mod:`retrieval.router.answer_type`)."""
+    newer one states none (:mod:`retrieval.router.answer_type`); asked where, a newer line naming no place blocks
+    only when it states a time ("pushed to 8pm" is no new place; "held in room 210" may be one)."""
     kind = asked_kind(question)
     if kind is None:
         return set()
     has = {x.doc_id: states_kind(x.text, kind, question) for x in items}
+    if kind == "place":  # places are read only where named: a line without one blocks only when it gives a new time
+        has = {x.doc_id: v or not states_kind(x.text, "time", question) for x, v in zip(items, has.values(), strict=True)}
     return {(a.doc_id, b.doc_id) for a in items if has[a.doc_id] for b in items if not has[b.doc_id]}
 
 

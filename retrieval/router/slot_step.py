@@ -183,6 +183,7 @@ def _time_words() -> frozenset[str]:
                               "change changed move moved 现在 时间 几点 哪天 什么时候 改到 改成 开始"))
 
 
+_VALUE_KINDS = ("clock", "quantity", "weekday")  # kinds a slot fact's own value can be read for
 _SHARE = 0.66  # of the question's other words, the share a later line must say to be about the same thing
 
 
@@ -200,6 +201,9 @@ async def slot_answers(
         records += await store.find_memories(
             chat_id, MemoryFilter(kinds=["fact"], attribute=attribute, state="live", limit=500)
         )
+    kind = asked_kind(query)
+    if kind in _VALUE_KINDS:  # a value of another kind answers nothing asked ("What time is lunch?": "sat")
+        records = [r for r in records if not r.value or states_kind(r.value, kind)]
     found = current_values(sq, query, records)[:2]
     scored = list(ranking.scored)
     by_id = {c.doc_id: c for c, _ in scored}

@@ -48,6 +48,9 @@ ZH_CASES = [
     (WED, "我报了周六的陶艺课", "2024-03-09"),
     (WED, "我订了周五的机票", "2024-03-08"),
     (WED, "我周六去爬山了", "2024-03-02"),  # ... but a day something was done is behind
+    # a day an event is set for is ahead, whatever another clause did ("我订了" is the booking, not the dinner)
+    (WED, "外公生日宴定在周六，我订了江南春的包间", "2024-03-09"),
+    (WED, "读书会约在周日下午，书我已经买了", "2024-03-10"),
     # bare weekdays: a plan (or no cue) -> the coming one; past tense -> the previous one
     (FRI, "周六去爬山吧", "2024-03-09"),
     (FRI, "好了，周六去爬山", "2024-03-09"),  # 好了 is no past tense

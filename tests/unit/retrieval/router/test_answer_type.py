@@ -21,7 +21,11 @@ from retrieval.router.answer_type import asked_kind, states_kind
     ("读书会是哪天？", "time"),
     ("瑜伽课现在改到星期几了？", "weekday"),
     ("Which day of the week is bin collection now?", "weekday"),
-    ("Where does Kemal work now?", None),
+    ("Where does Kemal work now?", "place"),
+    ("Which café are we meeting at?", "place"),
+    ("周末聚餐去哪家？", "place"),
+    ("她现在住在哪里？", "place"),
+    ("Who brings the tent?", None),
     ("谁在教物理？", None),
 ])  # fmt: skip
 def test_the_asked_kind(question, kind):
@@ -76,3 +80,14 @@ def test_a_time_is_no_amount_unless_the_question_asks_how_long():
     # a question about how long counts the days and weeks a line names
     assert states_kind("vet says 10 days of rest", "quantity", "How long does the dog need to rest?")
     assert states_kind("要住院3天", "quantity", "要住院几天？")
+
+
+def test_a_place_is_a_named_place_or_organisation_the_question_does_not_name():
+    asked = "Where is the reunion dinner now?"
+    assert states_kind("change of plan, we booked the back room at Osteria Marco in Leith", "place", asked)
+    assert not states_kind("change of plan, dinner is an hour later, same place", "place", asked)
+    assert states_kind("聚餐改到万达广场那家火锅店了", "place", "聚餐现在去哪里？")
+    assert not states_kind("聚餐推迟一个小时，地方不变", "place", "聚餐现在去哪里？")
+    # the city the question names is where, not what, it asks
+    assert not states_kind("see you all in Glasgow", "place", "Which pub in Glasgow are we meeting at?")
+    assert states_kind("see you all in Glasgow", "place", "Where are we meeting?")

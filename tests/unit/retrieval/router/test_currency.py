@@ -118,3 +118,30 @@ def test_an_asking_turn_gives_its_place_to_the_pair_that_answers_it():
     assert answered_questions(kept).scored == kept.scored
     above = Ranking("knowledge_update", [(pair, 3.0), (asked, 2.0)])
     assert answered_questions(above).scored == above.scored
+
+
+def test_a_change_of_another_attribute_leaves_the_statement_current_for_the_question():
+    """A new time of a match (its version states no place) says nothing of where it is played: asked where,
+    the old line stays as it was; asked when, it is superseded."""
+    match = rec("p1", "Bob said the derby is at Riverside Park on Saturday at 3pm", ["m1"], attribute="when",
+                value="Saturday at 3pm", to=T0 + timedelta(days=2), by="p2")  # fmt: skip
+    moved = rec("p2", "Bob said the derby kicks off at 5pm instead", ["m6"], attribute="when", value="5pm", days=2)
+    succ = build_succession([match])
+    said = turn("m1", "derby is at Riverside Park on Saturday at 3pm")
+    ranking = Ranking("factual", [(said, 2.0)])
+    fetched = {"p2": Cand(doc=doc_from_record(moved))}
+    where = apply_currency(ranking, succ, fetched, k=5, question="Where is the derby played?")
+    assert [c.doc_id for c, _ in where.scored] == ["turn:c:m1"] and where.notes == {}
+    when = apply_currency(ranking, succ, fetched, k=5, question="What time does the derby start?")
+    assert [c.doc_id for c, _ in when.scored] == ["p2", "turn:c:m1"]
+    assert when.notes["turn:c:m1"].startswith("superseded")
+    zh = rec("z1", "德比周六下午三点在滨江公园踢", ["n1"], attribute="when", value="周六下午三点",
+             to=T0 + timedelta(days=2), by="z2")  # fmt: skip
+    zh_moved = rec("z2", "德比改到五点开球", ["n6"], attribute="when", value="五点", days=2)
+    zh_rank = Ranking("factual", [(turn("n1", "德比周六下午三点在滨江公园踢"), 2.0)])
+    out = apply_currency(zh_rank, build_succession([zh]), {"z2": Cand(doc=doc_from_record(zh_moved))}, k=5,
+                         question="德比在哪里踢？")  # fmt: skip
+    assert out.notes == {}
+    out = apply_currency(zh_rank, build_succession([zh]), {"z2": Cand(doc=doc_from_record(zh_moved))}, k=5,
+                         question="德比几点开球？")  # fmt: skip
+    assert [c.doc_id for c, _ in out.scored][0] == "z2"
