@@ -22,7 +22,7 @@ from typing import Any
 
 from backends.sqlite.scrub import erase_freed, secure
 
-__all__ = ["checked_erasure", "holds", "needles", "remnant_files", "said_by_others", "sqlite_files"]
+__all__ = ["checked_erasure", "holds", "in_one_row", "needles", "remnant_files", "said_by_others", "sqlite_files"]
 
 log = logging.getLogger("memstream.deletion")
 
@@ -134,20 +134,46 @@ def _drawn_from(record: bytes, ids: Collection[str]) -> bool:
     return any(m in ids for m in sources)
 
 
-def _vacuum(path: Path, open_dbs: dict[Path, sqlite3.Connection]) -> None:
-    """Rewrite ``path`` whole (the database file itself, or the one a ``-wal``/``-shm`` belongs to)."""
+def _vacuum(path: Path, open_dbs: dict[Path, sqlite3.Connection]) -> bool:
+    """Rewrite ``path`` whole (the database file itself, or the one a ``-wal``/``-shm`` belongs to); whether
+    it was."""
     base = path.with_name(path.name.removesuffix("-wal").removesuffix("-shm")).resolve()
     db = open_dbs.get(base)
     own = db is None
     if own:
         if not is_sqlite(base):
-            return
+            return False
         db = secure(sqlite3.connect(base, isolation_level=None, timeout=30))
     try:
         if db.in_transaction:
-            return
+            return False
         db.execute("VACUUM")
         erase_freed(db)
+        return True
+    finally:
+        if own:
+            db.close()
+
+
+def in_one_row(path: Path, texts: Sequence[Sequence[Sequence[bytes]]],
+               open_dbs: dict[Path, sqlite3.Connection]) -> bool:  # fmt: skip
+    """Whether one row of the SQLite file ``path`` holds a whole copy of any of the texts. After ``VACUUM`` a
+    copy can only be in a live row: a text's windows found in different rows are other lines that share its
+    words ("Q: Ivan: Who keeps leaving dishes in the sink A: Mike: not me" and another chat's "Q: Victor: Who
+    keeps …", once Victor's own pair with Mike went)."""
+    db = open_dbs.get(path.resolve())
+    own = db is None
+    if own:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    try:
+        for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+            for row in db.execute(f'SELECT * FROM "{table}"'):
+                data = b"\x00".join(c if isinstance(c, bytes) else str(c).encode() for c in row if c is not None)
+                if any(holds(data, t) for t in texts):
+                    return True
+        return False
+    except sqlite3.DatabaseError:
+        return True  # unreadable as rows: the bytes decide
     finally:
         if own:
             db.close()
@@ -171,15 +197,17 @@ async def checked_erasure(clients: Any, texts: Iterable[str], *, vacuum_all: boo
     if not found:
         return []
     hits = await asyncio.to_thread(remnant_files, data_dir, found)
-    for path in hits:
-        await asyncio.to_thread(_vacuum, path, open_dbs)
+    vacuumed = {path for path in hits if await asyncio.to_thread(_vacuum, path, open_dbs)}
     left = list(await asyncio.to_thread(remnant_files, data_dir, found)) if hits else []
+    own = found
     if left and removed is not None:  # a vacuumed file holds live rows only: this text, or someone's same line
         others = await asyncio.to_thread(said_by_others, open_dbs.values(), found, removed)
         own = [t for t, said in zip(found, others, strict=True) if not said]
         if len(own) < len(found):
             log.info("%d deleted text(s) are still held by messages or records that stay", len(found) - len(own))
         left = list(await asyncio.to_thread(_holding, left, own)) if own else []  # only these can hold one
+    left = [p for p in left if p not in vacuumed or p.name.endswith(("-wal", "-shm"))
+            or await asyncio.to_thread(in_one_row, p, own, open_dbs)]
     if left:
         log.warning("a deleted text is still in the bytes of %s after vacuum%s", ", ".join(str(p) for p in left),
                     "" if removed is not None else " (another message may say the same)")

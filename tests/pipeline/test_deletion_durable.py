@@ -313,6 +313,31 @@ def test_the_api_answers_503_with_retry_after_while_a_deletion_is_pending(tmp_pa
         assert got.status_code == 200 and "5521" not in got.text
 
 
+async def test_a_deleted_texts_words_spread_over_other_rows_are_no_remnant_but_a_whole_copy_is(tmp_path, caplog):
+    """After VACUUM a copy can only be a live row. Other lines of one chat that share a deleted Q&A pair's
+    question and its answer, each a window of it, are no copy of it (no warning that would bury a real one);
+    one row holding it whole is."""
+    data_dir = tmp_path / "d"
+    clients = await build_clients(Settings(data_dir=data_dir, embedder="none"), embedder=None)
+    gone = "Q: Hal: who took the last of the oat milk? A: Rui: not me, I drink it black"
+    try:
+        path = data_dir / "other.db"
+        with sqlite3.connect(path) as con:
+            con.execute("CREATE TABLE t (x TEXT)")
+            con.executemany("INSERT INTO t VALUES (?)", [("Q: Hal: who took the last of the bread? A: Jo: me, sorry",),
+                                                         ("Q: Sam: who took the last of the oat milk? A: Rui: not me, "
+                                                          "I drink it black",)])  # fmt: skip
+        assert remnant_files(data_dir, needles([gone]))  # every window is in the file, in two rows
+        with caplog.at_level("WARNING", logger="memstream.deletion"):
+            assert await checked_erasure(clients, [gone]) == []
+        assert not [r for r in caplog.records if "still in the bytes" in r.message]
+        with sqlite3.connect(path) as con:
+            con.execute("INSERT INTO t VALUES (?)", (f"kept by mistake: {gone}",))
+        assert await checked_erasure(clients, [gone]) == [path]
+    finally:
+        await clients.close()
+
+
 async def test_a_line_someone_who_stays_also_said_is_no_remnant_but_a_kept_copy_of_the_deleted_one_is(
     tmp_path, caplog
 ):
