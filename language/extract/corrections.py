@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from language.lazy_re import lazy
-from language.text import has_cjk
+from language.text import has_cjk, text_cache
 
 __all__ = ["corrected_span", "corrected_value", "denied_values", "is_correction"]
 
@@ -88,3 +88,17 @@ def denied_values(sentence: str) -> list[str]:
         else:
             out += [w for w in m["en"].replace(",", " ").split() if _VALUE.search(w)]
     return out
+
+
+_NUMBER = lazy(r"\d+(?::\d+)?")
+
+
+@text_cache(1 << 13)
+def numbers(text: str) -> frozenset[str]:
+    """The numbers and clock times a line says ("1pm lunch": 1; "at 8:30": 8:30): no keywords, but values."""
+    return frozenset(_NUMBER.findall(text))
+
+
+def denied_numbers(sentence: str) -> frozenset[str]:
+    """The numbers and clock times among :func:`denied_values` ("12:30 instead of 1": 1; "make it 8:30 not 9": 9)."""
+    return frozenset(n for v in denied_values(sentence) for n in _NUMBER.findall(v))

@@ -17,7 +17,7 @@ from language.time.dates import find_dates
 from language.time.weekdays import WD, WD_ABBR, WD_SHORT
 from retrieval.router.scoring import time_mention_spans
 
-__all__ = ["Kind", "asked_kind", "states_kind", "time_spans"]
+__all__ = ["Kind", "asked_kind", "states_kind", "time_spans", "value_kinds"]
 
 Kind = Literal["quantity", "time", "clock", "weekday", "place"]
 _REF = datetime(2000, 1, 1, tzinfo=UTC)  # where a date is said is all that is read, not which day it is
@@ -95,6 +95,17 @@ def states_kind(text: str, kind: Kind, asked: str = "") -> bool:
         return any(" ".join(sorted(w)) not in asked.casefold() for w in said)
     named = _named(asked)
     return any(not words or not words <= named for words in said)  # a Chinese or symbol value always counts
+
+
+_KINDS: tuple[Kind, ...] = ("time", "quantity")
+
+
+@text_cache(1 << 13)
+def value_kinds(text: str) -> frozenset[Kind]:
+    """The kinds of value a line states, a time or an amount (places are read only where named): a new value of
+    one thing is told in the kind of the old ("about 30 so far" / "headcount is now 42"); the supersession
+    model reads whether two lines share one."""
+    return frozenset(k for k in _KINDS if states_kind(text, k))
 
 
 @text_cache(1 << 14)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from language.extract.slots import states_replacement
 from language.text import tokenize
@@ -23,8 +24,11 @@ from retrieval.router.candidates import Cand
 from retrieval.router.strategies import Ranking
 from schemas import MemoryKind, MemoryRecord
 
+if TYPE_CHECKING:  # for the annotations only: supersede is the heavier module
+    from retrieval.router.supersede import Item, Link
+
 __all__ = ["Succession", "apply_currency", "build_succession", "doc_from_record", "heads_to_fetch",
-           "is_current_version", "PREVIOUSLY"]
+           "is_current_version", "notes_for", "PREVIOUSLY"]
 
 RETRACTED = ""
 PREVIOUSLY = "previously: "  # the note on a current version; readers find it (is_current_version)
@@ -212,3 +216,26 @@ def apply_currency(ranking: Ranking, succ: Succession, fetched: Mapping[str, Can
         position.setdefault(doc_id, i)
     scored = sorted(((cands[i], scores[i]) for i in order), key=lambda cs: (-cs[1], position[cs[0].doc_id]))
     return Ranking(ranking.strategy, scored, notes, ranking.lines, ranking.chronological)
+
+
+_CURRENT_NOTE = re.compile(r"(?:^|;\s*)(?:current [^;]*|latest statement[^;]*)")
+
+
+def notes_for(items: Sequence[Item], links: Sequence[Link], notes: dict[str, str]) -> dict[str, str]:
+    """``notes`` with each link written on both items; an item something replaced loses any note calling it
+    current (a stale value labelled current is worse than no label)."""
+    out = dict(notes)
+    by_id = {x.doc_id: x for x in items}
+
+    def add(doc_id: str, note: str) -> None:
+        out[doc_id] = f"{out[doc_id]}; {note}" if out.get(doc_id) else note
+
+    for link in links:
+        old, new = by_id[link.old], by_id[link.new]
+        if out.get(link.old):
+            out[link.old] = _CURRENT_NOTE.sub("", out[link.old]).strip("; ") or ""
+            if not out[link.old]:
+                del out[link.old]
+        add(link.old, f"superseded (said {old.ts:%Y-%m-%d}) by: {new.text[:100]} (said {new.ts:%Y-%m-%d})")
+        add(link.new, f"{PREVIOUSLY}{old.text[:100]} (said {old.ts:%Y-%m-%d})")
+    return out

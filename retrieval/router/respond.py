@@ -19,7 +19,7 @@ from retrieval.router.abstain_parts import EVERYONE, parts_memo, said_by
 from retrieval.router.answer_type import asked_kind, states_kind
 from retrieval.router.asker import has_first_person, own_words_answer
 from retrieval.router.candidates import Cand
-from retrieval.router.currency import is_current_version
+from retrieval.router.currency import is_current_version, notes_for
 from retrieval.router.layers import render_layers
 from retrieval.router.state import Run
 from retrieval.router.strategies import Context, Ranking
@@ -131,7 +131,7 @@ async def newest_statements(store, run: Run, ranking: Ranking, update: float = 0
     head = [(cands[j], s) for j, s in zip(order, scores, strict=True)]
     taken = set(kept)
     rest = [cs for i, cs in enumerate(ranking.scored) if i not in taken]
-    notes = supersede.notes_for(items, links, ranking.notes)
+    notes = notes_for(items, links, ranking.notes)
     return Ranking(ranking.strategy, head + rest, notes, ranking.lines, ranking.chronological)
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from language.extract.corrections import denied_values
+from language.extract.corrections import denied_numbers, denied_values, numbers
 from language.extract.person import OUR_WORDS
 from language.extract.plan_moves import moves_plan
 from language.extract.slots import states_replacement
@@ -38,7 +37,7 @@ from language.lazy_re import lazy
 from language.stem import stem
 from language.text import extract_keywords, is_cjk_text, text_cache
 from retrieval.router.abstain_calib import Component
-from retrieval.router.currency import PREVIOUSLY
+from retrieval.router.answer_type import value_kinds
 
 __all__ = ["FEATURES", "Frame", "Item", "Link", "SupersedeModel", "asks_past", "load_model", "pair_features", "related",
            "only_asks", "restates",
@@ -50,7 +49,8 @@ FORMAT = 1
 FEATURES = ("shared_words", "shared_beyond_question", "cos_old", "cos_new", "fused_old", "fused_new", "rank_old", "rank_new",
             "new_is_question", "old_is_question", "log_days", "same_topic", "log_chars_new", "new_turn", "new_fact",
             "new_summary", "new_qa", "asks_past", "bm25_new", "bm25_old", "new_says_change", "new_says_now",
-            "old_says_change", "asks_update", "pair_cos", "pair_nearest", "same_speaker", "new_negates_old")
+            "old_says_change", "asks_update", "pair_cos", "pair_nearest", "same_speaker", "new_negates_old",
+            "kinds_shared", "kind_apart")
 
 _NOW = lazy(r"(?i)\b(?:now|these days|from now on|nowadays|currently|anymore|any more|no longer)\b|现在|目前|以后|今后|从此|不再")
 _PAST = lazy(
@@ -84,8 +84,7 @@ def _words(text: str) -> frozenset[str]:
 def _reading(text: str) -> tuple[tuple[str, Any], ...]:
     """What an item's text says, once per text (a chat's questions find many of the same items)."""
     return (("words", _words(text)), ("question", is_question(text.strip())),
-            ("change", states_replacement(text) or moves_plan(text)), ("now", _NOW.search(text) is not None),
-            ("negated", _words(" ".join(denied_values(text)))))
+            ("change", states_replacement(text) or moves_plan(text)), ("now", _NOW.search(text) is not None))
 
 
 def _read_with(text: str, message: str) -> dict[str, Any]:
@@ -109,7 +108,6 @@ class Item:
     question: bool  # a question, not a statement
     change: bool  # says something changed, moved or was corrected (the rule cues, read as a feature only)
     now: bool  # says what holds from now on ("now", "these days", "现在", "不再")
-    negated: frozenset[str] = frozenset()  # the words of what it says is not so ("the 29th not the 26th": 26th)
     cosine: float = 0.0
     bm25: float = 0.0
     fused: float = 0.0
@@ -213,11 +211,18 @@ def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / min(len(a), len(b)) if a and b else 0.0
 
 
+@text_cache(1 << 13)
+def _denied(text: str) -> frozenset[str]:
+    """What a line says is not so ("the 29th not the 26th": 26th; "不是六点了": 六点; "12:30 instead of 1": 1)."""
+    return _words(" ".join(denied_values(text))) | denied_numbers(text)
+
+
 def pair_features(items: Sequence[Item], old: int, new: int, frame: Frame) -> dict[str, float]:
     """The features of "``items[new]`` replaced ``items[old]``" (indices in ranking order; ``new`` is newer).
     Words are content keywords without the people's names (every line about Liam shares "Liam")."""
     a, b = items[old], items[new]
     wa, wb = a.words - frame.names, b.words - frame.names
+    ka, kb = value_kinds(a.text), value_kinds(b.text)
     days = max(0.0, (b.ts - a.ts).total_seconds() / 86400)
     row = frame.pairs[old] if frame.pairs is not None and len(frame.pairs) == len(items) else None
     pair = float(row[new]) if row is not None and not math.isnan(row[new]) else 0.0
@@ -236,18 +241,19 @@ def pair_features(items: Sequence[Item], old: int, new: int, frame: Frame) -> di
         "new_says_change": float(b.change), "new_says_now": float(b.now), "old_says_change": float(a.change),
         "asks_update": frame.update, "pair_cos": pair, "pair_nearest": nearest,
         "same_speaker": float(a.speaker is not None and a.speaker == b.speaker),
-        "new_negates_old": float(bool(b.negated & wa)),
+        "new_negates_old": float(bool(_denied(b.text) & (wa | numbers(a.text)))),
+        "kinds_shared": float(bool(ka & kb)), "kind_apart": float(bool(ka | kb) and not ka & kb),
     }  # fmt: skip
 
 
 def related(feats: dict[str, float], new: Item | None = None) -> bool:
     """Only a pair that can be about one thing is weighed: it shares a content word other than the people's
-    names, or the two items' own vectors are unusually close for this question's candidates while the newer
+    names, the newer denies a value the older states ("12:30 instead of 1" after "1pm lunch"), or the two items' own vectors are unusually close for this question's candidates while the newer
     one is among the better answers to it. Without either, the features cannot tell a new value of the same
     thing from any later news (docs/BENCHMARKS.md, memory truth). The vectors speak only for a ``new`` item
     that states one thing: a summary of several messages has the mean of their vectors, close to much that
     none of them says (a meeting point's correction and a remark on coworkers read as a friend's new job)."""
-    if feats["shared_words"] > 0:
+    if feats["shared_words"] > 0 or feats.get("new_negates_old", 0.0) > 0:
         return True
     several = new is not None and new.kind == "summary" and len(new.sources) > 1
     return feats["pair_cos"] >= PAIR_Z and feats["cos_new"] >= 0.5 and not several
@@ -373,26 +379,3 @@ def reorder(items: Sequence[Item], question: str, model: SupersedeModel, *, name
         order.insert(pos, best)
         links.append(Link(items[old].doc_id, items[best].doc_id, round(best_p, 4)))
     return order, links
-
-
-_CURRENT_NOTE = re.compile(r"(?:^|;\s*)(?:current [^;]*|latest statement[^;]*)")
-
-
-def notes_for(items: Sequence[Item], links: Sequence[Link], notes: dict[str, str]) -> dict[str, str]:
-    """``notes`` with each link written on both items; an item something replaced loses any note calling it
-    current (a stale value labelled current is worse than no label)."""
-    out = dict(notes)
-    by_id = {x.doc_id: x for x in items}
-
-    def add(doc_id: str, note: str) -> None:
-        out[doc_id] = f"{out[doc_id]}; {note}" if out.get(doc_id) else note
-
-    for link in links:
-        old, new = by_id[link.old], by_id[link.new]
-        if out.get(link.old):
-            out[link.old] = _CURRENT_NOTE.sub("", out[link.old]).strip("; ") or ""
-            if not out[link.old]:
-                del out[link.old]
-        add(link.old, f"superseded (said {old.ts:%Y-%m-%d}) by: {new.text[:100]} (said {new.ts:%Y-%m-%d})")
-        add(link.new, f"{PREVIOUSLY}{old.text[:100]} (said {old.ts:%Y-%m-%d})")
-    return out

@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from retrieval.router.abstain_calib import Component
+from retrieval.router.currency import notes_for
 from retrieval.router.recipes import RouterConfig
 from retrieval.router.supersede import (
     FEATURES,
@@ -17,7 +18,6 @@ from retrieval.router.supersede import (
     SupersedeModel,
     asks_past,
     load_model,
-    notes_for,
     pair_features,
     related,
     reorder,
@@ -268,8 +268,14 @@ def test_a_summary_of_several_messages_is_not_paired_by_its_blended_vector():
     ("陶艺课定在周五晚上", "不是周五了，改到下周二", True),
     ("the gym opens at 6 on saturdays", "nah it's 7 on saturdays, not sure about sundays", False),  # no value denied
     ("the launch party is on the 26th", "not the 3rd, the 5th, for the dentist", False),  # another value denied
+    # a bare number or clock time is no keyword, and is denied all the same
+    ("room's booked for saturday, 1pm lunch", "can we do 12:30 instead of 1? she tires by mid afternoon", True),
+    ("minibus leaves the clubhouse at 9", "make it 8:30 not 9, kick off is early", True),
+    ("班车九点从公司出发", "改成八点半吧，不是九点", True),
 ])  # fmt: skip
 def test_a_newer_line_that_denies_the_older_value_is_read_as_such(old, new, negates):
     items = [_item(0, old, 0, 0.6), _item(1, new, 5, 0.5)]
     feats = pair_features(items, 0, 1, Frame.of(items, "When is it now?"))
     assert feats["new_negates_old"] == float(negates)
+    if negates:  # naming the old value to deny it is about it, whatever words the two share
+        assert related(feats)
