@@ -30,6 +30,7 @@ from language.extract.slots import SlotMatch
 from language.extract.subject import looks_like_name
 from language.lazy_re import lazy
 from language.text import has_cjk
+from language.time.dates import ZH_DATE_WORD
 
 __all__ = ["EN_TIME", "ZH_TIME", "all_slots", "find_plan_slots", "is_plan_change", "planned_event"]
 
@@ -160,8 +161,10 @@ _STRONG = lazy(
     r"(?i:\b(?:meets|meet|gathers|is held|are held|takes place|take place)\b(?= (?:on|at|every|each|this|next)\b))|"
     r"暂定|定在|定于|计划|安排在|约在"
 )
+# a time the change starts from comes first and is no part of the event ("下周起羽毛球改到每周三": 羽毛球)
 _ZH_SUBJECT = lazy(
-    r"^(?:[^：:]{0,8}[：:])?(?P<ev>[\u4e00-\u9fff]{2,6}?)(?:的时间|时间|日期|的日期)?(?:不是|改|定|暂定|推迟|延期|延后|提前|"
+    r"^(?:[^：:]{0,8}[：:])?(?:从?(?:" + ZH_DATE_WORD.pattern + r")(?:起|开始|以后|之后)[，,]?)?"
+    r"(?P<ev>[\u4e00-\u9fff]{2,6}?)(?:的时间|时间|日期|的日期)?(?:不是|改|定|暂定|推迟|延期|延后|提前|"
     r"挪|调|计划|安排|还是|就在|在|是)"
 )
 _NOT_EVENTS = frozenset(

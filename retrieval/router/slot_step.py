@@ -213,7 +213,8 @@ async def slot_answers(
     live = await _said_at(store, chat_id, found) if found else []  # the facts dated when said, read once
     if asks_current(query, event=sq.person is None):
         stale_now = {i for i, n in notes.items() if n and ("superseded" in n or "retracted" in n)}
-        docs = [c.doc for c, _ in scored if c.doc_id not in stale_now]
+        docs = [c.doc for c, _ in scored if c.doc_id not in stale_now
+                and (kind not in _VALUE_KINDS or states_kind(c.doc.text, kind, query))]  # "打卡 今天…" has no hour
         docs += [doc_from_record(r) for r in found if r.memory_id not in by_id]
         attr, head, older = _recency(sq, query, [*records, *succ.records.values()], docs, participants, live)
     if head is not None and attr == "when" and _newer_time_said(head, scored[: max(k, 10)], stale_now, query):

