@@ -157,6 +157,10 @@ _POSSESSIVE = re.compile(r"['\u2019]s?$")
 _PEOPLE_WORDS = frozenset("i we he she they you".split())
 
 
+# the value's clause is said to someone, before any "I"/"we": "you work at …", "your new job at …"
+_EN_YOU = re.compile(r"(?i)(?:^|[,.;:!?]\s*)(?:(?!\b(?:i|i'm|i've|we|we're|my|our)\b)[^,.;:!?])*\b(?:you|your|you're|you've)\b[^,.;:!?]*$")
+
+
 def _en_person(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotMatch]:
     if _EN_WISH.search(sentence):
         return []
@@ -170,6 +174,8 @@ def _en_person(sentence: str, speaker: str, names: frozenset[str]) -> list[SlotM
     if not values:
         return []
     m = values[-1]
+    if _EN_YOU.search(sentence[: m.start()]):
+        return []  # "Noted: you work at Monzo now" is the other's, if anyone's (a reply states the addressee's)
     value = " ".join(w for w in m.group().split() if w.lower() not in _EN_FILLER) or m.group()
     value = value.rstrip(".'-") or value  # "moved to Oslo." -> Oslo ("St. Louis" keeps its inner dot)
     subject = _en_subject(sentence, m.start(), speaker, names)

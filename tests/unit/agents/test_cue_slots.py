@@ -113,10 +113,19 @@ def test_a_clause_opening_is_not_taken_for_a_name(text):
         "我下个月要搬家了，房东要卖房子",  # a move with no home named: "下个月要搬" is no place
         "那你不是要搬去杭州了",  # the one addressed moves, if anyone does: not the speaker
         "你是不是要去网易上班了",
+        # a bot confirming what it was told speaks of the user: "you", not its own employer or home
+        "Noted: you work at Monzo as a data analyst.",
+        "Congrats, your new flat in Leeds sounds lovely",
+        "好的，已记下：你现在在字节上班",
     ],
 )
 def test_a_time_or_an_addressee_gives_the_speaker_no_home_or_employer(text):
     assert not any(a in ("lives_in", "works_at") and s == "小王" for a, s, _ in slots(text, "小王"))
+
+
+def test_the_speakers_own_home_or_employer_is_theirs_even_beside_a_you():
+    assert ("works_at", "Bob", "Monzo") in slots("I told you I work at Monzo now", "Bob")
+    assert ("lives_in", "Bob", "Leeds") in slots("thank you! I moved to Leeds last week", "Bob")
 
 
 def test_a_chinese_home_or_employer_is_a_noun_phrase():
