@@ -69,9 +69,11 @@ def _read(text: str) -> dict[str, Any]:
 
 
 # the stems of the words that say *that* something changed, not *what*: two lines sharing only "changed" or
-# "now" are not about one thing ("Change: Nina does the slides" and "dinner time changed to 8pm")
+# "now" are not about one thing ("Change: Nina does the slides" and "dinner time changed to 8pm"; a bot's
+# "已更新：房租每月¥4800" and "已更新健身计划：每周二、六")
 _CHANGE_WORDS = frozenset(stem(w) for w in ("change", "update", "switch", "move", "instead", "now", "anymore",
-                                             "actually", "correction", "new", "mind"))
+                                             "actually", "correction", "new", "mind")) | frozenset(
+    "更新 改成 改为 改到 换成 换到 变成 调整 调到 修改 更正 现在 目前 以后 不再".split())
 
 
 def _words(text: str) -> frozenset[str]:
@@ -221,7 +223,7 @@ def pair_features(items: Sequence[Item], old: int, new: int, frame: Frame) -> di
     """The features of "``items[new]`` replaced ``items[old]``" (indices in ranking order; ``new`` is newer).
     Words are content keywords without the people's names (every line about Liam shares "Liam")."""
     a, b = items[old], items[new]
-    wa, wb = a.words - frame.names, b.words - frame.names
+    wa, wb = a.words - frame.names - _CHANGE_WORDS, b.words - frame.names - _CHANGE_WORDS  # items read earlier too
     ka, kb = value_kinds(a.text), value_kinds(b.text)
     days = max(0.0, (b.ts - a.ts).total_seconds() / 86400)
     row = frame.pairs[old] if frame.pairs is not None and len(frame.pairs) == len(items) else None

