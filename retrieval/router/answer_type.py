@@ -102,9 +102,9 @@ _KINDS: tuple[Kind, ...] = ("time", "quantity")
 
 @text_cache(1 << 13)
 def value_kinds(text: str) -> frozenset[Kind]:
-    """The kinds of value a line states, a time or an amount (places are read only where named): a new value of
-    one thing is told in the kind of the old ("about 30 so far" / "headcount is now 42"); the supersession
-    model reads whether two lines share one."""
+    """The kinds of value a line states, a time or an amount (places are read only where named). The
+    supersession model reads whether either line of a pair states one: what people change in a chat is mostly
+    a time or an amount (leave one chat out on truth-dev, docs/BENCHMARKS.md)."""
     return frozenset(k for k in _KINDS if states_kind(text, k))
 
 

@@ -50,7 +50,7 @@ FEATURES = ("shared_words", "shared_beyond_question", "cos_old", "cos_new", "fus
             "new_is_question", "old_is_question", "log_days", "same_topic", "log_chars_new", "new_turn", "new_fact",
             "new_summary", "new_qa", "asks_past", "bm25_new", "bm25_old", "new_says_change", "new_says_now",
             "old_says_change", "asks_update", "pair_cos", "pair_nearest", "same_speaker", "new_negates_old",
-            "kinds_shared", "kind_apart")
+            "value_stated")
 
 _NOW = lazy(r"(?i)\b(?:now|these days|from now on|nowadays|currently|anymore|any more|no longer)\b|现在|目前|以后|今后|从此|不再")
 _PAST = lazy(
@@ -244,7 +244,7 @@ def pair_features(items: Sequence[Item], old: int, new: int, frame: Frame) -> di
         "asks_update": frame.update, "pair_cos": pair, "pair_nearest": nearest,
         "same_speaker": float(a.speaker is not None and a.speaker == b.speaker),
         "new_negates_old": float(bool(_denied(b.text) & (wa | numbers(a.text)))),
-        "kinds_shared": float(bool(ka & kb)), "kind_apart": float(bool(ka | kb) and not ka & kb),
+        "value_stated": float(bool(ka | kb)),
     }  # fmt: skip
 
 
