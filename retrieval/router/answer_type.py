@@ -17,7 +17,7 @@ from language.time.dates import find_dates
 from language.time.weekdays import WD, WD_ABBR, WD_SHORT
 from retrieval.router.scoring import time_mention_spans
 
-__all__ = ["Kind", "asked_kind", "states_kind", "time_spans", "value_kinds"]
+__all__ = ["Kind", "asked_kind", "lacks_kind", "states_kind", "time_spans", "value_kinds"]
 
 Kind = Literal["quantity", "time", "clock", "weekday", "place"]
 _REF = datetime(2000, 1, 1, tzinfo=UTC)  # where a date is said is all that is read, not which day it is
@@ -95,6 +95,15 @@ def states_kind(text: str, kind: Kind, asked: str = "") -> bool:
         return any(" ".join(sorted(w)) not in asked.casefold() for w in said)
     named = _named(asked)
     return any(not words or not words <= named for words in said)  # a Chinese or symbol value always counts
+
+
+def lacks_kind(text: str, kind: Kind, asked: str = "") -> bool:
+    """``text`` states no value of ``kind`` (other than ``asked`` names). A place is read only where it is named,
+    so a line lacks one only when it gives a time instead: "pushed to 8pm" is no new place, "held in room 210"
+    may be one."""
+    if states_kind(text, kind, asked):
+        return False
+    return kind != "place" or states_kind(text, "time", asked)
 
 
 _KINDS: tuple[Kind, ...] = ("time", "quantity")

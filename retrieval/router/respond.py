@@ -16,7 +16,7 @@ from retrieval.protocols import MemoryFilter
 from retrieval.router import abstain, supersede
 from retrieval.router.abstain_calib import reads
 from retrieval.router.abstain_parts import EVERYONE, parts_memo, said_by
-from retrieval.router.answer_type import asked_kind, states_kind
+from retrieval.router.answer_type import asked_kind, lacks_kind
 from retrieval.router.asker import has_first_person, own_words_answer
 from retrieval.router.candidates import Cand
 from retrieval.router.currency import is_current_version, notes_for
@@ -170,10 +170,8 @@ def no_asked_value(items: Sequence[supersede.Item], question: str) -> set[tuple[
     kind = asked_kind(question)
     if kind is None:
         return set()
-    has = {x.doc_id: states_kind(x.text, kind, question) for x in items}
-    if kind == "place":  # places are read only where named: a line without one blocks only when it gives a new time
-        has = {x.doc_id: v or not states_kind(x.text, "time", question) for x, v in zip(items, has.values(), strict=True)}
-    return {(a.doc_id, b.doc_id) for a in items if has[a.doc_id] for b in items if not has[b.doc_id]}
+    lacks = {x.doc_id: lacks_kind(x.text, kind, question) for x in items}
+    return {(a.doc_id, b.doc_id) for a in items if not lacks[a.doc_id] for b in items if lacks[b.doc_id]}
 
 
 def to_items(ranking: Ranking, k: int, layer: str) -> list[RetrievedItem]:

@@ -25,7 +25,7 @@ from language.time.clock import find_clocks
 from language.time.dates import find_dates
 from retrieval.protocols import Doc
 from retrieval.router import slot_cues as cue
-from retrieval.router.answer_type import states_kind, time_spans
+from retrieval.router.answer_type import lacks_kind, time_spans
 from retrieval.router.slot_query import SlotQuery, subject_in_text
 
 __all__ = ["Statement", "asks_current", "newest_statement", "query_subject", "revises", "same_subject",
@@ -322,9 +322,8 @@ def slot_statements(
         values = statement_values(attr, doc, [*known, *participants], ignore)
         if not values and attr in cue.NAMED_VALUES and not has_cjk(doc.text):
             continue  # "Where does Wendy work now?" is answered by a name (an employer, a city, a venue)
-        if attr != "when" and not values and doc.kind != "summary" and states_kind(doc.text, "time") \
-                and not states_kind(doc.text, "place"):  # a time, no value (a summary's other lines may name one)
-            continue  # "聚会推迟到七点" keeps the party's place, "drinks moved to 8pm" is no favourite drink
+        if attr != "when" and not values and doc.kind != "summary" and lacks_kind(doc.text, "place"):
+            continue  # a time, no value: "聚会推迟到七点" keeps the party's place (a summary's other lines may name one)
         core = frozenset(t for t in tokenize(cue.ANNOTATION.sub("", doc.text)) if t not in ignored)
         out.append(Statement(doc, values, core, weak=about == _WEAK))
     out.sort(key=lambda s: s.doc.ts, reverse=True)

@@ -79,7 +79,7 @@ _CHANGE_WORDS = frozenset(stem(w) for w in ("change", "update", "switch", "move"
 def _words(text: str) -> frozenset[str]:
     """The text's content keywords as stems: a changed value is often told in another form of the same word
     ("swims" -> "quit swimming", "leaving the depot at 7" -> "let's leave at 7:45"); Chinese words as they are."""
-    return frozenset(k for k in map(stem, extract_keywords(text)) if k not in _CHANGE_WORDS)
+    return frozenset(map(stem, extract_keywords(text)))
 
 
 @text_cache(1 << 13)
@@ -223,7 +223,7 @@ def pair_features(items: Sequence[Item], old: int, new: int, frame: Frame) -> di
     """The features of "``items[new]`` replaced ``items[old]``" (indices in ranking order; ``new`` is newer).
     Words are content keywords without the people's names (every line about Liam shares "Liam")."""
     a, b = items[old], items[new]
-    wa, wb = a.words - frame.names - _CHANGE_WORDS, b.words - frame.names - _CHANGE_WORDS  # items read earlier too
+    wa, wb = a.words - frame.names - _CHANGE_WORDS, b.words - frame.names - _CHANGE_WORDS
     ka, kb = value_kinds(a.text), value_kinds(b.text)
     days = max(0.0, (b.ts - a.ts).total_seconds() / 86400)
     row = frame.pairs[old] if frame.pairs is not None and len(frame.pairs) == len(items) else None
