@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from language.extract.slots import states_replacement
 from language.text import tokenize
 from retrieval.protocols import Doc
-from retrieval.router.answer_type import asked_kind, states_kind
+from retrieval.router.answer_type import asked_kind, lacks_kind, states_kind
 from retrieval.router.candidates import Cand
 from retrieval.router.strategies import Ranking
 from schemas import MemoryKind, MemoryRecord
@@ -200,7 +200,7 @@ def apply_currency(ranking: Ranking, succ: Succession, fetched: Mapping[str, Can
         if current is None:
             _add_note(notes, doc_id, f"superseded ({_until(old)})")
             continue
-        if kind is not None and states_kind(old.text, kind, question) and not states_kind(current.doc.text, kind, question):
+        if kind is not None and states_kind(old.text, kind, question) and lacks_kind(current.doc.text, kind, question):
             continue  # what changed is not what is asked
         if head not in cands:
             cands[head] = current

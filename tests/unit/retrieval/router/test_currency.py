@@ -145,3 +145,17 @@ def test_a_change_of_another_attribute_leaves_the_statement_current_for_the_ques
     out = apply_currency(zh_rank, build_succession([zh]), {"z2": Cand(doc=doc_from_record(zh_moved))}, k=5,
                          question="德比几点开球？")  # fmt: skip
     assert [c.doc_id for c, _ in out.scored][0] == "z2"
+
+
+def test_a_new_place_no_reader_names_still_replaces_the_old_one():
+    """Places are read only where named: a version naming none but giving no time either may be a new place
+    ("the school pitch"), and it replaces the old one as any change does."""
+    match = rec("q1", "Bob said the derby is at Riverside Park", ["m1"], attribute="where", value="Riverside Park",
+                to=T0 + timedelta(days=2), by="q2")  # fmt: skip
+    moved = rec("q2", "Bob said the derby moved to the school pitch instead", ["m6"], attribute="where",
+                value="the school pitch", days=2)  # fmt: skip
+    ranking = Ranking("factual", [(turn("m1", "derby is at Riverside Park"), 2.0)])
+    out = apply_currency(ranking, build_succession([match]), {"q2": Cand(doc=doc_from_record(moved))}, k=5,
+                         question="Where is the derby played?")  # fmt: skip
+    assert [c.doc_id for c, _ in out.scored] == ["q2", "turn:c:m1"]
+    assert out.notes["turn:c:m1"].startswith("superseded")
